@@ -1,0 +1,1 @@
+"""Flower NumPyClient subclasses (client side); no math here."""

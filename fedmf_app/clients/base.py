@@ -1,0 +1,116 @@
+"""Common client-side Flower plumbing (no math here).
+
+A client holds one view and answers the server's handshake with its properties. Anything it must
+remember between rounds goes into ``context.state`` (Flower rebuilds the client object for every
+message, in a fresh process in a deployment), through :func:`load_state` / :func:`save_state`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from flwr.client import NumPyClient
+from flwr.common import Array, ArrayRecord, ConfigRecord, Context, Scalar
+
+from fedmf_app.data import ClientView
+
+__all__ = ["ClientStateError", "ViewClient", "load_state", "save_state"]
+
+
+class ClientStateError(RuntimeError):
+    """The client's stored state does not match the round it is asked to run."""
+
+
+def load_state(context: Context, name: str, server_round: int) -> dict[str, np.ndarray]:
+    """Arrays stored by this client after round ``server_round - 1`` (empty in round 1).
+
+    Parameters
+    ----------
+    context : Context
+    name : str
+        Namespace (the algorithm).
+    server_round : int
+        Round about to run.
+
+    Returns
+    -------
+    dict of ndarray
+
+    Raises
+    ------
+    ClientStateError
+        When the stored state is not from the previous round (a missed round, or a SuperNode that
+        restarted and lost its state): the algorithms here need every client in every round.
+    """
+    stored = context.state.config_records.get(f"{name}.meta")
+    last = int(stored["round"]) if stored is not None else 0
+    if last != server_round - 1:
+        pid = context.node_config.get("partition-id")
+        raise ClientStateError(
+            f"partition {pid}: asked for round {server_round} but its stored state is from round "
+            f"{last}; every client must take part in every round"
+        )
+    if last == 0:
+        return {}
+    return {k: v.numpy() for k, v in context.state.array_records[f"{name}.arrays"].items()}
+
+
+def save_state(context: Context, name: str, server_round: int, arrays: dict[str, np.ndarray]) -> None:
+    """Store this client's arrays after round ``server_round``.
+
+    Parameters
+    ----------
+    context : Context
+    name : str
+    server_round : int
+    arrays : dict of ndarray
+    """
+    # One RecordDict namespace holds records of every type: keep the two names distinct.
+    context.state.array_records[f"{name}.arrays"] = ArrayRecord(
+        {k: Array(v) for k, v in arrays.items()}
+    )
+    context.state.config_records[f"{name}.meta"] = ConfigRecord({"round": server_round})
+
+
+class ViewClient(NumPyClient):
+    """A client holding one view.
+
+    Parameters
+    ----------
+    context : Context
+        This node's context (its ``state`` persists across rounds).
+    cfg : dict
+        Validated run config.
+    partition_id : int
+    num_partitions : int or None
+        As declared in the node config.
+    view : ClientView
+    """
+
+    def __init__(
+        self,
+        context: Context,
+        cfg: dict[str, Any],
+        partition_id: int,
+        num_partitions: int | None,
+        view: ClientView,
+    ) -> None:
+        self.context = context
+        self.cfg = cfg
+        self.partition_id = partition_id
+        self.num_partitions = num_partitions
+        self.view = view
+
+    def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
+        """Handshake: who this client is and the shape of its view."""
+        n, d = self.view.features.shape
+        props: dict[str, Scalar] = {
+            "partition-id": self.partition_id,
+            "num-samples": int(n),
+            "num-features": int(d),
+            "source": self.view.source,
+        }
+        if self.num_partitions is not None:
+            props["num-partitions"] = self.num_partitions
+        return props

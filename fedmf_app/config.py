@@ -1,0 +1,288 @@
+"""Run-config schema: every key of ``[tool.flwr.app.config]``, its type, default, check and meaning.
+
+The defaults here and in ``pyproject.toml`` are the same (a test keeps them equal); the README's
+table of keys is printed by ``python -m fedmf_app.config``. :func:`validate_run_config` turns a raw
+run config (``context.run_config``) into a complete, type-checked dict, or raises
+:class:`ConfigError` naming the key, the value and the allowed values, so that a bad run stops
+before round 1.
+
+Keys marked [A] in their description implement an assumption of ``spec/ALGORITHMS.md`` (a choice
+the papers do not state) as a named option with the documented default.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fedmf_app.kernels.nonneg_orth import BasisSolverOptions
+from fedmf_app.kernels.sonmf import SONMFParams
+
+__all__ = [
+    "ConfigError",
+    "Option",
+    "OPTIONS",
+    "defaults",
+    "markdown_table",
+    "sonmf_params",
+    "validate_run_config",
+]
+
+
+class ConfigError(ValueError):
+    """A run-config value is unknown, of the wrong type or out of range."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One run-config key.
+
+    Parameters
+    ----------
+    key : str
+        Name in ``[tool.flwr.app.config]``.
+    kind : type
+        ``int``, ``float``, ``bool`` or ``str``.
+    default : int, float, bool or str
+    allowed : str
+        Human-readable description of the allowed values (used in error messages).
+    check : callable
+        Predicate on the (type-converted) value.
+    help : str
+        Meaning, for the README.
+    """
+
+    key: str
+    kind: type
+    default: Any
+    allowed: str
+    check: Callable[[Any], bool]
+    help: str
+
+
+def _any(_: Any) -> bool:
+    return True
+
+
+def _at_least(low: float) -> Callable[[Any], bool]:
+    return lambda x: x >= low
+
+
+def _positive(x: float) -> bool:
+    return x > 0
+
+
+def _one_of(*values: str) -> Callable[[Any], bool]:
+    return lambda x: x in values
+
+
+ALGORITHM_NAMES: tuple[str, ...] = ("fedsonmf",)
+RESIDUAL_NORMALISATIONS = ("ratio", "running-average")
+
+OPTIONS: tuple[Option, ...] = (
+    # --- the run --------------------------------------------------------------------------------
+    Option("algorithm", str, "fedsonmf", "one of: " + ", ".join(ALGORITHM_NAMES),
+           _one_of(*ALGORITHM_NAMES), "Algorithm to run."),
+    Option("num-server-rounds", int, 100, "an integer >= 1", _at_least(1),
+           "Communication rounds T ([A] fixed T, spec 1.7)."),
+    Option("num-clients", int, 10, "an integer >= 1", _at_least(1),
+           "Clients m, one view each; the federation must have exactly this many SuperNodes."),
+    Option("seed", int, 0, "an integer >= 0", _at_least(0),
+           "Seed of every random stream (data, initial U_p, initial V)."),
+    Option("out-dir", str, "results", "a folder path", _any,
+           "Where run folders go; a relative path is taken from the ServerApp's working folder."),
+    Option("run-name", str, "", "a folder name (empty: algorithm, time and seed)", _any,
+           "Name of this run's folder under out-dir."),
+    Option("diagnostics", bool, True, "true or false", _any,
+           "Clients also upload grad_V f_p(U_p^{s,0}, V^s) (r x n) and two scalars so the server can "
+           "compute the objective and the stationarity residual; doubles the upload."),
+    Option("round-timeout-s", float, 600.0, "a number > 0", _positive,
+           "A round whose replies take longer fails the run."),
+    Option("connect-timeout-s", float, 30.0, "a number > 0", _positive,
+           "How long the server waits for num-clients SuperNodes before round 1."),
+    # --- data -----------------------------------------------------------------------------------
+    Option("dataset", str, "synthetic", "synthetic", _one_of("synthetic"),
+           "Data set; `synthetic` is the planted generator of paper A (spec 1.11)."),
+    Option("num-samples", int, 200, "an integer >= 1", _at_least(1),
+           "Synthetic: samples n ([A] 200)."),
+    Option("view-dim", int, 20, "an integer >= 1", _at_least(1),
+           "Synthetic: features per view d_p (paper: 20)."),
+    Option("heterogeneity", float, 0.0, "a number in [0, 1]", lambda h: 0.0 <= h <= 1.0,
+           "Synthetic: heterogeneity h; V_p* = (1 - h) V0 + h E_p ([A] generator)."),
+    Option("noise", float, 0.01, "a number >= 0", _at_least(0.0),
+           "Synthetic: standard deviation of the additive Gaussian noise ([A] 0.01)."),
+    # --- fedsonmf (paper A) ---------------------------------------------------------------------
+    Option("rank", int, 6, "an integer >= 1 and <= every view's dimension", _at_least(1),
+           "Rank r (paper: 6 on synthetic data)."),
+    Option("local-steps", int, 10, "an integer >= 1", _at_least(1),
+           "Local steps tau per round ([A] 10)."),
+    Option("local-lr", float, 0.01, "a number > 0", _positive,
+           "Local step alpha ([A] 0.01; theory-safe 1/(10 L2 eta_g tau) = 1/300 is ~3x slower)."),
+    Option("global-lr", float, 1.5, "a number > 0", _positive,
+           "Server step eta_g ([A] 1.5; theory needs >= 3/2)."),
+    Option("mu", float, 0.01, "a number >= 0", _at_least(0.0),
+           "Weight of the joint-sparsity term mu ||V||_{2,1} ([A] 0.01)."),
+    Option("rho1", float, 1.0, "a number >= 0", _at_least(0.0),
+           "Proximal weight of the U subproblem ([A] 1)."),
+    Option("drift-correction", bool, True, "true or false", _any,
+           "Apply the drift correction C_p (false: the uncorrected ablation)."),
+    Option("v-init-scale", float, 1.0, "a number > 0", _positive,
+           "Initial V = scale * |N(0, 1)| ([A])."),
+    Option("basis-sigma0", float, 1e-3, "a number > 0", _positive,
+           "U solver: initial penalty sigma_0 of the scaled subproblem, restarted every solve."),
+    Option("basis-max-outer", int, 300, "an integer >= 1", _at_least(1),
+           "U solver: maximum outer (penalty) iterations."),
+    Option("basis-inner-tol", float, 1e-2, "a number > 0", _positive,
+           "U solver: initial inner tolerance on ||min(U, grad P_sigma)||_F of the scaled subproblem "
+           "([A] 1e-2; 0.1 left U at its start on the scaled problem)."),
+    Option("basis-polish", bool, True, "true or false", _any,
+           "U solver: exact minimiser on the rounded supports ([A] on)."),
+    Option("residual-eps", float, 1e-12, "a number > 0", _positive,
+           "Floor of the residual normaliser max(R^1, eps) ([A] 1e-12)."),
+    Option("residual-normalisation", str, "ratio", "one of: " + ", ".join(RESIDUAL_NORMALISATIONS),
+           _one_of(*RESIDUAL_NORMALISATIONS),
+           "Normalised residual shown in the log and summary: per-round ratio R^s/R^1 or the "
+           "paper's printed running average; both are always recorded."),
+)
+
+_BY_KEY = {o.key: o for o in OPTIONS}
+
+
+def defaults() -> dict[str, Any]:
+    """Default value of every key.
+
+    Returns
+    -------
+    dict
+    """
+    return {o.key: o.default for o in OPTIONS}
+
+
+def _convert(option: Option, value: Any) -> Any:
+    """Convert ``value`` to ``option.kind`` or raise :class:`ConfigError`."""
+    bad = ConfigError(
+        f"run config '{option.key}' = {value!r} is invalid: must be {option.allowed}"
+    )
+    if option.kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise bad
+    if option.kind is int:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad
+        if isinstance(value, float) and not value.is_integer():
+            raise bad
+        return int(value)
+    if option.kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad
+        if not math.isfinite(value):
+            raise bad
+        return float(value)
+    if not isinstance(value, str):
+        raise bad
+    return value
+
+
+def validate_run_config(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Check a run config and fill in defaults.
+
+    Parameters
+    ----------
+    raw : mapping
+        Run config as Flower passes it (``context.run_config``), or a partial override.
+
+    Returns
+    -------
+    dict
+        Every key of :data:`OPTIONS`, converted to its type.
+
+    Raises
+    ------
+    ConfigError
+        On an unknown key, a value of the wrong type or out of range, or an inconsistent
+        combination (e.g. ``rank`` larger than ``view-dim``).
+    """
+    unknown = sorted(set(raw) - set(_BY_KEY))
+    if unknown:
+        raise ConfigError(
+            f"unknown run-config key(s) {', '.join(map(repr, unknown))}; "
+            f"allowed keys: {', '.join(sorted(_BY_KEY))}"
+        )
+    cfg = defaults()
+    for key, value in raw.items():
+        option = _BY_KEY[key]
+        converted = _convert(option, value)
+        if not option.check(converted):
+            raise ConfigError(
+                f"run config '{key}' = {value!r} is invalid: must be {option.allowed}"
+            )
+        cfg[key] = converted
+    if cfg["dataset"] == "synthetic" and cfg["rank"] > cfg["view-dim"]:
+        raise ConfigError(
+            f"run config 'rank' = {cfg['rank']} is invalid: must be <= 'view-dim' = "
+            f"{cfg['view-dim']} (a nonnegative orthonormal basis U_p needs d_p >= r)"
+        )
+    return cfg
+
+
+def sonmf_params(cfg: Mapping[str, Any]) -> SONMFParams:
+    """Kernel parameters of paper A's method from a validated run config.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Output of :func:`validate_run_config`.
+
+    Returns
+    -------
+    SONMFParams
+    """
+    return SONMFParams(
+        local_steps=cfg["local-steps"],
+        local_lr=cfg["local-lr"],
+        global_lr=cfg["global-lr"],
+        mu=cfg["mu"],
+        rho1=cfg["rho1"],
+        drift_correction=cfg["drift-correction"],
+        basis=BasisSolverOptions(
+            sigma0=cfg["basis-sigma0"],
+            max_outer=cfg["basis-max-outer"],
+            inner_tol0=cfg["basis-inner-tol"],
+            polish=cfg["basis-polish"],
+        ),
+    )
+
+
+def markdown_table() -> str:
+    """README table of all keys (the README embeds exactly this text).
+
+    Returns
+    -------
+    str
+    """
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    def toml(option: Option) -> str:
+        if option.kind is bool:
+            return "true" if option.default else "false"
+        if option.kind is str:
+            return f'"{option.default}"'
+        return str(option.default)
+
+    rows = ["| key | default | allowed | meaning |", "|---|---|---|---|"]
+    for o in OPTIONS:
+        rows.append(f"| `{o.key}` | `{toml(o)}` | {cell(o.allowed)} | {cell(o.help)} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(markdown_table() + "\n")

@@ -1,0 +1,1 @@
+"""Math kernels: pure numpy, no Flower import. Arrays in, arrays out."""

@@ -1,0 +1,389 @@
+"""Nonnegative-orthogonal basis subproblem of paper A (Section 3.1, problem (7)).
+
+Solves, for one client,
+
+.. math::
+    \\min_{U \\ge 0,\\; U^\\top U = I_r} \\; \\varphi(U) = \\|X - U V\\|_F^2
+        + \\frac{\\rho_1}{2}\\|U - U_0\\|_F^2 ,
+
+by the exact-penalty method of Jiang, Meng, Wen & Chen (2023) (``EP4Orth``), as reconstructed in
+``spec/ALGORITHMS.md`` Section 1.3:
+
+* keep ``U`` on the nonnegative part of the oblique manifold (unit columns, ``U >= 0``) and penalise
+  the loss of orthogonality with :math:`\\sigma(\\|Uw\\|_2^2 - 1)`, :math:`w = 1_r/\\sqrt r`
+  (for nonnegative unit columns :math:`\\|Uw\\|^2 \\ge 1`, with equality iff the columns are
+  orthogonal, i.e. have disjoint supports);
+* minimise the penalised function by projected gradient with a Barzilai-Borwein step and the
+  nonmonotone Zhang-Hager line search (``penalf_ob.m``), raising :math:`\\sigma` between outer
+  iterations;
+* round (``round_st.m``: keep the largest entry of each row, renormalise the columns), which makes
+  ``U`` exactly feasible, and polish: on fixed disjoint supports ``S_j`` the problem has the closed
+  form ``u_j = normalise(max(A, 0) restricted to S_j)`` with :math:`A = 2XV^\\top + \\rho_1 U_0`.
+
+The solver never returns a point worse than the (feasible) warm start ``U_0``: when the rounded,
+polished point has a larger :math:`\\varphi`, ``U_0`` is returned and ``BasisSolveInfo.kept_start``
+says so. This keeps the outer alternating minimisation monotone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "BasisSolverOptions",
+    "BasisSolveInfo",
+    "basis_objective",
+    "basis_residual",
+    "is_feasible_basis",
+    "project_oblique_nonneg",
+    "random_feasible_basis",
+    "round_to_feasible",
+    "polish_on_supports",
+    "solve_basis",
+]
+
+
+@dataclass(frozen=True)
+class BasisSolverOptions:
+    """Options of :func:`solve_basis` (defaults from the EP4Orth code unless marked [A]).
+
+    Parameters
+    ----------
+    sigma0 : float
+        Initial penalty parameter, restarted at every solve (restarting, rather than carrying sigma
+        across local steps, avoids frozen supports; spec Section 1.8b).
+    sigma_growth : float
+        Factor applied to sigma after each outer iteration.
+    sigma_max : float
+        Cap on sigma.
+    max_outer : int
+        Maximum number of outer (penalty) iterations.
+    max_inner : int
+        Maximum projected-gradient iterations per outer iteration.
+    inner_tol0, inner_tol_decay, inner_tol_min : float
+        Inner tolerance on ``||min(U, grad P_sigma(U))||_F``: starts at ``inner_tol0``, multiplied by
+        ``inner_tol_decay`` per outer iteration, floored at ``inner_tol_min``. [A] ``inner_tol0`` is
+        1e-2 rather than EP4Orth's 0.1: on the scaled subproblem 0.1 is met at the warm start, the
+        inner solver never moves, and the alternating method stalls far from a planted
+        factorisation.
+    feasibility_tol : float
+        Outer stop when ``| ||Uw||^2 - 1 | <= feasibility_tol``.
+    polish : bool
+        [A, on by default] After rounding, replace each column by the exact minimiser on its support.
+    scale : bool
+        [A, on by default] Divide the subproblem by ``||2 X V^T + rho1 U0||_F`` so that ``sigma0``
+        means the same at every data scale.
+    """
+
+    sigma0: float = 1e-3
+    sigma_growth: float = 1.05
+    sigma_max: float = 1e5
+    max_outer: int = 300
+    max_inner: int = 20
+    inner_tol0: float = 1e-2
+    inner_tol_decay: float = 0.98
+    inner_tol_min: float = 1e-7
+    feasibility_tol: float = 1e-8
+    polish: bool = True
+    scale: bool = True
+
+
+@dataclass(frozen=True)
+class BasisSolveInfo:
+    """Diagnostics of one :func:`solve_basis` call.
+
+    Attributes
+    ----------
+    outer_iterations, inner_iterations : int
+        Work done by the penalty method.
+    orthogonality_gap : float
+        ``||Uw||^2 - 1`` before rounding (0 means the penalty method reached disjoint supports).
+    rounded : bool
+        Whether the rounding step could be applied (every column received a row).
+    kept_start : bool
+        Whether the warm start was returned because the new point was not better.
+    objective : float
+        :math:`\\varphi` at the returned point.
+    """
+
+    outer_iterations: int
+    inner_iterations: int
+    orthogonality_gap: float
+    rounded: bool
+    kept_start: bool
+    objective: float
+
+
+def project_oblique_nonneg(u: np.ndarray) -> np.ndarray:
+    """Project onto ``{U >= 0, ||U_{.j}||_2 = 1}``: clip negatives, normalise columns.
+
+    A column with no positive entry becomes the unit vector at its largest entry (``proj_ob.m``).
+
+    Parameters
+    ----------
+    u : ndarray, shape (d, r)
+
+    Returns
+    -------
+    ndarray, shape (d, r)
+    """
+    p = np.maximum(u, 0.0)
+    norms = np.sqrt(np.einsum("ij,ij->j", p, p))
+    dead = norms <= 0.0
+    if dead.any():
+        cols = np.flatnonzero(dead)
+        p[:, cols] = 0.0
+        p[np.argmax(u[:, cols], axis=0), cols] = 1.0
+        norms[cols] = 1.0
+    return p / norms
+
+
+def round_to_feasible(u: np.ndarray) -> np.ndarray | None:
+    """Rounding of ``round_st.m``: keep the largest entry of every row, renormalise the columns.
+
+    Parameters
+    ----------
+    u : ndarray, shape (d, r)
+        Nonnegative matrix.
+
+    Returns
+    -------
+    ndarray, shape (d, r), or None
+        A feasible basis (``U >= 0``, ``U^T U = I``) or ``None`` when some column would receive no
+        row (the rounding is then not applicable).
+    """
+    d, r = u.shape
+    winner = np.argmax(u, axis=1)
+    keep = u[np.arange(d), winner]
+    out = np.zeros_like(u)
+    out[np.arange(d), winner] = keep
+    norms = np.linalg.norm(out, axis=0)
+    if np.any(norms <= 0.0):
+        return None
+    return out / norms
+
+
+def polish_on_supports(u: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Exact minimiser of ``-<U, A>`` over unit nonnegative columns supported on ``supp(U_{.j})``.
+
+    For a feasible ``U`` with disjoint column supports :math:`S_j`, :math:`U^\\top U = I` and
+    :math:`\\varphi(U) = \\text{const} - \\langle U, A\\rangle`; the minimiser on those supports is
+    ``u_j = max(A_{S_j, j}, 0) / ||max(A_{S_j, j}, 0)||`` (the unit vector at the largest entry of
+    ``A_{S_j, j}`` when none is positive).
+
+    Parameters
+    ----------
+    u : ndarray, shape (d, r)
+        Feasible basis whose supports are kept.
+    a : ndarray, shape (d, r)
+        Linear term ``2 X V^T + rho1 U0``.
+
+    Returns
+    -------
+    ndarray, shape (d, r)
+    """
+    support = u > 0.0
+    masked = np.where(support, a, -np.inf)
+    pos = np.where(support, np.maximum(a, 0.0), 0.0)
+    norms = np.linalg.norm(pos, axis=0)
+    out = np.zeros_like(u)
+    ok = norms > 0.0
+    out[:, ok] = pos[:, ok] / norms[ok]
+    for j in np.flatnonzero(~ok):
+        out[np.argmax(masked[:, j]), j] = 1.0
+    return out
+
+
+def is_feasible_basis(u: np.ndarray, tol: float = 1e-10) -> bool:
+    """Whether ``U >= 0`` and ``||U^T U - I||_max <= tol``.
+
+    Parameters
+    ----------
+    u : ndarray, shape (d, r)
+    tol : float
+
+    Returns
+    -------
+    bool
+    """
+    r = u.shape[1]
+    return bool(np.all(u >= 0.0) and np.max(np.abs(u.T @ u - np.eye(r))) <= tol)
+
+
+def random_feasible_basis(d: int, r: int, rng: np.random.Generator) -> np.ndarray:
+    """Random feasible basis: ``round(project(|randn|))`` with every column given a row.
+
+    Each row keeps only its largest ``|N(0, 1)|`` draw, in that draw's column; ``r`` random rows move
+    their largest draw to columns ``0..r-1`` (one each) so that every column owns a row and the
+    rounding is always applicable (spec Section 1.9, [A]).
+
+    Parameters
+    ----------
+    d, r : int
+        Number of features and rank; ``d >= r``.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray, shape (d, r)
+        Nonnegative with orthonormal columns.
+    """
+    if d < r:
+        raise ValueError(f"a nonnegative orthonormal basis needs d >= r, got d={d}, r={r}")
+    g = np.abs(rng.standard_normal((d, r)))
+    owners = rng.permutation(d)[:r]
+    largest = g[owners].max(axis=1)
+    g[owners, :] = 0.0
+    g[owners, np.arange(r)] = largest
+    u = round_to_feasible(project_oblique_nonneg(g))
+    assert u is not None  # every column owns one of the first r rows
+    return u
+
+
+def basis_objective(x: np.ndarray, v: np.ndarray, u: np.ndarray, u0: np.ndarray, rho1: float) -> float:
+    """:math:`\\varphi(U) = \\|X - UV\\|_F^2 + (\\rho_1/2)\\|U - U_0\\|_F^2`.
+
+    Parameters
+    ----------
+    x : ndarray, shape (d, n)
+    v : ndarray, shape (r, n)
+    u, u0 : ndarray, shape (d, r)
+    rho1 : float
+
+    Returns
+    -------
+    float
+    """
+    return float(np.linalg.norm(x - u @ v) ** 2 + 0.5 * rho1 * np.linalg.norm(u - u0) ** 2)
+
+
+def basis_residual(x: np.ndarray, v: np.ndarray, u: np.ndarray) -> float:
+    """Weak stationarity of a feasible ``U`` on its supports (spec Section 1.8, [A] proxy).
+
+    .. math::
+        r = \\sum_j \\bigl\\| \\bigl(g_{\\cdot j} - (u_j^\\top g_{\\cdot j})\\, u_j\\bigr)
+            \\odot 1_{S_j} \\bigr\\|_2^2, \\qquad g = \\nabla_U f(U, V) = 2 (UV - X) V^\\top .
+
+    Parameters
+    ----------
+    x : ndarray, shape (d, n)
+    v : ndarray, shape (r, n)
+    u : ndarray, shape (d, r)
+        Feasible basis (disjoint column supports).
+
+    Returns
+    -------
+    float
+    """
+    g = 2.0 * (u @ v - x) @ v.T
+    tangent = g - u * np.einsum("ij,ij->j", u, g)
+    return float(np.sum(np.where(u > 0.0, tangent, 0.0) ** 2))
+
+
+def solve_basis(
+    x: np.ndarray,
+    v: np.ndarray,
+    u0: np.ndarray,
+    rho1: float,
+    options: BasisSolverOptions = BasisSolverOptions(),
+) -> tuple[np.ndarray, BasisSolveInfo]:
+    """Solve the basis subproblem (7) from the feasible warm start ``u0``.
+
+    Parameters
+    ----------
+    x : ndarray, shape (d, n)
+        Client data, features x samples.
+    v : ndarray, shape (r, n)
+        Current (post-proximal) coefficient matrix.
+    u0 : ndarray, shape (d, r)
+        Feasible warm start and proximal centre :math:`U_p^{s,k}`.
+    rho1 : float
+        Proximal weight :math:`\\rho_1 \\ge 0`.
+    options : BasisSolverOptions
+
+    Returns
+    -------
+    u : ndarray, shape (d, r)
+        Feasible basis (``U >= 0``, ``U^T U = I``) with ``phi(u) <= phi(u0)``.
+    info : BasisSolveInfo
+    """
+    r = u0.shape[1]
+    vvt = v @ v.T
+    a = 2.0 * (x @ v.T) + rho1 * u0
+    scale = float(np.linalg.norm(a)) if options.scale else 1.0
+    if scale <= 0.0:
+        scale = 1.0
+    # Smooth part on the oblique manifold, up to a constant: psi(U) = <U^T U, VV^T> - <U, A>.
+    q = vvt / scale
+    b = a / scale
+    inv_r = 1.0 / r
+
+    def value_grad(u: np.ndarray, sigma: float) -> tuple[float, np.ndarray]:
+        uq = u @ q
+        rows = u.sum(axis=1)
+        val = float(np.vdot(u, uq) - np.vdot(u, b) + sigma * (inv_r * rows @ rows - 1.0))
+        grad = 2.0 * uq - b + (2.0 * sigma * inv_r) * rows[:, None]
+        return val, grad
+
+    u = project_oblique_nonneg(u0)
+    sigma, tol = options.sigma0, options.inner_tol0
+    step = 1.0
+    inner_total = 0
+    outer = 0
+    gap = float(inv_r * np.sum(u.sum(axis=1) ** 2) - 1.0)
+    for outer in range(1, options.max_outer + 1):
+        u, step, used = _penalised_projected_gradient(u, sigma, tol, step, options.max_inner, value_grad)
+        inner_total += used
+        gap = float(inv_r * np.sum(u.sum(axis=1) ** 2) - 1.0)
+        if abs(gap) <= options.feasibility_tol:
+            break
+        sigma = min(sigma * options.sigma_growth, options.sigma_max)
+        tol = max(tol * options.inner_tol_decay, options.inner_tol_min)
+
+    rounded = round_to_feasible(u)
+    candidate = None
+    if rounded is not None:
+        candidate = polish_on_supports(rounded, a) if options.polish else rounded
+    phi0 = basis_objective(x, v, u0, u0, rho1)
+    if candidate is not None:
+        phi = basis_objective(x, v, candidate, u0, rho1)
+        if phi <= phi0:
+            return candidate, BasisSolveInfo(outer, inner_total, gap, True, False, phi)
+    return u0.copy(), BasisSolveInfo(outer, inner_total, gap, rounded is not None, True, phi0)
+
+
+def _penalised_projected_gradient(u, sigma, tol, step, max_inner, value_grad):
+    """Projected gradient with BB steps and the Zhang-Hager nonmonotone line search.
+
+    Returns the new point, the last BB step (reused as the next initial step) and the number of
+    iterations used.
+    """
+    gamma = 0.85
+    f, g = value_grad(u, sigma)
+    ref, weight = f, 1.0
+    used = 0
+    for used in range(1, max_inner + 1):
+        rgrad = g - u * np.einsum("ij,ij->j", u, g)
+        if np.linalg.norm(np.minimum(u, rgrad)) <= tol:
+            return u, step, used - 1
+        t = step
+        for _ in range(30):
+            un = project_oblique_nonneg(u - t * g)
+            fn, gn = value_grad(un, sigma)
+            s = un - u
+            if fn <= ref - 1e-6 / t * float(np.vdot(s, s)):
+                break
+            t *= 0.5
+        else:
+            return u, step, used
+        y = gn - g
+        sy = float(np.vdot(s, y))
+        yy = float(np.vdot(y, y))
+        step = min(max(sy / yy, 1e-10), 1e10) if sy > 0.0 and yy > 0.0 else min(2.0 * t, 1e10)
+        weight_new = gamma * weight + 1.0
+        ref = (gamma * weight * ref + fn) / weight_new
+        weight = weight_new
+        u, f, g = un, fn, gn
+    return u, step, used

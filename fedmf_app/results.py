@@ -1,0 +1,133 @@
+"""The results a run leaves behind: ``<out-dir>/<run-name>/result.json`` (and plots beside it).
+
+``result.json`` holds ``{"config": {...}, "status": ..., "clients": [...], "rounds": [...],
+"summary": {...}}`` and is rewritten atomically after every round, so an interrupted run keeps the
+rounds it finished and a reader never sees a half-written file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RunRecorder", "default_run_name", "load_result"]
+
+
+def default_run_name(algorithm: str, seed: int) -> str:
+    """``<algorithm>-<YYYYmmdd-HHMMSS>-s<seed>-<pid>`` (unique across parallel runs).
+
+    Parameters
+    ----------
+    algorithm : str
+    seed : int
+
+    Returns
+    -------
+    str
+    """
+    return f"{algorithm}-{time.strftime('%Y%m%d-%H%M%S')}-s{seed}-{os.getpid()}"
+
+
+class RunRecorder:
+    """Owns one run folder and its ``result.json``.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        Parent folder; relative paths resolve against the current working folder.
+    run_name : str
+        Folder name of this run.
+    config : dict
+        The full, validated run config (stored verbatim).
+
+    Notes
+    -----
+    Nothing is written until :meth:`start` is called, so a run rejected during validation leaves
+    no folder behind.
+    """
+
+    def __init__(self, out_dir: str | Path, run_name: str, config: dict[str, Any]) -> None:
+        self.run_dir = Path(out_dir).expanduser().resolve() / run_name
+        self.path = self.run_dir / "result.json"
+        self.data: dict[str, Any] = {
+            "config": dict(config),
+            "status": "pending",
+            "error": None,
+            "clients": [],
+            "rounds": [],
+            "summary": {},
+        }
+
+    def start(self, clients: list[dict[str, Any]]) -> None:
+        """Create the run folder and write the first ``result.json``.
+
+        Parameters
+        ----------
+        clients : list of dict
+            What each client reported in the handshake, in partition order.
+        """
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.data["status"] = "running"
+        self.data["clients"] = clients
+        self._write()
+
+    def record_round(self, record: dict[str, Any]) -> None:
+        """Append one round's record and rewrite the file.
+
+        Parameters
+        ----------
+        record : dict
+            Must hold ``round``; values must be JSON-serialisable.
+        """
+        self.data["rounds"].append(record)
+        self._write()
+
+    def finish(self, summary: dict[str, Any]) -> None:
+        """Mark the run completed with its summary.
+
+        Parameters
+        ----------
+        summary : dict
+        """
+        self.data["status"] = "completed"
+        self.data["summary"] = summary
+        self._write()
+
+    def fail(self, error: str) -> None:
+        """Mark the run failed, keeping the rounds done so far (no-op before :meth:`start`).
+
+        Parameters
+        ----------
+        error : str
+            What went wrong, for a person to read.
+        """
+        self.data["status"] = "failed"
+        self.data["error"] = error
+        if self.run_dir.exists():
+            self._write()
+
+    def _write(self) -> None:
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.data, indent=1, allow_nan=True))
+        os.replace(tmp, self.path)
+
+
+def load_result(path: str | Path) -> dict[str, Any]:
+    """Read a ``result.json`` (or the one inside a run folder).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file or its run folder.
+
+    Returns
+    -------
+    dict
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "result.json"
+    return json.loads(p.read_text())

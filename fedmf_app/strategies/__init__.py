@@ -1,0 +1,1 @@
+"""Flower Strategy subclasses (server side); no math here."""
