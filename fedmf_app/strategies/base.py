@@ -279,26 +279,23 @@ class ViewFederationStrategy(Strategy):
         failures: list[tuple[ClientProxy, FitRes] | BaseException],
     ) -> list[ClientReply]:
         partition_of = {p.cid: i for i, p in enumerate(self.clients)}
-        replies = sorted(
-            (
-                ClientReply(
-                    partition_id=partition_of[proxy.cid],
-                    arrays=parameters_to_ndarrays(res.parameters),
-                    metrics=dict(res.metrics),
-                )
-                for proxy, res in results
-                if proxy.cid in partition_of and res.status.code == Code.OK
-            ),
-            key=lambda r: r.partition_id,
-        )
+        replies: list[ClientReply] = []
+        reasons = [str(f) if isinstance(f, BaseException) else f[1].status.message for f in failures]
+        for proxy, res in results:
+            if proxy.cid not in partition_of:
+                reasons.append(f"reply from unknown node {proxy.cid}")
+            elif res.status.code != Code.OK:
+                reasons.append(f"partition {partition_of[proxy.cid]}: {res.status.message}")
+            else:
+                replies.append(ClientReply(partition_id=partition_of[proxy.cid],
+                                           arrays=parameters_to_ndarrays(res.parameters),
+                                           metrics=dict(res.metrics)))
+        replies.sort(key=lambda r: r.partition_id)
         missing = sorted(set(range(len(self.clients))) - {r.partition_id for r in replies})
-        if missing or failures:
-            reasons = "; ".join(
-                str(f) if isinstance(f, BaseException) else f[1].status.message for f in failures
-            )
+        if missing or reasons:
             message = (
                 f"round {server_round}: no valid reply from partition(s) {missing} "
-                f"(every view is needed in every round). Errors: {reasons or 'none reported'}"
+                f"(every view is needed in every round). Errors: {'; '.join(reasons) or 'none reported'}"
             )
             self.recorder.fail(message)
             log(ERROR, "%s", message)
