@@ -16,7 +16,7 @@ from fedmf_app.kernels.sonmf import server_step
 from fedmf_app.results import RunRecorder
 from fedmf_app.strategies.base import FederationError
 from fedmf_app.strategies.fedsonmf import FedSONMFStrategy
-from fakes import FakeProxy, client_context, fit_res, run_client_round
+from fakes import FakeProxy, build_federation, client_context, fit_res, run_client_round, run_round
 from kernel_federation import KernelFederation, synthetic_views
 
 CFG = {"num-clients": 3, "num-samples": 40, "num-server-rounds": 4, "heterogeneity": 0.6,
@@ -25,26 +25,11 @@ CFG = {"num-clients": 3, "num-samples": 40, "num-server-rounds": 4, "heterogenei
 
 def _federation(tmp_path, overrides=None, properties=None):
     cfg = validate_run_config({**CFG, **(overrides or {})})
-    strategy = FedSONMFStrategy(cfg, RunRecorder(tmp_path, "run", cfg))
-    manager = SimpleClientManager()
-    clients, proxies = [], []
-    for p in range(cfg["num-clients"]):
-        view = load_client_view(cfg, p)
-        client = FedSONMFClient(client_context(cfg, p, cfg["num-clients"]), cfg, p, cfg["num-clients"], view)
-        props = client.get_properties({}) if properties is None else properties[p]
-        proxy = FakeProxy(f"node-{10 - p}", props)  # node ids not in partition order
-        manager.register(proxy)
-        clients.append(client)
-        proxies.append(proxy)
-    return cfg, strategy, manager, dict(zip((p.cid for p in proxies), clients))
+    strategy, manager, clients = build_federation(tmp_path, cfg, properties)
+    return cfg, strategy, manager, clients
 
 
-def _run_round(strategy, manager, clients, parameters, server_round):
-    instructions = strategy.configure_fit(server_round=server_round, parameters=parameters,
-                                          client_manager=manager)
-    results = [(proxy, run_client_round(clients[proxy.cid], ins.parameters, server_round))
-               for proxy, ins in instructions]
-    return strategy.aggregate_fit(server_round=server_round, results=results, failures=[])[0]
+_run_round = run_round
 
 
 def test_adapters_reproduce_the_kernel_reference_run(tmp_path):
