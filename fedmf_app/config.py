@@ -102,7 +102,7 @@ OPTIONS: tuple[Option, ...] = (
            "Clients also upload grad_V f_p(U_p^{s,0}, V^s) (r x n) and two scalars so the server can "
            "compute the objective and the stationarity residual; doubles the upload."),
     Option("round-timeout-s", float, 600.0, "a number > 0", _positive,
-           "A round whose replies take longer fails the run."),
+           "A round (or the handshake before round 1) whose replies take longer fails the run."),
     Option("connect-timeout-s", float, 30.0, "a number > 0", _positive,
            "How long the server waits for num-clients SuperNodes before round 1."),
     # --- data -----------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ heterogeneity ``h``, and writes, for each residual normalisation,
   seeds as a line and the min-max over seeds as a band;
 * ``<fig>_rounds_to_1e-2.md``: for each line and ``h``, the rounds each normalisation needs to
   reach 1e-2 (mean over seeds, with the per-seed values), ``never`` when a seed did not reach it
-  within the run's rounds.
+  within the run's rounds; then how each curve moves (peak of the per-round ratio and its round,
+  final values, final objective).
 
 Normalisations, all computed from the raw residuals recorded per round:
 
@@ -43,7 +44,7 @@ from fedmf_app.kernels.residuals import rounds_to_target  # noqa: E402
 from fedmf_app.results import load_result  # noqa: E402
 
 __all__ = ["FIGURES", "NORMALISATIONS", "collect", "line_label", "normalised", "rounds_table",
-           "write_figure"]
+           "shape_table", "write_figure"]
 
 NORMALISATIONS = ("ratio", "running-average", "min-norm-ratio")
 TARGET = 1e-2
@@ -59,11 +60,18 @@ def variant_label(cfg: dict[str, Any]) -> str:
     return f"{corrected}, tau={cfg['local-steps']}"
 
 
-#: figure -> (title, function giving a run's line label)
+_VARIANT_ORDER = ("server update", "local copies, tau=1", "local copies, no correction, tau=10",
+                  "proposed (corrected), tau=10")
+_METHOD_ORDER = ("fedsonmf", "fedmgs", "fedmavg", "fedvra-u")
+
+#: figure -> (title, run config -> line label, line label -> sort key)
 FIGURES = {
-    "fig2": ("Fig. 2: proposed method, tau", lambda cfg: f"tau={cfg['local-steps']}"),
-    "fig3": ("Fig. 3: proposed vs adapted methods", lambda cfg: cfg["algorithm"]),
-    "fig4": ("Figs. 4-5: ablation variants", variant_label),
+    "fig2": ("Fig. 2: proposed method, tau", lambda cfg: f"tau={cfg['local-steps']}",
+             lambda label: (int(label.split("=")[1]), label)),
+    "fig3": ("Fig. 3: proposed vs adapted methods", lambda cfg: cfg["algorithm"],
+             lambda label: (_METHOD_ORDER.index(label) if label in _METHOD_ORDER else 99, label)),
+    "fig4": ("Figs. 4-5: ablation variants", variant_label,
+             lambda label: (_VARIANT_ORDER.index(label) if label in _VARIANT_ORDER else 99, label)),
 }
 
 
@@ -118,14 +126,14 @@ def collect(folders: list[Path], figure: str) -> tuple[dict, list[str]]:
     return runs, skipped
 
 
-def _lines_and_hs(runs: dict) -> tuple[list[str], list[float]]:
-    lines = sorted({k[0] for k in runs}, key=lambda s: (len(s), s))
+def _lines_and_hs(runs: dict, figure: str) -> tuple[list[str], list[float]]:
+    lines = sorted({k[0] for k in runs}, key=FIGURES[figure][2])
     return lines, sorted({k[1] for k in runs})
 
 
 def write_figure(runs: dict, figure: str, normalisation: str, path: Path) -> Path:
     """One panel per ``h``: mean over seeds (line) and min-max (band), log scale."""
-    lines, hs = _lines_and_hs(runs)
+    lines, hs = _lines_and_hs(runs, figure)
     fig, axes = plt.subplots(1, len(hs), figsize=(4.2 * len(hs), 3.6), sharey=True, squeeze=False)
     for ax, h in zip(axes[0], hs):
         for i, label in enumerate(lines):
@@ -156,7 +164,7 @@ def write_figure(runs: dict, figure: str, normalisation: str, path: Path) -> Pat
 
 def rounds_table(runs: dict, figure: str) -> str:
     """Markdown: rounds to 1e-2 for each line, ``h`` and normalisation (mean; per-seed values)."""
-    lines, hs = _lines_and_hs(runs)
+    lines, hs = _lines_and_hs(runs, figure)
     out = []
     for normalisation in NORMALISATIONS:
         out += [f"**Rounds to {TARGET:g}, {normalisation}** (mean over seeds; per seed in brackets; "
@@ -184,6 +192,28 @@ def rounds_table(runs: dict, figure: str) -> str:
     return "\n".join(out)
 
 
+def shape_table(runs: dict, figure: str) -> str:
+    """Markdown: how each curve moves (mean over seeds): its peak of the per-round ratio and where,
+    the value at the last round for each normalisation, and the final objective."""
+    lines, hs = _lines_and_hs(runs, figure)
+    out = ["| line | h | rounds | peak R/R^1 (round) | final R/R^1 | final running avg "
+           "| final min-norm R/R^1 | final objective |", "|---|---|---|---|---|---|---|---|"]
+    for label in lines:
+        for h in hs:
+            cell = runs.get((label, h))
+            if not cell:
+                continue
+            length = min(len(rounds) for _, rounds, _ in cell)
+            curves = {n: np.array([normalised(rounds[:length], n, eps) for _, rounds, eps in cell])
+                      .mean(axis=0) for n in NORMALISATIONS}
+            ratio = curves["ratio"]
+            objective = np.mean([rounds[length - 1]["objective"] for _, rounds, _ in cell])
+            out.append(f"| {label} | {h} | {length} | {ratio.max():.3g} ({int(ratio.argmax()) + 1}) "
+                       f"| {ratio[-1]:.2e} | {curves['running-average'][-1]:.2e} "
+                       f"| {curves['min-norm-ratio'][-1]:.2e} | {objective:.4g} |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Paper A's Figs. 2-5 from saved sweeps.")
     parser.add_argument("figure", choices=sorted(FIGURES))
@@ -198,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     written = [write_figure(runs, args.figure, n, args.out / f"{args.figure}_{n}.png")
                for n in NORMALISATIONS]
-    table = rounds_table(runs, args.figure)
+    table = rounds_table(runs, args.figure) + "\n\n" + shape_table(runs, args.figure)
     table_path = args.out / f"{args.figure}_rounds_to_1e-2.md"
     table_path.write_text(table + "\n")
     sys.stdout.write(table + "\n\nwritten: " + ", ".join(map(str, [*written, table_path])) + "\n")

@@ -161,3 +161,15 @@ def test_without_diagnostics_only_the_local_copy_travels(tmp_path):
     arrays, _, metrics = client.fit([np.ones((6, 40))], {"server-round": 1})
     assert len(arrays) == 1 and arrays[0].shape == (6, 40)
     assert set(metrics) == {"partition-id", "kernel_s"}
+
+
+def test_handshake_replies_get_a_rounds_timeout_not_the_connect_timeout(tmp_path):
+    # starting a node's ClientApp (a Ray actor) can outlast connect-timeout-s on a busy machine
+    cfg, strategy, manager, _ = _federation(tmp_path, {"connect-timeout-s": 0.2, "round-timeout-s": 77.0})
+    seen = []
+    for proxy in manager.all().values():
+        answer = proxy.get_properties
+        proxy.get_properties = lambda ins, timeout, group_id, answer=answer: (
+            seen.append(timeout), answer(ins, timeout, group_id))[1]
+    strategy.initialize_parameters(client_manager=manager)
+    assert seen == [77.0] * 3
