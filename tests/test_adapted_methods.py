@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from flwr.common import parameters_to_ndarrays
 
-from fedmf_app.config import fedmgs_params, fedvra_params, sonmf_params, validate_run_config
+from fedmf_app.config import fedmgs_params, fedvra_params, validate_run_config
 from fedmf_app.kernels.adapted import (
     FedVRAParams,
     fedmavg_local_round,
@@ -21,7 +21,6 @@ from fedmf_app.kernels.prox import prox_l21_nonneg
 from fedmf_app.kernels.residuals import residual_v, residual_v_min_norm
 from fedmf_app.kernels.sonmf import SONMFParams, fixed_v_round, grad_v, local_round, prox_gradient_step
 from fakes import build_federation, fit_res, run_federation
-from kernel_federation import synthetic_views
 
 CFG = {"num-clients": 3, "num-samples": 40, "num-server-rounds": 4, "heterogeneity": 0.6,
        "local-steps": 3, "seed": 5, "connect-timeout-s": 0.2}

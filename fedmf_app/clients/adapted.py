@@ -24,7 +24,8 @@ class FedMAvgClient(SparseONMFClient):
 
     state_name = "fedmavg"
 
-    def local_work(self, x, u, received: NDArrays, state, server_round: int) -> LocalWork:
+    def local_work(self, x: np.ndarray, u: np.ndarray, received: NDArrays,
+                   state: dict[str, np.ndarray], server_round: int) -> LocalWork:
         """Upload :math:`V_p` after :math:`\\tau_s` steps (``fedmavg-schedule``)."""
         params = self.make_params()
         steps = fedmavg_local_steps(params.local_steps, server_round, self.cfg["fedmavg-schedule"])
@@ -48,7 +49,8 @@ class FedVRAUClient(SparseONMFClient):
 
     state_name = "fedvra-u"
 
-    def local_work(self, x, u, received: NDArrays, state, server_round: int) -> LocalWork:
+    def local_work(self, x: np.ndarray, u: np.ndarray, received: NDArrays,
+                   state: dict[str, np.ndarray], server_round: int) -> LocalWork:
         """``tau`` primal steps from :math:`V^s`, then :math:`\\Lambda_p \\mathrel{+}= a\\rho(V_p - V^s)`."""
         v = received[0]
         dual = state.get("dual", np.zeros_like(v))
