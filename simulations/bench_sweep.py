@@ -56,8 +56,9 @@ def job_breakdown(job_dir: Path) -> dict[str, float]:
 
 
 def sweep_breakdown(sweep_dir: Path) -> dict[str, dict[str, float]]:
-    """Per-job breakdowns of every timed job under ``sweep_dir``, keyed by job folder name."""
-    jobs = sorted((p.parent for p in sweep_dir.glob(f"*/{TIMING_FILE}")), key=lambda p: int(p.name))
+    """Per-job breakdowns of every completed, timed job under ``sweep_dir``, keyed by job folder."""
+    jobs = sorted((p.parent for p in sweep_dir.glob(f"*/{TIMING_FILE}")
+                   if (p.parent / "result.json").exists()), key=lambda p: int(p.name))
     return {job.name: job_breakdown(job) for job in jobs}
 
 

@@ -1,8 +1,10 @@
 """The hydra entry point: a 2-job grid, failures in single runs and sweeps, the figure presets."""
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -63,12 +65,15 @@ def _leftover_processes(root):
 
 @pytest.mark.e2e
 def test_a_failed_job_is_reported_skipped_and_leaves_no_process(tmp_path):
-    # job 0 has the 2 SuperNodes it needs; job 1 asks for 3 and fails in the handshake
+    # job 0 has the 2 SuperNodes it needs; job 1 asks for 3 and fails after connect-timeout-s
     sweep = tmp_path / "sweep"
-    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the jobs' FLWR_HOME folders go under tmp_path
+    # The jobs' FLWR_HOME (and Ray's session) folders go under a short private TMPDIR: Ray's
+    # socket paths must stay under 108 bytes, which pytest's tmp_path can exceed.
+    tmp = Path(tempfile.mkdtemp(prefix="fedmf-", dir="/tmp"))
+    env = {**os.environ, "TMPDIR": str(tmp)}
     proc = subprocess.run(
         [sys.executable, "-m", "simulations.run", "-m", "run.num-server-rounds=2", "num_supernodes=2",
-         "run.connect-timeout-s=3", "run.num-clients=2,3", f"hydra.sweep.dir={sweep}"],
+         "run.num-clients=2,3", f"hydra.sweep.dir={sweep}"],
         cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600,
         check=False, env=env)
     assert proc.returncode == 1, proc.stdout[-3000:]
@@ -77,7 +82,8 @@ def test_a_failed_job_is_reported_skipped_and_leaves_no_process(tmp_path):
     assert failed["job"] == 1 and "run.num-clients=3" in failed["overrides"]
     assert "needs exactly 3 SuperNodes" in failed["error"]
     assert "1 job(s) failed and were skipped" in proc.stdout and "job 1 (" in proc.stdout
-    assert _leftover_processes(tmp_path) == []
+    assert _leftover_processes(tmp) == []
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.mark.parametrize("preset", ["fig2", "fig3", "fig4"])
