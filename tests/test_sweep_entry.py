@@ -99,3 +99,15 @@ def test_presets_compose_to_valid_run_configs(preset):
             for value in values.split(","):
                 job = compose(config_name="config", overrides=[f"+experiment={preset}", f"{key}={value}"])
                 validate_run_config(OmegaConf.to_container(job.run, resolve=True))
+
+
+@pytest.mark.parametrize(("launcher", "target"), [(None, "JoblibLauncher"), ("basic", "BasicLauncher")])
+def test_sweeps_default_to_two_jobs_side_by_side_and_can_run_one_by_one(launcher, target):
+    from hydra import compose, initialize_config_dir
+
+    overrides = [] if launcher is None else [f"hydra/launcher={launcher}"]
+    with initialize_config_dir(version_base=None, config_dir=str(ROOT / "conf")):
+        cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
+    assert cfg.hydra.launcher._target_.endswith(target)
+    if launcher is None:
+        assert cfg.hydra.launcher.n_jobs == 2
