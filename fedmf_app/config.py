@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from fedmf_app.kernels.adapted import FEDMAVG_SCHEDULES, FedVRAParams
 from fedmf_app.kernels.nonneg_orth import BasisSolverOptions
-from fedmf_app.kernels.sonmf import SONMFParams
+from fedmf_app.kernels.sonmf import SERVER_STEPS, V_UPDATES, SONMFParams
 
 __all__ = [
     "ConfigError",
     "Option",
     "OPTIONS",
     "defaults",
+    "fedmgs_params",
+    "fedvra_params",
     "markdown_table",
     "sonmf_params",
     "validate_run_config",
@@ -78,7 +81,7 @@ def _one_of(*values: str) -> Callable[[Any], bool]:
     return lambda x: x in values
 
 
-ALGORITHM_NAMES: tuple[str, ...] = ("fedsonmf",)
+ALGORITHM_NAMES: tuple[str, ...] = ("fedsonmf", "fedmavg", "fedmgs", "fedvra-u")
 RESIDUAL_NORMALISATIONS = ("ratio", "running-average")
 
 OPTIONS: tuple[Option, ...] = (
@@ -99,7 +102,7 @@ OPTIONS: tuple[Option, ...] = (
            "Clients also upload grad_V f_p(U_p^{s,0}, V^s) (r x n) and two scalars so the server can "
            "compute the objective and the stationarity residual; doubles the upload."),
     Option("round-timeout-s", float, 600.0, "a number > 0", _positive,
-           "A round whose replies take longer fails the run."),
+           "A round (or the handshake before round 1) whose replies take longer fails the run."),
     Option("connect-timeout-s", float, 30.0, "a number > 0", _positive,
            "How long the server waits for num-clients SuperNodes before round 1."),
     # --- data -----------------------------------------------------------------------------------
@@ -128,6 +131,28 @@ OPTIONS: tuple[Option, ...] = (
            "Proximal weight of the U subproblem ([A] 1)."),
     Option("drift-correction", bool, True, "true or false", _any,
            "Apply the drift correction C_p (false: the uncorrected ablation)."),
+    Option("v-update", str, "local-copies", "one of: " + ", ".join(V_UPDATES), _one_of(*V_UPDATES),
+           "fedsonmf: `server` is the ablation in which clients run local-steps U steps with V "
+           "fixed at V^s, upload their average grad_V f_p, and only the server updates V "
+           "(one prox-gradient step of size server-step)."),
+    Option("server-step", str, "global-times-local", "one of: " + ", ".join(SERVER_STEPS),
+           _one_of(*SERVER_STEPS),
+           "Step of the server-only V update (v-update=server): eta_g * alpha, or the effective "
+           "eta~ = eta_g * tau * alpha ([A] eta_g * alpha, spec 1.8b's ablation reading)."),
+    # --- adapted baselines of paper A (spec 1.10) -----------------------------------------------
+    Option("fedmgs-step", str, "effective", "one of: " + ", ".join(SERVER_STEPS),
+           _one_of(*SERVER_STEPS),
+           "fedmgs: server step, eta_g * alpha or eta~ = eta_g * tau * alpha ([A] eta~, the proposed "
+           "method's step per round)."),
+    Option("fedmavg-schedule", str, "decreasing", "one of: " + ", ".join(FEDMAVG_SCHEDULES),
+           _one_of(*FEDMAVG_SCHEDULES),
+           "fedmavg: local steps in round s, ceil(tau / sqrt(s)) or tau ([A] decreasing)."),
+    Option("fedvra-rho", float, 5.0, "a number > 0", _positive,
+           "fedvra-u: penalty rho of the augmented Lagrangian; server prox step 1/rho ([A] 5)."),
+    Option("fedvra-dual-step", float, 1.0, "a number > 0", _positive,
+           "fedvra-u: dual step a, Lambda_p += a * rho * (V_p - V^s) ([A] 1, as in ADMM)."),
+    Option("fedvra-aggregation-step", float, 1.0, "a number in (0, 1]", lambda d: 0.0 < d <= 1.0,
+           "fedvra-u: aggregation step d, V^{s+1} = V^s + d (prox point - V^s) ([A] 1, as in ADMM)."),
     Option("v-init-scale", float, 1.0, "a number > 0", _positive,
            "Initial V = scale * |N(0, 1)| ([A])."),
     Option("basis-sigma0", float, 1e-3, "a number > 0", _positive,
@@ -249,6 +274,8 @@ def sonmf_params(cfg: Mapping[str, Any]) -> SONMFParams:
         mu=cfg["mu"],
         rho1=cfg["rho1"],
         drift_correction=cfg["drift-correction"],
+        v_update=cfg["v-update"],
+        server_step=cfg["server-step"],
         basis=BasisSolverOptions(
             sigma0=cfg["basis-sigma0"],
             max_outer=cfg["basis-max-outer"],
@@ -256,6 +283,38 @@ def sonmf_params(cfg: Mapping[str, Any]) -> SONMFParams:
             polish=cfg["basis-polish"],
         ),
     )
+
+
+def fedmgs_params(cfg: Mapping[str, Any]) -> SONMFParams:
+    """Kernel parameters of adapted FedMGS: the server-only ``V`` update with step ``fedmgs-step``.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Output of :func:`validate_run_config`.
+
+    Returns
+    -------
+    SONMFParams
+    """
+    return replace(sonmf_params(cfg), v_update="server", server_step=cfg["fedmgs-step"],
+                   drift_correction=False)
+
+
+def fedvra_params(cfg: Mapping[str, Any]) -> FedVRAParams:
+    """Steps of adapted FedVRA-U from a validated run config.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Output of :func:`validate_run_config`.
+
+    Returns
+    -------
+    FedVRAParams
+    """
+    return FedVRAParams(rho=cfg["fedvra-rho"], dual_step=cfg["fedvra-dual-step"],
+                        aggregation_step=cfg["fedvra-aggregation-step"])
 
 
 def markdown_table() -> str:

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 __all__ = ["LocalSuperLink", "format_config", "free_port"]
 
 _CONNECTION = "fedmf-local"
@@ -185,17 +187,32 @@ class LocalSuperLink:
         )
 
     def stop(self) -> None:
-        """Stop the SuperLink and everything in its process group (idempotent)."""
+        """Stop the SuperLink, its process group and every process it started (idempotent).
+
+        Flower's SuperExec and simulation processes, and the Ray processes of a simulation, may
+        leave the SuperLink's process group (new sessions); they are found as its descendants
+        before the group is signalled and are stopped the same way: SIGTERM, up to 15 s, SIGKILL.
+        """
         if self.process is None:
             return
         pgid = self.process.pid  # leader of its own session, so its group id is its pid
+        try:
+            descendants = psutil.Process(pgid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            descendants = []
         _signal_group(pgid, signal.SIGTERM)
+        for child in descendants:
+            _signal_process(child, signal.SIGTERM)
         try:
             self.process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             pass
+        _, alive = psutil.wait_procs(descendants, timeout=15)
         _signal_group(pgid, signal.SIGKILL)
+        for child in alive:
+            _signal_process(child, signal.SIGKILL)
         self.process.wait(timeout=15)
+        psutil.wait_procs(alive, timeout=15)
         self.process = None
 
     def __enter__(self) -> LocalSuperLink:
@@ -203,6 +220,13 @@ class LocalSuperLink:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _signal_process(process: psutil.Process, sig: int) -> None:
+    try:
+        process.send_signal(sig)
+    except psutil.NoSuchProcess:
+        pass
 
 
 def _signal_group(pgid: int, sig: int) -> None:

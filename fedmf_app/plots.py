@@ -16,9 +16,10 @@ _CURVES = (
     ("residual", "R^s = R_V + R_U"),
     ("residual_v", "R_V"),
     ("residual_u", "R_U"),
+    ("residual_min", "R with the min-norm subgradient"),
     ("residual_ratio", "R^s / R^1"),
     ("normalized_residual", "running average / R^1 (printed)"),
-    ("gradient_mapping", "||V^s - V^{s+1}||^2 / eta~^2"),
+    ("gradient_mapping", "||V^s - V^{s+1}||^2 / t^2 (server prox step t)"),
 )
 
 

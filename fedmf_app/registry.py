@@ -19,6 +19,18 @@ ALGORITHMS: dict[str, tuple[str, str]] = {
         "fedmf_app.strategies.fedsonmf:FedSONMFStrategy",
         "fedmf_app.clients.fedsonmf:FedSONMFClient",
     ),
+    "fedmavg": (
+        "fedmf_app.strategies.adapted:FedMAvgStrategy",
+        "fedmf_app.clients.adapted:FedMAvgClient",
+    ),
+    "fedmgs": (
+        "fedmf_app.strategies.adapted:FedMGSStrategy",
+        "fedmf_app.clients.adapted:FedMGSClient",
+    ),
+    "fedvra-u": (
+        "fedmf_app.strategies.adapted:FedVRAUStrategy",
+        "fedmf_app.clients.adapted:FedVRAUClient",
+    ),
 }
 
 assert tuple(ALGORITHMS) == ALGORITHM_NAMES, "registry and config disagree on algorithm names"

@@ -4,33 +4,48 @@ Usage::
 
     python -m simulations.run run.heterogeneity=0.9                     # one run
     python -m simulations.run -m run.heterogeneity=0,0.3,0.6,0.9        # a sweep
-    python -m simulations.run -m +experiment=<preset>                   # a preset in conf/experiment
+    python -m simulations.run -m +experiment=fig2                       # a figure's preset
 
 Each job validates its run config first (a bad value fails the job before Flower starts), runs the
-real ServerApp and ClientApp on a private SuperLink that it starts and stops by PID (also on error
-or Ctrl-C), keeps Flower's log as ``flwr.log`` and the run's ``result.json`` in the job folder, and
-fails with the run's own error message when the run did not complete.
+real ServerApp and ClientApp on a private SuperLink that it starts and stops by PID (also on error,
+timeout or Ctrl-C), keeps Flower's log as ``flwr.log`` and the run's ``result.json`` in the job
+folder, and ``job_timing.json`` (``job_s``: the whole job, SuperLink start and stop included;
+``flwr_run_s``: the ``flwr run`` command).
+
+Failures: a single run (no ``-m``) fails with the run's own error message. In a sweep a failed
+job is recorded and skipped: it writes ``job_failed.json`` (job number, overrides, error) to its
+folder, logs the error and the sweep goes on with the other jobs; when the sweep ends,
+:class:`FailedJobsCallback` lists every failed job and the command exits with status 1. One bad
+cell of a several-hour grid thus costs that cell only, and it is still reported.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from fedmf_app.config import defaults, validate_run_config
+from fedmf_app.config import ConfigError, defaults, validate_run_config
 from fedmf_app.local_superlink import LocalSuperLink
 from fedmf_app.results import load_result
 
 ROOT = Path(__file__).resolve().parents[1]
+FAILED_JOB_FILE = "job_failed.json"
+TIMING_FILE = "job_timing.json"
 log = logging.getLogger(__name__)
 
-__all__ = ["JobFailed", "run_job"]
+__all__ = ["FAILED_JOB_FILE", "TIMING_FILE", "FailedJobsCallback", "JobFailed", "failed_jobs",
+           "run_job"]
 
 
 class JobFailed(RuntimeError):
@@ -56,7 +71,7 @@ def run_job(cfg: DictConfig, job_dir: Path) -> dict[str, Any]:
     fedmf_app.config.ConfigError
         On an invalid run config (before Flower starts).
     JobFailed
-        When the run did not complete.
+        When the run did not complete (or took longer than ``timeout_s``).
     """
     overrides = OmegaConf.to_container(cfg.run, resolve=True)
     overrides.update({"out-dir": str(job_dir.parent.resolve()), "run-name": job_dir.name})
@@ -64,9 +79,20 @@ def run_job(cfg: DictConfig, job_dir: Path) -> dict[str, Any]:
     supernodes = cfg.num_supernodes or run_config["num-clients"]
     changed = {k: v for k, v in run_config.items() if v != defaults()[k] and k not in ("out-dir", "run-name")}
     log.info("job %s: %s", job_dir, changed)
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fedmf-flwr-home-") as home, LocalSuperLink(home) as link:
-        proc = link.run(ROOT, run_config, num_supernodes=supernodes, timeout=cfg.timeout_s,
-                        federation_config={"client-resources-num-cpus": cfg.client_cpus})
+        run_started = time.perf_counter()
+        try:
+            proc = link.run(ROOT, run_config, num_supernodes=supernodes, timeout=cfg.timeout_s,
+                            federation_config={"client-resources-num-cpus": cfg.client_cpus})
+        except subprocess.TimeoutExpired as exc:
+            output = exc.output.decode() if isinstance(exc.output, bytes) else (exc.output or "")
+            (job_dir / "flwr.log").write_text(output)
+            raise JobFailed(f"job {job_dir}: the run took longer than timeout_s = {cfg.timeout_s} s "
+                            "and was stopped") from exc
+        flwr_run_s = time.perf_counter() - run_started
+    timing = {"job_s": time.perf_counter() - started, "flwr_run_s": flwr_run_s}
+    (job_dir / TIMING_FILE).write_text(json.dumps(timing))
     (job_dir / "flwr.log").write_text(proc.stdout)
     if not (job_dir / "result.json").exists():
         tail = "\n".join(proc.stdout.strip().splitlines()[-15:])
@@ -78,10 +104,51 @@ def run_job(cfg: DictConfig, job_dir: Path) -> dict[str, Any]:
     return result
 
 
+def failed_jobs(sweep_dir: str | Path) -> list[dict[str, Any]]:
+    """The ``job_failed.json`` records under a sweep folder, by job number.
+
+    Parameters
+    ----------
+    sweep_dir : str or Path
+
+    Returns
+    -------
+    list of dict
+        Each with ``job``, ``folder``, ``overrides`` and ``error``.
+    """
+    records = [json.loads(p.read_text()) for p in Path(sweep_dir).glob(f"*/{FAILED_JOB_FILE}")]
+    return sorted(records, key=lambda r: r["job"])
+
+
+class FailedJobsCallback(Callback):
+    """At the end of a sweep: list the failed jobs and exit with status 1 if there are any."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        failed = failed_jobs(config.hydra.sweep.dir)
+        if not failed:
+            log.info("sweep %s: every job completed", config.hydra.sweep.dir)
+            return
+        lines = [f"  job {r['job']} ({r['folder']}; {' '.join(r['overrides'])}): {r['error']}"
+                 for r in failed]
+        log.error("sweep %s: %d job(s) failed and were skipped:\n%s", config.hydra.sweep.dir,
+                  len(failed), "\n".join(lines))
+        raise SystemExit(1)
+
+
 @hydra.main(version_base=None, config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
-    """Hydra main: run the composed job in its output folder."""
-    run_job(cfg, Path(HydraConfig.get().runtime.output_dir))
+    """Hydra main: run the composed job in its output folder (see the module docstring on failures)."""
+    hydra_cfg = HydraConfig.get()
+    job_dir = Path(hydra_cfg.runtime.output_dir)
+    try:
+        run_job(cfg, job_dir)
+    except (ConfigError, JobFailed) as exc:
+        if hydra_cfg.mode != RunMode.MULTIRUN:
+            raise
+        record = {"job": hydra_cfg.job.num, "folder": str(job_dir),
+                  "overrides": list(hydra_cfg.overrides.task), "error": str(exc)}
+        (job_dir / FAILED_JOB_FILE).write_text(json.dumps(record, indent=1))
+        log.error("job %d FAILED and was skipped: %s", hydra_cfg.job.num, exc)
 
 
 if __name__ == "__main__":

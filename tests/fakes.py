@@ -63,3 +63,49 @@ def run_client_round(client, parameters, server_round):
     ins_params = parameters_to_ndarrays(parameters)
     arrays, num_examples, metrics = client.fit(ins_params, {"server-round": server_round})
     return fit_res(arrays, metrics)
+
+
+def build_federation(tmp_path, cfg, properties=None, run_name="run"):
+    """The algorithm's real Strategy and one real client per view, joined by FakeProxies.
+
+    Node ids are not in partition order (the strategy must sort them). Returns the strategy, the
+    client manager and a dict node id -> client.
+    """
+    from flwr.server import SimpleClientManager
+
+    from fedmf_app.data import load_client_view
+    from fedmf_app.registry import client_class, strategy_class
+    from fedmf_app.results import RunRecorder
+
+    strategy = strategy_class(cfg["algorithm"])(cfg, RunRecorder(tmp_path, run_name, cfg))
+    manager = SimpleClientManager()
+    clients = {}
+    m = cfg["num-clients"]
+    for p in range(m):
+        client = client_class(cfg["algorithm"])(client_context(cfg, p, m), cfg, p, m,
+                                                load_client_view(cfg, p))
+        props = client.get_properties({}) if properties is None else properties[p]
+        proxy = FakeProxy(f"node-{10 - p}", props)
+        manager.register(proxy)
+        clients[proxy.cid] = client
+    return strategy, manager, clients
+
+
+def run_round(strategy, manager, clients, parameters, server_round):
+    """One round as Flower's legacy Server drives it: configure, fit every client, aggregate."""
+    instructions = strategy.configure_fit(server_round=server_round, parameters=parameters,
+                                          client_manager=manager)
+    results = [(proxy, run_client_round(clients[proxy.cid], ins.parameters, server_round))
+               for proxy, ins in instructions]
+    return strategy.aggregate_fit(server_round=server_round, results=results, failures=[])[0]
+
+
+def run_federation(tmp_path, cfg, run_name="run"):
+    """A whole run in process (no Ray); returns the strategy and the broadcasts of every round."""
+    strategy, manager, clients = build_federation(tmp_path, cfg, run_name=run_name)
+    parameters = strategy.initialize_parameters(client_manager=manager)
+    broadcasts = [parameters_to_ndarrays(parameters)]
+    for s in range(1, cfg["num-server-rounds"] + 1):
+        parameters = run_round(strategy, manager, clients, parameters, s)
+        broadcasts.append(parameters_to_ndarrays(parameters))
+    return strategy, broadcasts

@@ -16,7 +16,7 @@ from fedmf_app.kernels.sonmf import server_step
 from fedmf_app.results import RunRecorder
 from fedmf_app.strategies.base import FederationError
 from fedmf_app.strategies.fedsonmf import FedSONMFStrategy
-from fakes import FakeProxy, client_context, fit_res, run_client_round
+from fakes import FakeProxy, build_federation, client_context, fit_res, run_client_round, run_round
 from kernel_federation import KernelFederation, synthetic_views
 
 CFG = {"num-clients": 3, "num-samples": 40, "num-server-rounds": 4, "heterogeneity": 0.6,
@@ -25,26 +25,11 @@ CFG = {"num-clients": 3, "num-samples": 40, "num-server-rounds": 4, "heterogenei
 
 def _federation(tmp_path, overrides=None, properties=None):
     cfg = validate_run_config({**CFG, **(overrides or {})})
-    strategy = FedSONMFStrategy(cfg, RunRecorder(tmp_path, "run", cfg))
-    manager = SimpleClientManager()
-    clients, proxies = [], []
-    for p in range(cfg["num-clients"]):
-        view = load_client_view(cfg, p)
-        client = FedSONMFClient(client_context(cfg, p, cfg["num-clients"]), cfg, p, cfg["num-clients"], view)
-        props = client.get_properties({}) if properties is None else properties[p]
-        proxy = FakeProxy(f"node-{10 - p}", props)  # node ids not in partition order
-        manager.register(proxy)
-        clients.append(client)
-        proxies.append(proxy)
-    return cfg, strategy, manager, dict(zip((p.cid for p in proxies), clients))
+    strategy, manager, clients = build_federation(tmp_path, cfg, properties)
+    return cfg, strategy, manager, clients
 
 
-def _run_round(strategy, manager, clients, parameters, server_round):
-    instructions = strategy.configure_fit(server_round=server_round, parameters=parameters,
-                                          client_manager=manager)
-    results = [(proxy, run_client_round(clients[proxy.cid], ins.parameters, server_round))
-               for proxy, ins in instructions]
-    return strategy.aggregate_fit(server_round=server_round, results=results, failures=[])[0]
+_run_round = run_round
 
 
 def test_adapters_reproduce_the_kernel_reference_run(tmp_path):
@@ -176,3 +161,15 @@ def test_without_diagnostics_only_the_local_copy_travels(tmp_path):
     arrays, _, metrics = client.fit([np.ones((6, 40))], {"server-round": 1})
     assert len(arrays) == 1 and arrays[0].shape == (6, 40)
     assert set(metrics) == {"partition-id", "kernel_s"}
+
+
+def test_handshake_replies_get_a_rounds_timeout_not_the_connect_timeout(tmp_path):
+    # starting a node's ClientApp (a Ray actor) can outlast connect-timeout-s on a busy machine
+    cfg, strategy, manager, _ = _federation(tmp_path, {"connect-timeout-s": 0.2, "round-timeout-s": 77.0})
+    seen = []
+    for proxy in manager.all().values():
+        answer = proxy.get_properties
+        proxy.get_properties = lambda ins, timeout, group_id, answer=answer: (
+            seen.append(timeout), answer(ins, timeout, group_id))[1]
+    strategy.initialize_parameters(client_manager=manager)
+    assert seen == [77.0] * 3

@@ -1,14 +1,19 @@
-"""The hydra entry point: a 2-job grid of short runs, and a job with a bad run config."""
+"""The hydra entry point: a 2-job grid, failures in single runs and sweeps, the figure presets."""
 
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import psutil
 import pytest
 from omegaconf import OmegaConf
 
-from fedmf_app.config import defaults
+from fedmf_app.config import defaults, validate_run_config
 from fedmf_app.results import load_result
+from simulations.run import failed_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,3 +49,65 @@ def test_a_bad_run_config_fails_the_job_before_flower_starts(tmp_path):
 def test_a_misspelt_key_is_refused(tmp_path):
     proc = _hydra(["run.locl-steps=3", f"hydra.run.dir={tmp_path}/job"], timeout=120)
     assert proc.returncode != 0 and "locl-steps" in proc.stdout
+
+
+def _leftover_processes(root):
+    """Live processes whose FLWR_HOME lies under ``root`` (Flower, its simulation, Ray)."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if proc.environ().get("FLWR_HOME", "").startswith(str(root)):
+                found.append(f"{proc.pid}: {' '.join(proc.info['cmdline'] or [])[:120]}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+@pytest.mark.e2e
+def test_a_failed_job_is_reported_skipped_and_leaves_no_process(tmp_path):
+    # job 0 has the 2 SuperNodes it needs; job 1 asks for 3 and fails after connect-timeout-s
+    sweep = tmp_path / "sweep"
+    # The jobs' FLWR_HOME (and Ray's session) folders go under a short private TMPDIR: Ray's
+    # socket paths must stay under 108 bytes, which pytest's tmp_path can exceed.
+    tmp = Path(tempfile.mkdtemp(prefix="fedmf-", dir="/tmp"))
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "simulations.run", "-m", "run.num-server-rounds=2", "num_supernodes=2",
+         "run.num-clients=2,3", f"hydra.sweep.dir={sweep}"],
+        cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600,
+        check=False, env=env)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    assert load_result(sweep / "0")["status"] == "completed"
+    [failed] = failed_jobs(sweep)
+    assert failed["job"] == 1 and "run.num-clients=3" in failed["overrides"]
+    assert "needs exactly 3 SuperNodes" in failed["error"]
+    assert "1 job(s) failed and were skipped" in proc.stdout and "job 1 (" in proc.stdout
+    assert _leftover_processes(tmp) == []
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.parametrize("preset", ["fig2", "fig3", "fig4"])
+def test_presets_compose_to_valid_run_configs(preset):
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(version_base=None, config_dir=str(ROOT / "conf")):
+        cfg = compose(config_name="config", overrides=[f"+experiment={preset}"], return_hydra_config=True)
+        params = OmegaConf.to_container(cfg.hydra.sweeper.params)
+        assert params["run.heterogeneity"].split(",") == ["0.0", "0.3", "0.6", "0.9"]
+        # every swept value composes to a run config the app accepts
+        for key, values in params.items():
+            for value in values.split(","):
+                job = compose(config_name="config", overrides=[f"+experiment={preset}", f"{key}={value}"])
+                validate_run_config(OmegaConf.to_container(job.run, resolve=True))
+
+
+@pytest.mark.parametrize(("launcher", "target"), [(None, "JoblibLauncher"), ("basic", "BasicLauncher")])
+def test_sweeps_default_to_two_jobs_side_by_side_and_can_run_one_by_one(launcher, target):
+    from hydra import compose, initialize_config_dir
+
+    overrides = [] if launcher is None else [f"hydra/launcher={launcher}"]
+    with initialize_config_dir(version_base=None, config_dir=str(ROOT / "conf")):
+        cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
+    assert cfg.hydra.launcher._target_.endswith(target)
+    if launcher is None:
+        assert cfg.hydra.launcher.n_jobs == 2

@@ -27,6 +27,7 @@ says so. This keeps the outer alternating minimisation monotone.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -318,29 +319,7 @@ def solve_basis(
     # Smooth part on the oblique manifold, up to a constant: psi(U) = <U^T U, VV^T> - <U, A>.
     q = vvt / scale
     b = a / scale
-    inv_r = 1.0 / r
-
-    def value_grad(u: np.ndarray, sigma: float) -> tuple[float, np.ndarray]:
-        uq = u @ q
-        rows = u.sum(axis=1)
-        val = float(np.vdot(u, uq) - np.vdot(u, b) + sigma * (inv_r * rows @ rows - 1.0))
-        grad = 2.0 * uq - b + (2.0 * sigma * inv_r) * rows[:, None]
-        return val, grad
-
-    u = project_oblique_nonneg(u0)
-    sigma, tol = options.sigma0, options.inner_tol0
-    step = 1.0
-    inner_total = 0
-    outer = 0
-    gap = float(inv_r * np.sum(u.sum(axis=1) ** 2) - 1.0)
-    for outer in range(1, options.max_outer + 1):
-        u, step, used = _penalised_projected_gradient(u, sigma, tol, step, options.max_inner, value_grad)
-        inner_total += used
-        gap = float(inv_r * np.sum(u.sum(axis=1) ** 2) - 1.0)
-        if abs(gap) <= options.feasibility_tol:
-            break
-        sigma = min(sigma * options.sigma_growth, options.sigma_max)
-        tol = max(tol * options.inner_tol_decay, options.inner_tol_min)
+    u, outer, inner_total, gap = _exact_penalty(project_oblique_nonneg(u0), q, b, 1.0 / r, options)
 
     rounded = round_to_feasible(u)
     candidate = None
@@ -354,36 +333,83 @@ def solve_basis(
     return u0.copy(), BasisSolveInfo(outer, inner_total, gap, rounded is not None, True, phi0)
 
 
-def _penalised_projected_gradient(u, sigma, tol, step, max_inner, value_grad):
-    """Projected gradient with BB steps and the Zhang-Hager nonmonotone line search.
+class _SmoothPart:
+    """Smooth part of the scaled penalised function at one point, kept while sigma changes.
 
-    Returns the new point, the last BB step (reused as the next initial step) and the number of
-    iterations used.
+    With ``rows = U 1_r`` the penalised function is
+    ``P_sigma(U) = psi(U) + sigma (rows^T rows / r - 1)`` and its gradient
+    ``grad psi(U) + (2 sigma / r) rows 1_r^T``, where ``psi(U) = <U, UQ> - <U, B>`` and
+    ``grad psi(U) = 2UQ - B``. Only the sigma terms change between outer iterations.
+    """
+
+    __slots__ = ("u", "rows", "value", "grad")
+
+    def __init__(self, u: np.ndarray, q: np.ndarray, b: np.ndarray) -> None:
+        uq = u @ q
+        self.u = u
+        self.rows = u.sum(axis=1)
+        self.value = np.vdot(u, uq) - np.vdot(u, b)
+        self.grad = 2.0 * uq - b
+
+    def penalised(self, sigma: float, inv_r: float) -> float:
+        return float(self.value + sigma * (inv_r * self.rows @ self.rows - 1.0))
+
+    def penalised_grad(self, sigma: float, inv_r: float) -> np.ndarray:
+        return self.grad + (2.0 * sigma * inv_r) * self.rows[:, None]
+
+
+def _exact_penalty(u, q, b, inv_r, options):
+    """Outer penalty loop of EP4Orth with the projected-gradient inner solver (``penalf_ob.m``).
+
+    Inner solver: projected gradient with Barzilai-Borwein steps and the Zhang-Hager nonmonotone
+    line search (gamma = 0.85, halving, acceptance ``1e-6 / t * ||dU||^2``), stopped when
+    ``||min(U, grad_R P_sigma(U))||_F <= tol``. Between outer iterations sigma and tol change and
+    ``U`` stays, so the smooth part is evaluated once per accepted point (:class:`_SmoothPart`)
+    and the penalised value only when a line search needs it.
+
+    Returns the point, the outer and inner iteration counts and the final ``||Uw||^2 - 1``.
     """
     gamma = 0.85
-    f, g = value_grad(u, sigma)
-    ref, weight = f, 1.0
-    used = 0
-    for used in range(1, max_inner + 1):
-        rgrad = g - u * np.einsum("ij,ij->j", u, g)
-        if np.linalg.norm(np.minimum(u, rgrad)) <= tol:
-            return u, step, used - 1
-        t = step
-        for _ in range(30):
-            un = project_oblique_nonneg(u - t * g)
-            fn, gn = value_grad(un, sigma)
-            s = un - u
-            if fn <= ref - 1e-6 / t * float(np.vdot(s, s)):
+    sigma, tol, step = options.sigma0, options.inner_tol0, 1.0
+    here = _SmoothPart(u, q, b)
+    inner_total = 0
+    outer = 0
+    gap = float(inv_r * (here.rows ** 2).sum() - 1.0)
+    for outer in range(1, options.max_outer + 1):
+        g = here.penalised_grad(sigma, inv_r)
+        ref, weight = None, 1.0
+        for _ in range(options.max_inner):
+            u = here.u
+            rgrad = g - u * np.einsum("ij,ij->j", u, g)
+            m = np.minimum(u, rgrad).ravel()
+            if math.sqrt(m.dot(m)) <= tol:
                 break
-            t *= 0.5
-        else:
-            return u, step, used
-        y = gn - g
-        sy = float(np.vdot(s, y))
-        yy = float(np.vdot(y, y))
-        step = min(max(sy / yy, 1e-10), 1e10) if sy > 0.0 and yy > 0.0 else min(2.0 * t, 1e10)
-        weight_new = gamma * weight + 1.0
-        ref = (gamma * weight * ref + fn) / weight_new
-        weight = weight_new
-        u, f, g = un, fn, gn
-    return u, step, used
+            if ref is None:
+                ref = here.penalised(sigma, inv_r)
+            inner_total += 1
+            t = step
+            for _ in range(30):
+                un = project_oblique_nonneg(u - t * g)
+                there = _SmoothPart(un, q, b)
+                fn = there.penalised(sigma, inv_r)
+                s = un - u
+                if fn <= ref - 1e-6 / t * float(np.vdot(s, s)):
+                    break
+                t *= 0.5
+            else:
+                break  # no acceptable step: keep u
+            gn = there.penalised_grad(sigma, inv_r)
+            y = gn - g
+            sy = float(np.vdot(s, y))
+            yy = float(np.vdot(y, y))
+            step = min(max(sy / yy, 1e-10), 1e10) if sy > 0.0 and yy > 0.0 else min(2.0 * t, 1e10)
+            weight_new = gamma * weight + 1.0
+            ref = (gamma * weight * ref + fn) / weight_new
+            weight = weight_new
+            here, g = there, gn
+        gap = float(inv_r * (here.rows ** 2).sum() - 1.0)
+        if abs(gap) <= options.feasibility_tol:
+            break
+        sigma = min(sigma * options.sigma_growth, options.sigma_max)
+        tol = max(tol * options.inner_tol_decay, options.inner_tol_min)
+    return here.u, outer, inner_total, gap

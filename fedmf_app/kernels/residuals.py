@@ -1,7 +1,16 @@
 """Stationarity residuals of paper A and their normalisations (``spec/ALGORITHMS.md`` Section 1.8).
 
-* :math:`R_V^s = \\|\\nabla h(V^{s+1}) + \\frac1m\\sum_p \\nabla_V f_p(U_p^{s,0}, V^s)\\|_F^2`, with the
-  prox subgradient :math:`\\nabla h(V^{s+1}) = (\\bar V^{s+1} - V^{s+1})/\\tilde\\eta`;
+* :math:`R_V^s = \\|\\nabla h(V^{s+1}) + \\bar g^s\\|_F^2` with
+  :math:`\\bar g^s = \\frac1m\\sum_p \\nabla_V f_p(U_p^{s,0}, V^s)` and a subgradient
+  :math:`\\nabla h(V^{s+1}) \\in \\partial h(V^{s+1})`, taken in one of two ways:
+
+  - *server prox* (:func:`residual_v`): when the server computes :math:`V^{s+1} = P_{t\\mu}(Z)`
+    (step ``t``, pre-proximal point ``Z``), the subgradient that prox produces,
+    :math:`(Z - V^{s+1})/t`; for paper A's method :math:`Z = \\bar V^{s+1}`, :math:`t = \\tilde\\eta`;
+  - *min-norm* (:func:`residual_v_min_norm`): the subgradient closest to :math:`-\\bar g^s`, i.e.
+    :math:`R_V = \\operatorname{dist}^2(0, \\bar g^s + \\partial h(V^{s+1}))`. It needs no prox step,
+    so it is defined for every server update (model averaging included), and it is never larger
+    than the server-prox value;
 * :math:`R_U^s = \\frac1m\\sum_p r_p^{s,\\tau}` (see :func:`~fedmf_app.kernels.nonneg_orth.basis_residual`);
 * :math:`R^s = R_V^s + R_U^s`.
 
@@ -23,6 +32,7 @@ __all__ = [
     "gradient_mapping",
     "normalised_residuals",
     "residual_v",
+    "residual_v_min_norm",
     "rounds_to_target",
 ]
 
@@ -48,6 +58,42 @@ def residual_v(
     float
     """
     return float(np.linalg.norm((v_bar_next - v_next) / effective_lr + mean_grad) ** 2)
+
+
+def residual_v_min_norm(v_next: np.ndarray, mean_grad: np.ndarray, mu: float) -> float:
+    """:math:`R_V = \\operatorname{dist}^2\\bigl(0,\\ \\bar g + \\partial h(V^{s+1})\\bigr)` for
+    :math:`h(V) = \\mu\\|V\\|_{2,1} + \\delta_{V \\ge 0}`.
+
+    Row by row, with :math:`v = V^{s+1}_{i\\cdot} \\ge 0` and :math:`g = \\bar g_{i\\cdot}`:
+
+    * :math:`v \\ne 0`: :math:`\\partial h = \\{\\mu v/\\|v\\| + w : w_j = 0 \\text{ if } v_j > 0,\\ w_j \\le 0
+      \\text{ if } v_j = 0\\}`, so the row contributes
+      :math:`\\sum_{v_j > 0} (g_j + \\mu v_j/\\|v\\|)^2 + \\sum_{v_j = 0} \\min(g_j, 0)^2`;
+    * :math:`v = 0`: :math:`\\partial h = \\{y : \\|y^+\\| \\le \\mu\\}`, so the row contributes
+      :math:`\\max(\\|\\min(g, 0)\\| - \\mu, 0)^2`.
+
+    Parameters
+    ----------
+    v_next : ndarray, shape (r, n)
+        The server's :math:`V^{s+1}` (nonnegative).
+    mean_grad : ndarray, shape (r, n)
+        :math:`\\bar g = \\frac1m\\sum_p \\nabla_V f_p(U_p^{s,0}, V^s)`.
+    mu : float
+        Weight of :math:`\\|V\\|_{2,1}`.
+
+    Returns
+    -------
+    float
+    """
+    norms = np.linalg.norm(v_next, axis=1, keepdims=True)
+    active = v_next > 0.0
+    neg = np.minimum(mean_grad, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        direction = np.where(norms > 0.0, v_next / norms, 0.0)
+    nonzero_rows = np.where(active, mean_grad + mu * direction, neg)
+    zero_rows = np.maximum(np.linalg.norm(neg, axis=1) - mu, 0.0)
+    is_zero = norms[:, 0] <= 0.0
+    return float(np.sum(nonzero_rows[~is_zero] ** 2) + np.sum(zero_rows[is_zero] ** 2))
 
 
 def gradient_mapping(v: np.ndarray, v_next: np.ndarray, effective_lr: float) -> float:

@@ -22,6 +22,15 @@ server (:func:`server_step`)
 
 The corrections average to zero over the clients (given full participation and one
 :math:`\\tilde\\eta` for all), so :math:`\\bar V^{s+1} = V^s - \\tilde\\eta \\frac1m\\sum_p G_p^s`.
+
+Ablation "V updated only at the server" (``v_update = "server"``, spec 1.10 (i)): client ``p``
+runs ``tau`` ``U`` steps with ``V`` fixed at :math:`V^s` (:func:`fixed_v_round`) and uploads
+:math:`G_p^s = \\frac1\\tau\\sum_k \\nabla_V f_p(U_p^{s,k+1}, V^s)`; the server takes one
+proximal gradient step :math:`\\bar V^{s+1} = V^s - \\eta\\,\\frac1m\\sum_p G_p^s`,
+:math:`V^{s+1} = P_{\\eta\\mu}(\\bar V^{s+1})` (:func:`prox_gradient_step`) with
+:math:`\\eta = \\eta_g\\alpha` (``server_step = "global-times-local"``, the spec's ablation reading:
+local copies gain through the larger :math:`\\tilde\\eta`) or :math:`\\eta = \\tilde\\eta`
+(``"effective"``). Adapted FedMGS (spec 1.10) is this update with its own step choice.
 """
 
 from __future__ import annotations
@@ -34,17 +43,26 @@ from fedmf_app.kernels.nonneg_orth import BasisSolverOptions, basis_residual, so
 from fedmf_app.kernels.prox import l21_norm, prox_l21_nonneg
 
 __all__ = [
+    "SERVER_STEPS",
+    "V_UPDATES",
     "SONMFParams",
     "LocalRoundResult",
     "ClientDiagnostics",
     "client_diagnostics",
     "drift_correction",
+    "fixed_v_round",
     "grad_v",
     "local_round",
     "local_loss",
+    "prox_gradient_step",
     "regulariser",
     "server_step",
 ]
+
+#: Where V is updated: on local pre-/post-proximal copies (the method) or only at the server.
+V_UPDATES = ("local-copies", "server")
+#: Step of a server-only V update: eta_g * alpha, or the effective step eta~ = eta_g * tau * alpha.
+SERVER_STEPS = ("global-times-local", "effective")
 
 
 @dataclass(frozen=True)
@@ -65,6 +83,10 @@ class SONMFParams:
         Proximal weight of the basis subproblem.
     drift_correction : bool
         Apply the correction ``C_p`` (``False`` gives the uncorrected ablation variant).
+    v_update : {"local-copies", "server"}
+        ``"server"``: the ablation in which only the server updates ``V`` (module docstring).
+    server_step : {"global-times-local", "effective"}
+        Step of the server-only update: :math:`\\eta_g\\alpha` or :math:`\\tilde\\eta`.
     basis : BasisSolverOptions
         Options of the basis solver.
     """
@@ -75,12 +97,31 @@ class SONMFParams:
     mu: float = 1e-2
     rho1: float = 1.0
     drift_correction: bool = True
+    v_update: str = "local-copies"
+    server_step: str = "global-times-local"
     basis: BasisSolverOptions = field(default_factory=BasisSolverOptions)
+
+    def __post_init__(self) -> None:
+        if self.v_update not in V_UPDATES:
+            raise ValueError(f"v_update must be one of {V_UPDATES}, got {self.v_update!r}")
+        if self.server_step not in SERVER_STEPS:
+            raise ValueError(f"server_step must be one of {SERVER_STEPS}, got {self.server_step!r}")
 
     @property
     def effective_lr(self) -> float:
         """Effective global step :math:`\\tilde\\eta = \\eta_g \\tau \\alpha`."""
         return self.global_lr * self.local_steps * self.local_lr
+
+    @property
+    def server_lr(self) -> float:
+        """Step of the server's prox, :math:`V^{s+1} = P_{t\\mu}(\\bar V^{s+1})`.
+
+        :math:`\\tilde\\eta` with local copies; with ``v_update = "server"``,
+        :math:`\\eta_g\\alpha` or :math:`\\tilde\\eta` according to ``server_step``.
+        """
+        if self.v_update == "server" and self.server_step == "global-times-local":
+            return self.global_lr * self.local_lr
+        return self.effective_lr
 
 
 @dataclass(frozen=True)
@@ -252,6 +293,62 @@ def server_step(
     mean_hat = np.mean(np.stack(v_hats), axis=0)
     v_bar_next = v + params.global_lr * (mean_hat - v)
     return v_bar_next, prox_l21_nonneg(v_bar_next, params.effective_lr * params.mu)
+
+
+def fixed_v_round(
+    x: np.ndarray, u: np.ndarray, v: np.ndarray, params: SONMFParams
+) -> tuple[np.ndarray, np.ndarray]:
+    """``tau`` basis steps with ``V`` fixed at :math:`V^s` (server-only ``V`` update, FedMGS).
+
+    .. math::
+        U^{k+1} = \\arg\\min_{U \\ge 0,\\ U^\\top U = I} f_p(U, V^s) + \\tfrac{\\rho_1}{2}\\|U - U^k\\|_F^2,
+        \\qquad G_p^s = \\frac1\\tau\\sum_{k<\\tau} \\nabla_V f_p(U^{k+1}, V^s).
+
+    Parameters
+    ----------
+    x : ndarray, shape (d, n)
+    u : ndarray, shape (d, r)
+        Feasible :math:`U_p^{s,0}`.
+    v : ndarray, shape (r, n)
+        :math:`V^s`.
+    params : SONMFParams
+        ``local_steps``, ``rho1`` and ``basis`` are used.
+
+    Returns
+    -------
+    u : ndarray, shape (d, r)
+        :math:`U_p^{s,\\tau}`.
+    grad_avg : ndarray, shape (r, n)
+        :math:`G_p^s` (the upload).
+    """
+    grad_sum = np.zeros_like(v)
+    for _ in range(params.local_steps):
+        u, _ = solve_basis(x, v, u, params.rho1, params.basis)
+        grad_sum += grad_v(x, u, v)
+    return u, grad_sum / params.local_steps
+
+
+def prox_gradient_step(
+    v: np.ndarray, grad: np.ndarray, lr: float, mu: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """One proximal gradient step on ``V``: :math:`\\bar V^{+} = V - t\\,G`, :math:`V^{+} = P_{t\\mu}(\\bar V^{+})`.
+
+    Parameters
+    ----------
+    v : ndarray, shape (r, n)
+        :math:`V^s`.
+    grad : ndarray, shape (r, n)
+        Aggregated gradient, e.g. :math:`\\frac1m\\sum_p G_p^s`.
+    lr : float
+        Step ``t``.
+    mu : float
+
+    Returns
+    -------
+    v_bar_next, v_next : ndarray, shape (r, n)
+    """
+    v_bar_next = v - lr * grad
+    return v_bar_next, prox_l21_nonneg(v_bar_next, lr * mu)
 
 
 @dataclass(frozen=True)

@@ -242,7 +242,11 @@ class ViewFederationStrategy(Strategy):
             )
         proxies = list(client_manager.all().values())
         with concurrent.futures.ThreadPoolExecutor(max_workers=len(proxies)) as pool:
-            futures = {pool.submit(self._properties, proxy, timeout): proxy for proxy in proxies}
+            # The first message to a node also pays for starting its ClientApp (a Ray actor in
+            # simulation), which can take longer than connecting on a busy machine: give the
+            # handshake replies as long as a round's.
+            reply_timeout = float(self.cfg["round-timeout-s"])
+            futures = {pool.submit(self._properties, proxy, reply_timeout): proxy for proxy in proxies}
             answers = [(futures[f], f.result()) for f in concurrent.futures.as_completed(futures)]
         answers.sort(key=lambda pair: int(pair[1]["partition-id"]))
         ids = [int(info["partition-id"]) for _, info in answers]
