@@ -24,18 +24,24 @@ from fedmf_app.kernels.imk import (
     normalised_laplacian_sum,
     objective,
 )
+from fedmf_app.seeding import Stream, rng_for
 
-__all__ = ["IMKSettings", "IMKReference", "client_rng", "server_rng"]
+__all__ = ["IMKSettings", "IMKReference", "client_rng", "label_rng", "server_rng"]
 
 
 def client_rng(seed: int, partition_id: int) -> np.random.Generator:
     """Client ``partition_id``'s random stream (k-means and ``F`` initialisation)."""
-    return np.random.default_rng([seed, 5, partition_id])
+    return rng_for(seed, Stream.CLIENT_INIT, partition_id)
 
 
 def server_rng(seed: int) -> np.random.Generator:
-    """The server's random stream (initial ``H`` and label extraction)."""
-    return np.random.default_rng([seed, 5, 1_000_000])
+    """The server's random stream for the initial ``H``."""
+    return rng_for(seed, Stream.SERVER_INIT, 0)
+
+
+def label_rng(seed: int, server_round: int) -> np.random.Generator:
+    """The stream for extracting labels after ``server_round`` (0: the final labels)."""
+    return rng_for(seed, Stream.SERVER_INIT, 1 + server_round)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from fedmf_app.kernels.imk import (
     normalised_laplacian_sum,
     objective,
 )
-from fedmf_app.kernels.imk_reference import server_rng
+from fedmf_app.kernels.imk_reference import label_rng, server_rng
 from fedmf_app.kernels.secure_sum import decode_upper, sum_uploads
 from fedmf_app.plots import plot_convergence
 from fedmf_app.results import RunRecorder
@@ -179,8 +179,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         return [self.h], record
 
     def _labels(self, server_round: int) -> np.ndarray:
-        rng = np.random.default_rng([self.cfg["seed"], 5, 2, server_round])
-        return extract_labels(self.h, self.cfg["imk-labels"], rng)
+        return extract_labels(self.h, self.cfg["imk-labels"], label_rng(self.cfg["seed"], server_round))
 
     def _scores(self, labels: np.ndarray) -> dict[str, float]:
         from fedmf_app.kernels.metrics import clustering_scores
