@@ -67,7 +67,7 @@ def run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
         if previous is not None and cfg["imk-tol"] > 0 and abs(current - previous) <= cfg["imk-tol"] * abs(previous):
             break
         previous = current
-    labels = extract_labels(ref.h, cfg["imk-labels"], label_rng(seed, 0))
+    labels = extract_labels(ref.h, cfg["imk-labels"], label_rng(seed, len(ref.history)))
     scores = clustering_scores(data.labels, labels)
     scores["rounds"] = len(ref.history)
     return scores

@@ -6,7 +6,7 @@ import pytest
 from flwr.common import Code, GetPropertiesRes, Status, parameters_to_ndarrays
 from flwr.server import SimpleClientManager
 
-from fakes import FakeProxy, client_context, fit_res
+from fakes import FakeProxy, client_context, fit_res, run_evaluate_round
 from fedmf_app.config import imk_params, validate_run_config
 from fedmf_app.data import load_client_view
 from fedmf_app.kernels.graph import knn_similarity
@@ -16,9 +16,18 @@ from fedmf_app.kernels.secure_sum import decode_upper, encode_upper, sum_uploads
 from fedmf_app.registry import client_class, strategy_class
 from fedmf_app.results import RunRecorder
 from fedmf_app.strategies.fmvc_imk import FMVCIMKStrategy
+from imk_data import clustered_views
 
 BASE = {"algorithm": "fmvc-imk", "num-clients": 3, "num-clusters": 3, "num-samples": 60,
         "num-server-rounds": 6, "imk-tol": 0.0, "seed": 2}
+
+
+def labelled_file(tmp_path):
+    """The clustered views of the kernel tests as a multi-view ``.npz`` with labels."""
+    views, y = clustered_views(n=90)
+    path = tmp_path / "clustered.npz"
+    np.savez(path, X_0=views[0], X_1=views[1], X_2=views[2], y=y)
+    return str(path), y
 
 
 class ClientProxyToNumPy(FakeProxy):
@@ -41,26 +50,41 @@ def run(tmp_path, **overrides):
     cfg = validate_run_config({**BASE, **overrides})
     strategy = strategy_class("fmvc-imk")(cfg, RunRecorder(tmp_path, "run", cfg))
     manager = SimpleClientManager()
-    clients = []
+    clients = {}
     for p in reversed(range(cfg["num-clients"])):  # node order != partition order
         client = client_class("fmvc-imk")(client_context(cfg, p, cfg["num-clients"]), cfg, p,
                                           cfg["num-clients"], load_client_view(cfg, p))
         manager.register(ClientProxyToNumPy(f"node-{p}", client))
-        clients.append(client)
+        clients[f"node-{p}"] = client
     parameters = strategy.initialize_parameters(client_manager=manager)
     for s in range(1, cfg["num-server-rounds"] + 1):
         instructions = strategy.configure_fit(server_round=s, parameters=parameters,
                                               client_manager=manager)
-        if not instructions:  # what Flower's legacy Server does with an empty round
-            continue
-        results = [(proxy, proxy.fit(ins, None, s)) for proxy, ins in instructions]
-        parameters = strategy.aggregate_fit(server_round=s, results=results, failures=[])[0]
-    return cfg, strategy, clients
+        if instructions:  # Flower's legacy Server skips the fit of an empty round
+            results = [(proxy, proxy.fit(ins, None, s)) for proxy, ins in instructions]
+            parameters = strategy.aggregate_fit(server_round=s, results=results, failures=[])[0]
+        run_evaluate_round(strategy, manager, clients, parameters, s)
+    return cfg, strategy, list(clients.values())
 
 
 def reference_views(cfg):
     return [preprocess_view(load_client_view(cfg, p).features, cfg["imk-standardise"],
                             cfg["imk-unit-norm"]) for p in range(cfg["num-clients"])]
+
+
+def test_labelled_data_gives_per_round_and_final_scores(tmp_path):
+    path, y = labelled_file(tmp_path)
+    cfg, strategy, _ = run(tmp_path, **{"dataset": path, "num-clusters": 0, "imk-tol": 1e-4,
+                                        "num-server-rounds": 30})
+    result = strategy.recorder.data
+    assert result["status"] == "completed" and strategy.k == 3
+    rounds = result["rounds"]
+    assert all({"acc", "nmi", "purity"} <= set(r) for r in rounds)
+    # the final scores (base class, from the clients' evaluate replies) are the last round's
+    final = result["final"]
+    assert all(final[key] == rounds[-1][key] for key in ("acc", "nmi", "purity"))
+    assert final["acc"] > 0.95 and final["nmi"] > 0.85
+    assert result["summary"]["converged_round"] == rounds[-1]["round"] < 30
 
 
 def test_rounds_match_the_in_process_kernels(tmp_path):

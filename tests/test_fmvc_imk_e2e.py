@@ -7,14 +7,15 @@ import numpy as np
 import pytest
 
 from fedmf_app.local_superlink import LocalSuperLink
-from test_fmvc_imk_adapters import run
+from test_fmvc_imk_adapters import labelled_file, run
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e
 
 
 def test_fmvc_imk_run_matches_the_in_process_run(tmp_path):
-    overrides = {"algorithm": "fmvc-imk", "num-clients": 3, "num-clusters": 3, "num-samples": 60,
+    path, _ = labelled_file(tmp_path)
+    overrides = {"algorithm": "fmvc-imk", "num-clients": 3, "dataset": path,
                  "num-server-rounds": 4, "imk-tol": 0.0, "seed": 2, "out-dir": str(tmp_path),
                  "run-name": "e2e"}
     with LocalSuperLink(tmp_path / "flwr-home") as link:
@@ -25,9 +26,11 @@ def test_fmvc_imk_run_matches_the_in_process_run(tmp_path):
     assert result["status"] == "completed", result["error"]
     _, reference, _ = run(tmp_path / "reference", **{k: v for k, v in overrides.items()
                                                      if k not in ("out-dir", "run-name")})
-    np.testing.assert_allclose([r["objective"] for r in result["rounds"]],
-                               [r["objective"] for r in reference.recorder.data["rounds"]], rtol=1e-9)
+    for key in ("objective", "acc", "nmi"):
+        np.testing.assert_allclose([r[key] for r in result["rounds"]],
+                                   [r[key] for r in reference.recorder.data["rounds"]], rtol=1e-9)
+    assert result["final"]["acc"] == reference.recorder.data["final"]["acc"] > 0.9
     setup = result["summary"]["setup"]
-    assert setup["secure_sum"] == "masking" and setup["upload_bytes_per_client"] == 4 * 60 * 59 // 2
+    assert setup["secure_sum"] == "masking" and setup["upload_bytes_per_client"] == 4 * 90 * 89 // 2
     assert result["summary"]["plots"] == ["convergence.png"]
     assert "[fmvc-imk] round 4/4" in proc.stdout

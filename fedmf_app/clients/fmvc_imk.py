@@ -59,18 +59,14 @@ class FMVCIMKClient(ViewClient):
                                self.cfg["imk-unit-norm"])
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
-        """Handshake (adds ``num-classes`` when the view has labels), or the key stage."""
+        """The base handshake, or the key stage."""
         if config.get("imk-stage") == "keys":
             key = generate_private_key()
             self.context.state.config_records[f"{_NAME}.keys"] = ConfigRecord(
                 {"private-key": key.private_bytes_raw()}
             )
             return {"public-key": public_key_bytes(key)}
-        props = super().get_properties(config)
-        labels = getattr(self.view, "labels", None)
-        if labels is not None:
-            props["num-classes"] = int(np.unique(labels).size)
-        return props
+        return super().get_properties(config)
 
     def fit(self, parameters: NDArrays, config: dict[str, Scalar]) -> tuple[NDArrays, int, dict[str, Any]]:
         """The setup message or one round."""
@@ -102,9 +98,8 @@ class FMVCIMKClient(ViewClient):
             {key: Array(v) for key, v in _pack(state).items()}
         )
         arrays = [upload, state.h]
-        labels = getattr(self.view, "labels", None)
-        if labels is not None:
-            arrays.append(np.asarray(labels, dtype=np.int64))
+        if self.view.labels is not None:
+            arrays.append(np.asarray(self.view.labels, dtype=np.int64))
         metrics = {"kernel_s": time.perf_counter() - started, "mask_s": mask_s,
                    "upload_bytes": int(upload.nbytes)}
         return arrays, x.shape[0], metrics

@@ -40,7 +40,7 @@ def server_rng(seed: int) -> np.random.Generator:
 
 
 def label_rng(seed: int, server_round: int) -> np.random.Generator:
-    """The stream for extracting labels after ``server_round`` (0: the final labels)."""
+    """The stream for extracting labels after ``server_round`` (the final labels: the last round)."""
     return rng_for(seed, Stream.SERVER_INIT, 1 + server_round)
 
 

@@ -87,15 +87,8 @@ class FMVCIMKStrategy(ViewFederationStrategy):
 
     # ------------------------------------------------------------------------------ handshake
     def check_clients(self, info: list[dict[str, Scalar]]) -> None:
-        """Same samples everywhere; ``k`` from ``num-clusters`` or the clients' label classes."""
+        """Same samples everywhere, and more samples than kNN neighbours."""
         super().check_clients(info)
-        classes = {int(i["num-classes"]) for i in info if "num-classes" in i}
-        self.k = self.cfg["num-clusters"] or (classes.pop() if len(classes) == 1 else 0)
-        if not self.k:
-            raise FederationError(
-                "fmvc-imk needs the number of clusters: set run config 'num-clusters' (the views "
-                f"report {sorted(classes) or 'no'} label classes)"
-            )
         n = int(info[0]["num-samples"])
         if not self.cfg["imk-neighbours"] < n:
             raise FederationError(
@@ -105,6 +98,12 @@ class FMVCIMKStrategy(ViewFederationStrategy):
 
     def initial_arrays(self) -> list[np.ndarray]:
         """Secure sum of the graphs, initial ``H`` (see the module docstring)."""
+        if self.num_clusters is None:
+            raise FederationError(
+                "fmvc-imk needs the number of clusters: set run config 'num-clusters' (the clients "
+                "have no ground truth to take it from)"
+            )
+        self.k = self.num_clusters
         started = time.perf_counter()
         config: dict[str, Scalar] = {"imk-stage": "setup", "num-clusters": self.k}
         if self.cfg["imk-secure-sum"] == "masking":
@@ -187,8 +186,8 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         return clustering_scores(self.truth, labels)
 
     def final_labels(self) -> np.ndarray | None:
-        """Labels of the final global ``H`` (``imk-labels`` rule)."""
-        return None if self.h is None else self._labels(0)
+        """Labels of the final global ``H`` (``imk-labels`` rule; the last round's labels)."""
+        return self._labels(self.recorder.data["rounds"][-1]["round"])
 
     def summary(self) -> dict[str, Any]:
         """Setup costs, rounds run, convergence and the final objective and scores."""
