@@ -6,10 +6,14 @@ they give the same numbers), with the same preprocessing, stopping rule and fina
 extraction as a ``flwr run`` with ``algorithm=fmvc-imk``. Uses the run-config keys and defaults
 of the app. Usage::
 
-    python -m simulations.imk_datasets table --datasets hw orl yale sonar --seeds 10
-    python -m simulations.imk_datasets grid --datasets sonar yale --seeds 3 --out docs/figures
-    python -m simulations.imk_datasets ablation --datasets sonar yale orl hw --seeds 5
-    python -m simulations.imk_datasets table --datasets sonar --set imk-rho=1 imk-labels=argmax
+    D=../shared/data
+    python -m simulations.imk_datasets table --datasets hw $D/orl/ORL.mat $D/yale/yaleA_3view.mat \
+        $D/sonar/sonar_3view.mat --seeds 10
+    python -m simulations.imk_datasets grid --datasets $D/sonar/sonar_3view.mat --seeds 3
+    python -m simulations.imk_datasets ablation --datasets $D/sonar/sonar_3view.mat --seeds 5
+    python -m simulations.imk_datasets table --datasets hw --set imk-rho=1 imk-labels=argmax
+
+``--datasets`` takes embedded names (``hw``) and paths of ``.mat``/``.npz`` files.
 
 ``table``: ACC/NMI/PUR (mean ± std over seeds, %) per data set. ``grid``: the paper's Fig. 3,
 ACC over lambda x mu in {1e-4, 1e-3, 1e-2, 0.1, 1, 10}^2 (a heat map per data set). ``ablation``:
@@ -85,6 +89,11 @@ def two_step(name: str, seed: int) -> dict[str, float]:
     return clustering_scores(data.labels, labels)
 
 
+def label(name: str) -> str:
+    """Short name of a data set: the embedded name or the file's stem."""
+    return Path(name).stem
+
+
 def summarise(runs: list[dict[str, float]]) -> str:
     """``mean ± std`` in % of ACC, NMI and purity."""
     cells = []
@@ -100,7 +109,7 @@ def table(datasets: list[str], seeds: int, overrides: dict) -> None:
     for name in datasets:
         runs = [run_one(name, s, overrides) for s in range(seeds)]
         rounds = np.mean([r["rounds"] for r in runs])
-        print(f"| {name} | {seeds} | {summarise(runs)} | {rounds:.0f} |", flush=True)
+        print(f"| {label(name)} | {seeds} | {summarise(runs)} | {rounds:.0f} |", flush=True)
 
 
 def ablation(datasets: list[str], seeds: int, overrides: dict) -> None:
@@ -113,8 +122,8 @@ def ablation(datasets: list[str], seeds: int, overrides: dict) -> None:
                                           for s in range(seeds)]),
             ("(3) integrated + graph", [run_one(name, s, overrides) for s in range(seeds)]),
         ]
-        for label, runs in cases:
-            print(f"| {name} | {label} | {summarise(runs)} |", flush=True)
+        for case, runs in cases:
+            print(f"| {label(name)} | {case} | {summarise(runs)} |", flush=True)
 
 
 def grid(datasets: list[str], seeds: int, overrides: dict, out: Path) -> None:
@@ -132,7 +141,7 @@ def grid(datasets: list[str], seeds: int, overrides: dict, out: Path) -> None:
                         for s in range(seeds)]
                 acc[i, j] = 100 * np.mean([r["acc"] for r in runs])
         best = np.unravel_index(np.argmax(acc), acc.shape)
-        print(f"{name}: best ACC {acc[best]:.1f} % at lambda={GRID[best[0]]:g}, mu={GRID[best[1]]:g}; "
+        print(f"{label(name)}: best ACC {acc[best]:.1f} % at lambda={GRID[best[0]]:g}, mu={GRID[best[1]]:g}; "
               f"defaults (0.1, 0.1): {acc[3, 3]:.1f} %; worst {acc.min():.1f} %", flush=True)
         fig, ax = plt.subplots(figsize=(5, 4))
         image = ax.imshow(acc, origin="lower", cmap="viridis")
@@ -144,9 +153,9 @@ def grid(datasets: list[str], seeds: int, overrides: dict, out: Path) -> None:
             for j in range(len(GRID)):
                 ax.text(j, i, f"{acc[i, j]:.0f}", ha="center", va="center", fontsize=7, color="w")
         fig.colorbar(image, label=f"ACC % (mean of {seeds} seeds)")
-        ax.set_title(f"fmvc-imk on {name}: ACC over lambda x mu")
+        ax.set_title(f"fmvc-imk on {label(name)}: ACC over lambda x mu")
         fig.tight_layout()
-        fig.savefig(out / f"imk_grid_{name}.png", dpi=110)
+        fig.savefig(out / f"imk_grid_{label(name)}.png", dpi=110)
         plt.close(fig)
 
 
