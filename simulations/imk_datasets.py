@@ -36,8 +36,8 @@ from fedmf_app.data.multiview import load_multiview
 from fedmf_app.kernels.imk import extract_labels, preprocess_view
 from fedmf_app.kernels.imk_reference import IMKReference, IMKSettings, label_rng
 from fedmf_app.kernels.metrics import clustering_scores
+from simulations.imk_figures import GRID, describe, grid_figure
 
-GRID = (1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0)
 METRICS = ("acc", "nmi", "purity")
 
 
@@ -127,11 +127,6 @@ def ablation(datasets: list[str], seeds: int, overrides: dict) -> None:
 
 
 def grid(datasets: list[str], seeds: int, overrides: dict, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out.mkdir(parents=True, exist_ok=True)
     for name in datasets:
         acc = np.zeros((len(GRID), len(GRID)))
@@ -140,23 +135,9 @@ def grid(datasets: list[str], seeds: int, overrides: dict, out: Path) -> None:
                 runs = [run_one(name, s, {**overrides, "imk-lambda": lam, "imk-mu": mu})
                         for s in range(seeds)]
                 acc[i, j] = 100 * np.mean([r["acc"] for r in runs])
-        best = np.unravel_index(np.argmax(acc), acc.shape)
-        print(f"{label(name)}: best ACC {acc[best]:.1f} % at lambda={GRID[best[0]]:g}, mu={GRID[best[1]]:g}; "
-              f"defaults (0.1, 0.1): {acc[3, 3]:.1f} %; worst {acc.min():.1f} %", flush=True)
-        fig, ax = plt.subplots(figsize=(5, 4))
-        image = ax.imshow(acc, origin="lower", cmap="viridis")
-        ax.set_xticks(range(len(GRID)), [f"{g:g}" for g in GRID])
-        ax.set_yticks(range(len(GRID)), [f"{g:g}" for g in GRID])
-        ax.set_xlabel("mu")
-        ax.set_ylabel("lambda")
-        for i in range(len(GRID)):
-            for j in range(len(GRID)):
-                ax.text(j, i, f"{acc[i, j]:.0f}", ha="center", va="center", fontsize=7, color="w")
-        fig.colorbar(image, label=f"ACC % (mean of {seeds} seeds)")
-        ax.set_title(f"fmvc-imk on {label(name)}: ACC over lambda x mu")
-        fig.tight_layout()
-        fig.savefig(out / f"imk_grid_{label(name)}.png", dpi=110)
-        plt.close(fig)
+        grid_figure(acc, f"fmvc-imk on {label(name)}: ACC over lambda x mu",
+                    f"ACC % (mean of {seeds} seeds)", out / f"imk_grid_{label(name)}.png")
+        print(describe(label(name), acc), flush=True)
 
 
 def main() -> None:
