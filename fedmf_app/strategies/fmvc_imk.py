@@ -28,8 +28,15 @@ from logging import INFO, WARNING
 from typing import Any
 
 import numpy as np
-from flwr.common import Code, FitIns, GetPropertiesIns, Parameters, Scalar, ndarrays_to_parameters
-from flwr.common import parameters_to_ndarrays
+from flwr.common import (
+    Code,
+    FitIns,
+    GetPropertiesIns,
+    Parameters,
+    Scalar,
+    ndarrays_to_parameters,
+    parameters_to_ndarrays,
+)
 from flwr.common.logger import log
 from flwr.server.client_manager import ClientManager
 from flwr.server.client_proxy import ClientProxy
