@@ -198,18 +198,20 @@ def test_preprocessing_and_initialisation():
     np.testing.assert_allclose(initial_global_h(hs, "mean", None), (hs[0] + hs[1]) / 2)
 
 
-def run_reference(rounds, **overrides):
-    views, y = clustered_views()
-    ref = IMKReference(views, IMKParams(**overrides), IMKSettings(k=3, seed=0))
+def run_reference(rounds, seed=0, **overrides):
+    views, y = clustered_views(seed=seed)
+    ref = IMKReference(views, IMKParams(**overrides), IMKSettings(k=3, seed=seed))
     objectives = [ref.round()["objective"] for _ in range(rounds)]
     return ref, np.array(objectives), y
 
 
-def test_objective_does_not_increase_with_the_default_steps():
-    """ADMM is not a descent method in general; with the defaults the objective (11) may rise by
-    at most 1e-4 relative in a round (the stopping tolerance) and ends far below its start."""
-    ref, obj, y = run_reference(40)
-    assert np.all(np.diff(obj) <= 1e-4 * obj[0])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_objective_does_not_increase_with_the_default_steps(seed):
+    """ADMM is not a descent method in general (with rho = 1 the objective rises by up to 3 % in a
+    round, see the README); with the default rho = 5 the objective (11) never rises (up to
+    rounding) and ends far below its start."""
+    ref, obj, y = run_reference(40, seed=seed)
+    assert np.all(np.diff(obj) <= 1e-12 * obj[0])
     assert obj[-1] < 0.8 * obj[0]
     assert ref.history[-1]["consensus"] < 1e-3
     labels = extract_labels(ref.h, "kmeans", np.random.default_rng(0))
