@@ -1,7 +1,9 @@
 """ClientApp: read the run and node config, load this node's view, build the algorithm's client.
 
 The same code serves simulated and deployed SuperNodes; the node config names the partition
-(``partition-id``, ``num-partitions``).
+(``partition-id``, ``num-partitions``). A node whose data cannot be loaded fails with a
+:class:`~fedmf_app.data.DataError` that names the node (its id and node config) as well as the
+file or partition; the server stops the run with that message in the handshake.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from flwr.client import Client, ClientApp
 from flwr.common import Context
 
 from fedmf_app.config import validate_run_config
-from fedmf_app.data import load_client_view, partition_from_node_config
+from fedmf_app.data import DataError, load_client_view, partition_from_node_config
 from fedmf_app.registry import client_class
 
 __all__ = ["app", "client_fn"]
@@ -26,10 +28,20 @@ def client_fn(context: Context) -> Client:
     Returns
     -------
     flwr.client.Client
+
+    Raises
+    ------
+    fedmf_app.data.DataError
+        When this node's data cannot be loaded; the message starts with the node's id and
+        node config.
     """
     cfg = validate_run_config(context.run_config)
-    partition_id, num_partitions = partition_from_node_config(context.node_config)
-    view = load_client_view(cfg, partition_id)
+    try:
+        partition_id, num_partitions = partition_from_node_config(context.node_config)
+        view = load_client_view(cfg, partition_id)
+    except DataError as exc:
+        node = " ".join(f"{k}={v!r}" for k, v in context.node_config.items())
+        raise DataError(f"SuperNode {context.node_id} (node config: {node}): {exc}") from exc
     client = client_class(cfg["algorithm"])(context, cfg, partition_id, num_partitions, view)
     return client.to_client()
 

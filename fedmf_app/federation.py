@@ -20,6 +20,7 @@ public keys registered with the SuperLink before the SuperNodes start.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import re
 import signal
@@ -264,9 +265,10 @@ class LocalFederation:
                     log(WARNING, "%s", exits[-1])
 
     def stop(self) -> None:
-        """Stop every SuperNode, then the SuperLink (idempotent)."""
-        for node in self.supernodes:
-            node.stop()
+        """Stop every SuperNode (side by side), then the SuperLink (idempotent)."""
+        if self.supernodes:
+            with concurrent.futures.ThreadPoolExecutor(len(self.supernodes)) as pool:
+                list(pool.map(LocalSuperNode.stop, self.supernodes))
         if self.superlink is not None:
             self.superlink.stop()
 
