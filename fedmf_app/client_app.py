@@ -1,9 +1,11 @@
 """ClientApp: read the run and node config, load this node's view, build the algorithm's client.
 
 The same code serves simulated and deployed SuperNodes; the node config names the partition
-(``partition-id``, ``num-partitions``). A node whose data cannot be loaded fails with a
-:class:`~fedmf_app.data.DataError` that names the node (its id and node config) as well as the
-file or partition; the server stops the run with that message in the handshake.
+(``partition-id``, ``num-partitions``) and may name this organisation's own single-view file
+(``data-file``), which then replaces run config ``dataset`` on this node. A node whose data cannot
+be loaded fails with a :class:`~fedmf_app.data.DataError` that names the node (its id and node
+config) as well as the file and the problem; the server stops the run with that message in the
+handshake.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def client_fn(context: Context) -> Client:
     cfg = validate_run_config(context.run_config)
     try:
         partition_id, num_partitions = partition_from_node_config(context.node_config)
-        view = load_client_view(cfg, partition_id)
+        view = load_client_view(cfg, partition_id, context.node_config)
     except DataError as exc:
         node = " ".join(f"{k}={v!r}" for k, v in context.node_config.items())
         raise DataError(f"SuperNode {context.node_id} (node config: {node}): {exc}") from exc

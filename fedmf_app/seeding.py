@@ -22,6 +22,7 @@ class Stream(IntEnum):
     SYNTHETIC_VIEW = 1
     CLIENT_INIT = 2
     SERVER_INIT = 3
+    FINAL_CLUSTERING = 4
 
 
 def rng_for(seed: int, stream: Stream, index: int = 0) -> np.random.Generator:
