@@ -144,6 +144,7 @@ class LocalSuperLink:
         self.supernode_auth = supernode_auth
         self.cwd = Path(cwd).resolve() if cwd is not None else None
         self.process: OwnedProcess | None = None
+        self.command: list[str] = []
         self.log_path = self.flwr_home / "superlink.log"
 
     @property
@@ -188,6 +189,7 @@ class LocalSuperLink:
                         "--ssl-ca-certfile", str(self.tls.ca_cert)]
         if self.supernode_auth:
             command.append("--enable-supernode-auth")
+        self.command = command
         self.process = OwnedProcess("SuperLink", command, self.env, self.log_path, cwd=self.cwd)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
