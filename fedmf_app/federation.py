@@ -42,7 +42,7 @@ from fedmf_app.config import ConfigError, validate_run_config
 from fedmf_app.local_superlink import LocalSuperLink
 from fedmf_app.local_supernode import LocalSuperNode
 
-__all__ = ["FederationOutcome", "LocalFederation", "main", "run_timeout"]
+__all__ = ["FederationOutcome", "LocalFederation", "federation_run_config", "main", "run_timeout"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _RUN_FOLDER = re.compile(r"run folder: (\S.*)$", re.MULTILINE)
@@ -68,6 +68,35 @@ def run_timeout(cfg: Mapping[str, Any]) -> float:
     """
     rounds = cfg["num-server-rounds"] + 1
     return cfg["connect-timeout-s"] + rounds * cfg["round-timeout-s"] + _STARTUP_SLACK_S
+
+
+def federation_run_config(num_nodes: int, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Run-config overrides for a federation of ``num_nodes`` SuperNodes, checked.
+
+    Parameters
+    ----------
+    num_nodes : int
+    overrides : mapping
+        ``num-clients`` defaults to ``num_nodes``.
+
+    Returns
+    -------
+    dict
+        The overrides with ``num-clients`` set (what ``flwr run --run-config`` gets).
+
+    Raises
+    ------
+    fedmf_app.config.ConfigError
+        On an invalid run config, or ``num-clients`` different from ``num_nodes``.
+    """
+    merged = {"num-clients": num_nodes, **overrides}
+    cfg = validate_run_config(merged)
+    if cfg["num-clients"] != num_nodes:
+        raise ConfigError(
+            f"run config 'num-clients' = {cfg['num-clients']} but the federation has "
+            f"{num_nodes} SuperNodes (one per view)"
+        )
+    return merged
 
 
 @dataclass
@@ -230,13 +259,8 @@ class LocalFederation:
         """
         if self.superlink is None:
             raise RuntimeError("start() the federation first")
-        overrides = {"num-clients": self.num_nodes, **run_config}
+        overrides = federation_run_config(self.num_nodes, run_config)
         cfg = validate_run_config(overrides)
-        if cfg["num-clients"] != self.num_nodes:
-            raise ConfigError(
-                f"run config 'num-clients' = {cfg['num-clients']} but the federation has "
-                f"{self.num_nodes} SuperNodes (one per view)"
-            )
         node_exits: list[str] = []
         done = threading.Event()
         watcher = threading.Thread(target=self._watch_nodes, args=(done, node_exits), daemon=True)
@@ -325,12 +349,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         overrides = parse_config_args([args.run_config]) if args.run_config else {}
+        federation_run_config(args.num_nodes, overrides)
         workdir = Path(args.workdir or tempfile.mkdtemp(prefix="fedmf-federation-"))
         federation = LocalFederation(workdir, args.num_nodes, args.app_dir,
                                      data_files=args.data_file, tls=args.tls,
                                      supernode_auth=args.auth)
-        validate_run_config({"num-clients": args.num_nodes, **overrides})
-    except (ValueError, ConfigError) as exc:
+    except ValueError as exc:
         log(ERROR, "%s", exc)
         return 2
     previous = signal.signal(signal.SIGTERM, _on_sigterm)

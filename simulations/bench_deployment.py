@@ -1,0 +1,173 @@
+"""Benchmark: seconds per round on a real federation (SuperLink + SuperNodes) vs. the simulation.
+
+For each node count, runs ``fedsonmf`` with the same run config and seed once on
+:class:`~fedmf_app.federation.LocalFederation` and once on Flower's simulation engine, and reports
+the median round wall time (rounds 2..), the time to start, hand-shake and stop, and the largest
+relative difference between the two runs' per-round residuals. With ``--breakdown`` it repeats the
+first deployment run with Flower's DEBUG log (timestamps) and splits each round into: waiting for
+the SuperNode to poll, starting the ClientApp process (Python + imports), the ClientApp's work
+(load the view, kernels, push the reply), sending the reply, and waiting for the ServerApp to poll.
+
+Usage::
+
+    python -m simulations.bench_deployment --nodes 3 6 --rounds 8 --breakdown
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from fedmf_app.federation import LocalFederation
+from fedmf_app.local_superlink import LocalSuperLink
+from fedmf_app.results import load_result
+
+ROOT = Path(__file__).resolve().parents[1]
+_STAMP = re.compile(r"^(?:\x1b\[[0-9;]*m)?\w+ (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
+
+
+def _config(nodes: int, rounds: int, out: Path, name: str) -> dict:
+    return {"num-clients": nodes, "num-server-rounds": rounds, "heterogeneity": 0.3, "seed": 3,
+            "out-dir": str(out), "run-name": name}
+
+
+def _summary(result: dict) -> dict:
+    rounds = result["rounds"]
+    first = rounds[0]
+    return {
+        "median_round_s": statistics.median(r["wall_s"] for r in rounds[1:]),
+        "median_kernel_max_s": statistics.median(r["client_kernel_s_max"] for r in rounds[1:]),
+        "handshake_s": first["elapsed_s"] - first["wall_s"],
+        "residuals": [r["residual"] for r in rounds],
+    }
+
+
+def deployment(nodes: int, rounds: int, out: Path, name: str) -> dict:
+    """One run on a local federation; phases timed from outside, rounds from result.json."""
+    with tempfile.TemporaryDirectory(prefix="fedmf-bench-") as work:
+        t0 = time.perf_counter()
+        federation = LocalFederation(Path(work) / "federation", nodes, ROOT).start()
+        try:
+            t1 = time.perf_counter()
+            outcome = federation.run(_config(nodes, rounds, out, name))
+            t2 = time.perf_counter()
+            logs = [n.log_path.read_text(errors="replace") for n in federation.supernodes]
+        finally:
+            federation.stop()
+        t3 = time.perf_counter()
+    if outcome.status != "completed":
+        raise RuntimeError(f"{name}: {outcome.error}")
+    return {"start_s": t1 - t0, "flwr_run_s": t2 - t1, "stop_s": t3 - t2,
+            **_summary(load_result(outcome.result_path)), "server_log": outcome.log,
+            "supernode_logs": logs}
+
+
+def simulation(nodes: int, rounds: int, out: Path, name: str) -> dict:
+    """The same run on Flower's simulation engine."""
+    with tempfile.TemporaryDirectory(prefix="fedmf-bench-") as home:
+        t0 = time.perf_counter()
+        with LocalSuperLink(home) as link:
+            t1 = time.perf_counter()
+            link.run(ROOT, _config(nodes, rounds, out, name), num_supernodes=nodes, timeout=1800)
+            t2 = time.perf_counter()
+        t3 = time.perf_counter()
+    result = load_result(out / name)
+    if result["status"] != "completed":
+        raise RuntimeError(f"{name}: {result['error']}")
+    return {"start_s": t1 - t0, "flwr_run_s": t2 - t1, "stop_s": t3 - t2, **_summary(result)}
+
+
+def _time(line: str) -> float | None:
+    match = _STAMP.match(line)
+    if match is None:
+        return None
+    return datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def breakdown(server_log: str, supernode_logs: list[str]) -> dict[str, float]:
+    """Median seconds per phase of rounds 2.. (DEBUG logs with timestamps)."""
+    configure, aggregate, current = {}, {}, 0
+    for line in server_log.splitlines():
+        if (m := re.search(r"\[ROUND (\d+)\]", line)) and "RUN" not in line:
+            current = int(m.group(1))
+        elif "configure_fit:" in line:
+            configure[current] = _time(line)
+        elif "aggregate_fit:" in line:
+            aggregate[current] = _time(line)
+    phases: dict[str, list[float]] = {k: [] for k in (
+        "wait for SuperNode poll", "ClientApp process start (Python + imports)",
+        "ClientApp work (view, kernels, push)", "reply upload", "wait for ServerApp poll")}
+    sent_last: dict[int, float] = {}
+    for text in supernode_logs:
+        marks: dict[int, dict[str, float]] = {}
+        rnd = 0
+        for line in text.splitlines():
+            if m := re.search(r"\[RUN \d+, ROUND (\d+)\]", line):
+                rnd = int(m.group(1))
+            for key, needle in (("recv", "Receiving: train"), ("proc", "Start `flwr-clientapp`"),
+                                ("done", "Finished task"), ("sent", "Sent successfully")):
+                if needle in line and rnd and (t := _time(line)) is not None:
+                    marks.setdefault(rnd, {}).setdefault(key, t)
+        for rnd, mk in marks.items():
+            if rnd < 2 or rnd not in configure or len(mk) < 4:
+                continue
+            phases["wait for SuperNode poll"].append(mk["recv"] - configure[rnd])
+            phases["ClientApp process start (Python + imports)"].append(mk["proc"] - mk["recv"])
+            phases["ClientApp work (view, kernels, push)"].append(mk["done"] - mk["proc"])
+            phases["reply upload"].append(mk["sent"] - mk["done"])
+            sent_last[rnd] = max(sent_last.get(rnd, 0.0), mk["sent"])
+    for rnd, sent in sent_last.items():
+        if rnd in aggregate:
+            phases["wait for ServerApp poll"].append(aggregate[rnd] - sent)
+    return {k: statistics.median(v) for k, v in phases.items() if v}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, nargs="+", default=[3, 6])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--breakdown", action="store_true")
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_deployment")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for nodes in args.nodes:
+        dep = deployment(nodes, args.rounds, args.out, f"deployment-m{nodes}")
+        sim = simulation(nodes, args.rounds, args.out, f"simulation-m{nodes}")
+        diff = float(np.max(np.abs(np.subtract(dep["residuals"], sim["residuals"]))
+                            / np.abs(sim["residuals"])))
+        rows.append({"nodes": nodes, "deployment": dep, "simulation": sim, "max_rel_diff": diff})
+    print("| nodes | engine | round, median (s) | kernels, max over clients (s) | start (s) | "
+          "`flwr run` (s) | of which handshake (s) | stop (s) | residuals, max rel. diff |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        for engine in ("deployment", "simulation"):
+            r = row[engine]
+            print(f"| {row['nodes']} | {engine} | {r['median_round_s']:.2f} | "
+                  f"{r['median_kernel_max_s']:.3f} | {r['start_s']:.1f} | {r['flwr_run_s']:.1f} | "
+                  f"{r['handshake_s']:.1f} | {r['stop_s']:.1f} | {row['max_rel_diff']:.1e} |")
+    if args.breakdown:
+        os.environ["FLWR_LOG_LEVEL"] = "DEBUG"
+        nodes = args.nodes[0]
+        dep = deployment(nodes, args.rounds, args.out, f"breakdown-m{nodes}")
+        print(f"\nWhere a deployment round goes ({nodes} nodes, medians over rounds 2.. and nodes; "
+              f"round median {dep['median_round_s']:.2f} s with DEBUG logging):\n")
+        print("| phase | seconds |\n|---|---|")
+        for phase, seconds in breakdown(dep["server_log"], dep["supernode_logs"]).items():
+            print(f"| {phase} | {seconds:.2f} |")
+    slim = [{k: ({kk: vv for kk, vv in v.items() if not kk.endswith("log") and kk != "supernode_logs"}
+                 if isinstance(v, dict) else v) for k, v in row.items()} for row in rows]
+    (args.out / "bench_deployment.json").write_text(json.dumps(slim, indent=1))
+
+
+if __name__ == "__main__":
+    main()
