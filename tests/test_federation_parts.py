@@ -138,3 +138,14 @@ def test_command_line_stops_everything_it_started_on_sigterm(tmp_path):
     assert "terminated; stopped every process this command started" in out
     alive = [p for p in owned if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not alive
+
+
+def test_clientapp_message_path_does_not_import_torch():
+    # a deployed SuperNode starts a fresh ClientApp process for every message: an import of
+    # torch there (several seconds) would be paid by every node in every round
+    code = ("import sys, fedmf_app.client_app; from fedmf_app.registry import client_class; "
+            "client_class('fedsonmf'); print(sorted({m.split('.')[0] for m in sys.modules} "
+            "& {'torch', 'torch_geometric', 'sklearn', 'matplotlib'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
