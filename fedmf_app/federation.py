@@ -304,7 +304,7 @@ class LocalFederation:
 
 
 def _outcome(text: str, seconds: float) -> FederationOutcome:
-    """Read the outcome from the run's log and its ``result.json``."""
+    """Read the outcome from ``result.json``, or else the first error the ServerApp logged."""
     match = None
     for match in _RUN_FOLDER.finditer(text):
         pass
@@ -314,7 +314,8 @@ def _outcome(text: str, seconds: float) -> FederationOutcome:
             result = json.loads(path.read_text())
             return FederationOutcome(result["status"], result["error"], path, text, seconds)
     errors = [line.split(":", 1)[-1].strip() for line in text.splitlines() if "ERROR" in line]
-    error = "; ".join(e for e in errors if e) or "the run ended without a result (see the log)"
+    errors = [e for e in errors if e]
+    error = errors[0] if errors else "the run ended without a result (see the log)"
     return FederationOutcome("failed", error, None, text, seconds)
 
 
