@@ -7,11 +7,14 @@ relative difference between the two runs' per-round residuals. With ``--breakdow
 first deployment run with Flower's DEBUG log (timestamps) and splits each round into: waiting for
 the SuperNode to poll, starting the ClientApp process (Python + imports), the ClientApp's work
 (load the view, kernels, push the reply), sending the reply, and waiting for the ServerApp to poll.
+With ``--kill`` it times how long after a SuperNode is killed (SIGKILL, after round 1) the run
+ends, for each given ``round-timeout-s``.
 
 Usage::
 
     python -m simulations.bench_deployment --nodes 3 6 --rounds 8 --breakdown
     python -m simulations.bench_deployment --nodes 6 --no-simulation --task-poll-interval 1.0
+    python -m simulations.bench_deployment --nodes --kill 12 600
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import os
 import re
 import statistics
 import tempfile
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -88,6 +92,37 @@ def simulation(nodes: int, rounds: int, out: Path, name: str) -> dict:
     return {"start_s": t1 - t0, "flwr_run_s": t2 - t1, "stop_s": t3 - t2, **_summary(result)}
 
 
+def killed_node(round_timeout: float, out: Path) -> dict:
+    """3 nodes; SIGKILL SuperNode 2 once round 1 is in result.json; time until the run ends."""
+    name = f"killed-rt{round_timeout:g}"
+    result_path = out / name / "result.json"
+    killed: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="fedmf-bench-") as work:
+        with LocalFederation(Path(work) / "federation", 3, ROOT) as federation:
+            def kill_after_round_one(stop: threading.Event) -> None:
+                while not stop.wait(0.1):
+                    if result_path.exists() and load_result(result_path)["rounds"]:
+                        federation.supernodes[2].kill()
+                        killed.append(time.perf_counter())
+                        return
+
+            stop = threading.Event()
+            killer = threading.Thread(target=kill_after_round_one, args=(stop,), daemon=True)
+            killer.start()
+            try:
+                outcome = federation.run({"num-server-rounds": 30, "round-timeout-s": round_timeout,
+                                          "out-dir": str(out), "run-name": name})
+            finally:
+                stop.set()
+            ended = time.perf_counter()
+    if not killed:
+        raise RuntimeError(f"{name}: round 1 never finished ({outcome.error})")
+    result = load_result(result_path)
+    return {"round_timeout_s": round_timeout, "ended_after_kill_s": ended - killed[0],
+            "status": result["status"], "rounds_kept": len(result["rounds"]),
+            "error": result["error"]}
+
+
 def _time(line: str) -> float | None:
     match = _STAMP.match(line)
     if match is None:
@@ -135,12 +170,15 @@ def breakdown(server_log: str, supernode_logs: list[str]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--nodes", type=int, nargs="+", default=[3, 6])
+    parser.add_argument("--nodes", type=int, nargs="*", default=[3, 6])
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--breakdown", action="store_true")
     parser.add_argument("--task-poll-interval", type=float, default=0.1,
                         help="FLWR_SUPEREXEC_TASK_POLL_INTERVAL of the SuperNodes (Flower: 1.0)")
     parser.add_argument("--no-simulation", action="store_true", help="deployment runs only")
+    parser.add_argument("--kill", type=float, nargs="*", default=[], metavar="ROUND_TIMEOUT_S",
+                        help="also: kill SuperNode 2 after round 1 with each round-timeout-s and "
+                             "time until the run ends")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_deployment")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -155,9 +193,10 @@ def main() -> None:
         diff = float(np.max(np.abs(np.subtract(dep["residuals"], sim["residuals"]))
                             / np.abs(sim["residuals"])))
         rows.append({"nodes": nodes, "deployment": dep, "simulation": sim, "max_rel_diff": diff})
-    print("| nodes | engine | round, median (s) | kernels, max over clients (s) | start (s) | "
-          "`flwr run` (s) | of which handshake (s) | stop (s) | residuals, max rel. diff |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    if rows:
+        print("| nodes | engine | round, median (s) | kernels, max over clients (s) | start (s) | "
+              "`flwr run` (s) | of which handshake (s) | stop (s) | residuals, max rel. diff |")
+        print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         for engine in ("deployment", "simulation"):
             if engine not in row:
@@ -166,7 +205,7 @@ def main() -> None:
             print(f"| {row['nodes']} | {engine} | {r['median_round_s']:.2f} | "
                   f"{r['median_kernel_max_s']:.3f} | {r['start_s']:.1f} | {r['flwr_run_s']:.1f} | "
                   f"{r['handshake_s']:.1f} | {r['stop_s']:.1f} | {row['max_rel_diff']:.1e} |")
-    if args.breakdown:
+    if args.breakdown and args.nodes:
         os.environ["FLWR_LOG_LEVEL"] = "DEBUG"
         nodes = args.nodes[0]
         dep = deployment(nodes, args.rounds, args.out, f"breakdown-m{nodes}",
@@ -176,6 +215,11 @@ def main() -> None:
         print("| phase | seconds |\n|---|---|")
         for phase, seconds in breakdown(dep["server_log"], dep["supernode_logs"]).items():
             print(f"| {phase} | {seconds:.2f} |")
+    for round_timeout in args.kill:
+        row = killed_node(round_timeout, args.out)
+        print(f"\nround-timeout-s = {round_timeout:g}: the run ended "
+              f"{row['ended_after_kill_s']:.1f} s after SuperNode 2 was killed; status "
+              f"{row['status']}, {row['rounds_kept']} round(s) kept; error: {row['error'][:160]}")
     slim = [{k: ({kk: vv for kk, vv in v.items() if not kk.endswith("log") and kk != "supernode_logs"}
                  if isinstance(v, dict) else v) for k, v in row.items()} for row in rows]
     (args.out / "bench_deployment.json").write_text(json.dumps(slim, indent=1))
