@@ -56,6 +56,34 @@ def _summary(result: dict) -> dict:
     }
 
 
+#: Lines of the streamed run log that mark the phases of ``flwr run``, in order.
+_MARKS = (
+    ("`flwr` command started", "Using SuperLink"),
+    ("app bundle built and uploaded, run created", "Successfully started run"),
+    ("ServerApp process started", "Start `flwr-serverapp`"),
+    ("ServerApp loaded the app", "fedmf_app: fedsonmf"),
+    ("handshake done", "run folder:"),
+    ("last round aggregated", "run completed; results in"),
+    ("ServerApp's summary logged", "Run finished"),
+)
+
+
+class _Stamps:
+    """A text stream that notes when each line of :data:`_MARKS` first arrives."""
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self.seen: dict[str, float] = {}
+
+    def write(self, line: str) -> None:
+        for label, needle in _MARKS:
+            if needle in line and label not in self.seen:
+                self.seen[label] = time.perf_counter() - self.start
+
+    def flush(self) -> None:
+        """Nothing buffered."""
+
+
 def deployment(nodes: int, rounds: int, out: Path, name: str, task_poll: float = 0.1) -> dict:
     """One run on a local federation; phases timed from outside, rounds from result.json."""
     with tempfile.TemporaryDirectory(prefix="fedmf-bench-") as work:
@@ -64,7 +92,8 @@ def deployment(nodes: int, rounds: int, out: Path, name: str, task_poll: float =
                                      task_poll_interval=task_poll).start()
         try:
             t1 = time.perf_counter()
-            outcome = federation.run(_config(nodes, rounds, out, name))
+            stamps = _Stamps(t0)
+            outcome = federation.run(_config(nodes, rounds, out, name), echo=stamps)
             t2 = time.perf_counter()
             logs = [n.log_path.read_text(errors="replace") for n in federation.supernodes]
         finally:
@@ -72,9 +101,11 @@ def deployment(nodes: int, rounds: int, out: Path, name: str, task_poll: float =
         t3 = time.perf_counter()
     if outcome.status != "completed":
         raise RuntimeError(f"{name}: {outcome.error}")
+    marks = {"SuperLink healthy, SuperNodes started": t1 - t0, **stamps.seen,
+             "`flwr run` returned": t2 - t0, "everything stopped": t3 - t0}
     return {"start_s": t1 - t0, "flwr_run_s": t2 - t1, "stop_s": t3 - t2,
             **_summary(load_result(outcome.result_path)), "server_log": outcome.log,
-            "supernode_logs": logs}
+            "supernode_logs": logs, "marks": marks}
 
 
 def simulation(nodes: int, rounds: int, out: Path, name: str) -> dict:
@@ -205,6 +236,12 @@ def main() -> None:
             print(f"| {row['nodes']} | {engine} | {r['median_round_s']:.2f} | "
                   f"{r['median_kernel_max_s']:.3f} | {r['start_s']:.1f} | {r['flwr_run_s']:.1f} | "
                   f"{r['handshake_s']:.1f} | {r['stop_s']:.1f} | {row['max_rel_diff']:.1e} |")
+    if rows:
+        first = rows[0]
+        print(f"\nOne deployment run ({first['nodes']} nodes, {args.rounds} rounds), seconds since "
+              "the start, as seen by the caller:\n\n| moment | s |\n|---|---|")
+        for label, seconds in first["deployment"]["marks"].items():
+            print(f"| {label} | {seconds:.1f} |")
     if args.breakdown and args.nodes:
         os.environ["FLWR_LOG_LEVEL"] = "DEBUG"
         nodes = args.nodes[0]
