@@ -33,8 +33,7 @@ _CONNECTION = "fedmf-local"
 def flower_env(flwr_home: str | Path) -> dict[str, str]:
     """This process's environment for a Flower command with its own ``FLWR_HOME``.
 
-    Telemetry, update checks and runtime dependency installation are off; BLAS and OpenMP use
-    one thread (several Flower processes share the machine).
+    Telemetry, update checks and runtime dependency installation are off.
 
     Parameters
     ----------
@@ -50,9 +49,6 @@ def flower_env(flwr_home: str | Path) -> dict[str, str]:
         FLWR_TELEMETRY_ENABLED="0",
         FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION="1",
         FLWR_DISABLE_UPDATE_CHECK="1",
-        OMP_NUM_THREADS="1",
-        MKL_NUM_THREADS="1",
-        OPENBLAS_NUM_THREADS="1",
     )
     return env
 

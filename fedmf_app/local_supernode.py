@@ -15,6 +15,8 @@ __all__ = ["LocalSuperNode"]
 class LocalSuperNode:
     """``flower-supernode`` with its own working folder, ``FLWR_HOME``, log and node config.
 
+    Its processes run with ``OMP_NUM_THREADS=1`` (and the MKL/OpenBLAS equivalents).
+
     Parameters
     ----------
     name : str
@@ -56,7 +58,9 @@ class LocalSuperNode:
             command += ["--auth-supernode-private-key", str(auth_private_key)]
         self.command = command
         self.env = flower_env(self.workdir / "flwr-home")
-        self.env["FLWR_SUPEREXEC_TASK_POLL_INTERVAL"] = str(task_poll_interval)
+        # several ClientApp processes share the machine: one BLAS/OpenMP thread each
+        self.env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                        FLWR_SUPEREXEC_TASK_POLL_INTERVAL=str(task_poll_interval))
         self.process: OwnedProcess | None = None
 
     def start(self) -> LocalSuperNode:
