@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.neighbors import kneighbors_graph
 
 __all__ = ["SIMILARITIES", "knn_similarity", "laplacian"]
 
@@ -43,6 +42,8 @@ def knn_similarity(x: np.ndarray, neighbours: int, similarity: str = "binary") -
     n = x.shape[0]
     if not 1 <= neighbours < n:
         raise ValueError(f"neighbours = {neighbours} must be in [1, {n - 1}] for {n} samples")
+    from sklearn.neighbors import kneighbors_graph  # imported here: keeps config imports light
+
     dist = kneighbors_graph(x, neighbours, mode="distance", include_self=False).tocsr()
     if similarity == "binary":
         dist.data = np.ones_like(dist.data)

@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-from sklearn.cluster import KMeans
 
 __all__ = [
     "CLIENT_INITS",
@@ -354,6 +353,8 @@ def normalised_indicator(labels: np.ndarray, k: int) -> np.ndarray:
 
 def _kmeans_labels(z: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     seed = int(rng.integers(2**31 - 1))
+    from sklearn.cluster import KMeans  # imported here: keeps the ClientApp's message path light
+
     return KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(z)
 
 
