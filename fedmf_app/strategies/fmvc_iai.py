@@ -16,7 +16,8 @@ import numpy as np
 
 from fedmf_app.config import iai_params
 from fedmf_app.kernels.iai_params import IAIParams
-from fedmf_app.kernels.iai_server import ServerState, server_round, server_setup
+from fedmf_app.kernels import iai_server
+from fedmf_app.kernels.iai_server import ServerState
 from fedmf_app.kernels.missing_views import views_dropped
 from fedmf_app.results import RunRecorder
 from fedmf_app.seeding import Stream, rng_for
@@ -81,7 +82,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         seed = int(self.cfg["seed"])
         record: dict[str, Any]
         if server_round == 1:
-            self.state = server_setup([r.arrays[0] for r in replies], self.params,
+            self.state = iai_server.server_setup([r.arrays[0] for r in replies], self.params,
                                       rng_for(seed, Stream.IAI_SERVER), seed)
             record = {"phase": "setup", "components": self.state.components}
         else:
@@ -89,7 +90,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             has_emd = all("emd" in r.metrics for r in replies)
             emd = [float(r.metrics["emd"]) for r in replies] if has_emd else None
             previous = self.state.labels
-            self.state, weights = server_round(
+            self.state, weights = iai_server.server_round(
                 self.state, [r.arrays[0] for r in replies],
                 [(r.arrays[1], r.arrays[2]) for r in replies], emd, self.params, seed + server_round,
             )
