@@ -1,7 +1,8 @@
 """ClientApp: read the run and node config, load this node's view, build the algorithm's client.
 
 The same code serves simulated and deployed SuperNodes; the node config names the partition
-(``partition-id``, ``num-partitions``).
+(``partition-id``, ``num-partitions``) and may name this organisation's own single-view file
+(``data-file``), which then replaces run config ``dataset`` on this node.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def client_fn(context: Context) -> Client:
     """
     cfg = validate_run_config(context.run_config)
     partition_id, num_partitions = partition_from_node_config(context.node_config)
-    view = load_client_view(cfg, partition_id)
+    view = load_client_view(cfg, partition_id, context.node_config)
     client = client_class(cfg["algorithm"])(context, cfg, partition_id, num_partitions, view)
     return client.to_client()
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from fedmf_app.data.embedded import EMBEDDED
+from fedmf_app.data.preprocess import NEGATIVE_VALUES, VIEW_NORMALISATIONS
 from fedmf_app.kernels.adapted import FEDMAVG_SCHEDULES, FedVRAParams
 from fedmf_app.kernels.deep_clustering import FUSION_WEIGHTS
 from fedmf_app.kernels.graphs import START_GRAPHS
@@ -97,6 +99,10 @@ def _widths(text: str) -> bool:
     return all(p.strip().isdigit() and int(p) > 0 for p in parts)
 
 
+def _dataset(value: str) -> bool:
+    return value == "synthetic" or value in EMBEDDED or value.lower().endswith((".mat", ".npz"))
+
+
 ALGORITHM_NAMES: tuple[str, ...] = ("fedsonmf", "fedmavg", "fedmgs", "fedvra-u", "fmvc-iai")
 RESIDUAL_NORMALISATIONS = ("ratio", "running-average")
 
@@ -122,8 +128,25 @@ OPTIONS: tuple[Option, ...] = (
     Option("connect-timeout-s", float, 30.0, "a number > 0", _positive,
            "How long the server waits for num-clients SuperNodes before round 1."),
     # --- data -----------------------------------------------------------------------------------
-    Option("dataset", str, "synthetic", "synthetic", _one_of("synthetic"),
-           "Data set; `synthetic` is the planted generator of paper A (spec 1.11)."),
+    Option("dataset", str, "synthetic",
+           "synthetic, an embedded name (" + ", ".join(sorted(EMBEDDED)) + ") or the path of a "
+           ".mat or .npz file", _dataset,
+           "Data set, one view per client: `synthetic` (the planted generator of paper A, spec "
+           "1.11), an embedded real data set (`hw`: UCI Multiple Features, 6 views, 2000 samples, "
+           "10 classes, CC BY 4.0), or a multi-view file (absolute path; see the README's data "
+           "section). A SuperNode's node config `data-file` overrides it for that node."),
+    Option("negative-values", str, "min-max", "one of: " + ", ".join(NEGATIVE_VALUES),
+           _one_of(*NEGATIVE_VALUES),
+           "Real data: a view with negative entries is scaled per feature to [0, 1] (`min-max`), "
+           "shifted by its minimum (`shift`) or refused (`error`); nonnegative views are kept "
+           "([A] min-max; the paper's data are nonnegative)."),
+    Option("view-normalisation", str, "frobenius", "one of: " + ", ".join(VIEW_NORMALISATIONS),
+           _one_of(*VIEW_NORMALISATIONS),
+           "Real data: each client divides its view by its Frobenius norm (paper A's protocol) "
+           "or keeps it (`none`)."),
+    Option("num-clusters", int, 0, "an integer >= 0", _at_least(0),
+           "Clusters k of the final clustering (k-means on V^T for paper A); 0: the number of "
+           "ground-truth classes when the clients have labels, else the rank."),
     Option("num-samples", int, 200, "an integer >= 1", _at_least(1),
            "Synthetic: samples n ([A] 200)."),
     Option("view-dim", int, 20, "an integer >= 1", _at_least(1),

@@ -1,7 +1,8 @@
 """The results a run leaves behind: ``<out-dir>/<run-name>/result.json`` (and plots beside it).
 
 ``result.json`` holds ``{"config": {...}, "status": ..., "clients": [...], "rounds": [...],
-"summary": {...}}`` and is rewritten atomically after every round, so an interrupted run keeps the
+"summary": {...}, "final": {...}}`` (``final``: the end-of-run clustering, see
+:meth:`RunRecorder.finish`) and is rewritten atomically after every round, so an interrupted run keeps the
 rounds it finished and a reader never sees a half-written file.
 """
 
@@ -59,6 +60,7 @@ class RunRecorder:
             "clients": [],
             "rounds": [],
             "summary": {},
+            "final": None,
         }
 
     def start(self, clients: list[dict[str, Any]]) -> None:
@@ -85,15 +87,19 @@ class RunRecorder:
         self.data["rounds"].append(record)
         self._write()
 
-    def finish(self, summary: dict[str, Any]) -> None:
-        """Mark the run completed with its summary.
+    def finish(self, summary: dict[str, Any], final: dict[str, Any] | None = None) -> None:
+        """Mark the run completed with its summary and its final clustering.
 
         Parameters
         ----------
         summary : dict
+        final : dict, optional
+            ``labels`` (predicted cluster of every sample), ``num_clusters`` and, when ground
+            truth was available, ``acc``, ``nmi``, ``purity``, ``ari``.
         """
         self.data["status"] = "completed"
         self.data["summary"] = summary
+        self.data["final"] = final
         self._write()
 
     def fail(self, error: str) -> None:

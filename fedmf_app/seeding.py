@@ -22,6 +22,7 @@ class Stream(IntEnum):
     SYNTHETIC_VIEW = 1
     CLIENT_INIT = 2
     SERVER_INIT = 3
+    FINAL_CLUSTERING = 4
     MISSING_VIEWS = 10
     IAI_CLIENT = 11
     IAI_SERVER = 12

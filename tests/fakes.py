@@ -3,6 +3,7 @@
 from flwr.common import (
     Code,
     Context,
+    EvaluateRes,
     FitRes,
     GetPropertiesRes,
     RecordDict,
@@ -48,11 +49,12 @@ def fit_res(arrays, metrics):
     )
 
 
-def client_context(cfg, partition_id, num_partitions):
+def client_context(cfg, partition_id, num_partitions, node_config=None):
     return Context(
         run_id=1,
         node_id=100 + partition_id,
-        node_config={"partition-id": partition_id, "num-partitions": num_partitions},
+        node_config={"partition-id": partition_id, "num-partitions": num_partitions,
+                     **(node_config or {})},
         state=RecordDict(),
         run_config=cfg,
     )
@@ -65,11 +67,12 @@ def run_client_round(client, parameters, server_round):
     return fit_res(arrays, metrics)
 
 
-def build_federation(tmp_path, cfg, properties=None, run_name="run"):
+def build_federation(tmp_path, cfg, properties=None, run_name="run", node_configs=None):
     """The algorithm's real Strategy and one real client per view, joined by FakeProxies.
 
-    Node ids are not in partition order (the strategy must sort them). Returns the strategy, the
-    client manager and a dict node id -> client.
+    Node ids are not in partition order (the strategy must sort them). ``node_configs[p]`` adds
+    keys to partition p's node config. Returns the strategy, the client manager and a dict
+    node id -> client.
     """
     from flwr.server import SimpleClientManager
 
@@ -82,8 +85,10 @@ def build_federation(tmp_path, cfg, properties=None, run_name="run"):
     clients = {}
     m = cfg["num-clients"]
     for p in range(m):
-        client = client_class(cfg["algorithm"])(client_context(cfg, p, m), cfg, p, m,
-                                                load_client_view(cfg, p))
+        extra = (node_configs or {}).get(p)
+        context = client_context(cfg, p, m, extra)
+        client = client_class(cfg["algorithm"])(context, cfg, p, m,
+                                                load_client_view(cfg, p, context.node_config))
         props = client.get_properties({}) if properties is None else properties[p]
         proxy = FakeProxy(f"node-{10 - p}", props)
         manager.register(proxy)
@@ -91,18 +96,37 @@ def build_federation(tmp_path, cfg, properties=None, run_name="run"):
     return strategy, manager, clients
 
 
+def run_evaluate_round(strategy, manager, clients, parameters, server_round):
+    """Flower's federated evaluation after a round: configure, evaluate every client, aggregate."""
+    instructions = strategy.configure_evaluate(server_round=server_round, parameters=parameters,
+                                               client_manager=manager)
+    if not instructions:
+        return
+    results = []
+    for proxy, ins in instructions:
+        loss, num_examples, metrics = clients[proxy.cid].evaluate(
+            parameters_to_ndarrays(ins.parameters), ins.config)
+        results.append((proxy, EvaluateRes(status=Status(Code.OK, ""), loss=loss,
+                                           num_examples=num_examples, metrics=metrics)))
+    strategy.aggregate_evaluate(server_round=server_round, results=results, failures=[])
+
+
 def run_round(strategy, manager, clients, parameters, server_round):
-    """One round as Flower's legacy Server drives it: configure, fit every client, aggregate."""
+    """One round as Flower's legacy Server drives it: configure, fit every client, aggregate,
+    then the federated evaluation."""
     instructions = strategy.configure_fit(server_round=server_round, parameters=parameters,
                                           client_manager=manager)
     results = [(proxy, run_client_round(clients[proxy.cid], ins.parameters, server_round))
                for proxy, ins in instructions]
-    return strategy.aggregate_fit(server_round=server_round, results=results, failures=[])[0]
+    parameters = strategy.aggregate_fit(server_round=server_round, results=results, failures=[])[0]
+    run_evaluate_round(strategy, manager, clients, parameters, server_round)
+    return parameters
 
 
-def run_federation(tmp_path, cfg, run_name="run"):
+def run_federation(tmp_path, cfg, run_name="run", node_configs=None):
     """A whole run in process (no Ray); returns the strategy and the broadcasts of every round."""
-    strategy, manager, clients = build_federation(tmp_path, cfg, run_name=run_name)
+    strategy, manager, clients = build_federation(tmp_path, cfg, run_name=run_name,
+                                                  node_configs=node_configs)
     parameters = strategy.initialize_parameters(client_manager=manager)
     broadcasts = [parameters_to_ndarrays(parameters)]
     for s in range(1, cfg["num-server-rounds"] + 1):

@@ -110,7 +110,27 @@ class ViewClient(NumPyClient):
             "num-samples": int(n),
             "num-features": int(d),
             "source": self.view.source,
+            "num-classes": 0 if self.view.labels is None else int(self.view.labels.max()) + 1,
         }
         if self.num_partitions is not None:
             props["num-partitions"] = self.num_partitions
         return props
+
+    def evaluate(
+        self, parameters: list[np.ndarray], config: dict[str, Scalar]
+    ) -> tuple[float, int, dict[str, Scalar]]:
+        """End of run: hand the ground truth to the server, only to score the final clustering.
+
+        Returns
+        -------
+        loss : float
+            Always 0 (nothing is evaluated here).
+        num_examples : int
+            Samples n.
+        metrics : dict
+            ``partition-id`` and ``labels``: the labels as little-endian int64 bytes (empty when
+            this client has none).
+        """
+        labels = b"" if self.view.labels is None else np.asarray(self.view.labels, "<i8").tobytes()
+        return 0.0, int(self.view.features.shape[0]), {"partition-id": self.partition_id,
+                                                       "labels": labels}

@@ -8,17 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from fedmf_app.data.errors import DataError
+from fedmf_app.data.multiview import load_multiview, load_single_view
+from fedmf_app.data.preprocess import prepare_view
 from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view
 
-__all__ = ["ClientView", "DataError", "load_client_view", "partition_from_node_config", "synthetic_spec"]
-
-
-class DataError(ValueError):
-    """A client's data cannot be used (missing, unreadable, malformed, or inconsistent)."""
+__all__ = [
+    "ClientView",
+    "DataError",
+    "dataset_view_count",
+    "load_client_view",
+    "partition_from_node_config",
+    "synthetic_spec",
+]
 
 
 @dataclass(frozen=True)
@@ -31,10 +38,14 @@ class ClientView:
         Samples x features, float64.
     source : str
         Where the view came from, for messages and logs.
+    labels : ndarray, shape (n,), or None
+        Ground truth coded ``0..k-1`` when the data has it; used only to score the final
+        clustering, never for training.
     """
 
     features: np.ndarray
     source: str
+    labels: np.ndarray | None = None
 
 
 def partition_from_node_config(node_config: Mapping[str, Any]) -> tuple[int, int | None]:
@@ -89,14 +100,52 @@ def synthetic_spec(cfg: Mapping[str, Any]) -> SyntheticSpec:
     )
 
 
-def load_client_view(cfg: Mapping[str, Any], partition_id: int) -> ClientView:
+def dataset_view_count(dataset: str) -> int | None:
+    """Number of views of ``dataset`` when this machine can read it.
+
+    Parameters
+    ----------
+    dataset : str
+        Run-config ``dataset``.
+
+    Returns
+    -------
+    int or None
+        ``None`` for ``"synthetic"`` (any number of views) and for a path this machine does not
+        have (in a deployment the data may live only on the SuperNodes).
+
+    Raises
+    ------
+    DataError
+        When the file exists but cannot be read.
+    """
+    from fedmf_app.data.embedded import EMBEDDED
+
+    if dataset == "synthetic" or (dataset not in EMBEDDED and not Path(dataset).expanduser().is_file()):
+        return None
+    return len(load_multiview(dataset).views)
+
+
+def load_client_view(
+    cfg: Mapping[str, Any], partition_id: int, node_config: Mapping[str, Any] | None = None
+) -> ClientView:
     """Load the view of client ``partition_id`` (and nothing else).
+
+    Sources, in order: the node config's ``data-file`` (this organisation's own single-view file,
+    :func:`~fedmf_app.data.multiview.load_single_view`); run config ``dataset = "synthetic"``
+    (view ``partition_id`` of the planted generator, built from ``(seed, partition_id)``);
+    otherwise ``dataset`` names an embedded data set or a multi-view file, whose view
+    ``partition_id`` this client takes. Real views (not synthetic ones) are prepared by
+    :func:`~fedmf_app.data.preprocess.prepare_view` with run config ``negative-values`` and
+    ``view-normalisation``.
 
     Parameters
     ----------
     cfg : mapping
         Validated run config.
     partition_id : int
+    node_config : mapping, optional
+        ``context.node_config``.
 
     Returns
     -------
@@ -105,7 +154,8 @@ def load_client_view(cfg: Mapping[str, Any], partition_id: int) -> ClientView:
     Raises
     ------
     DataError
-        When ``partition_id`` has no view.
+        When ``partition_id`` has no view, the data set's view count is not ``num-clients``, or
+        the data cannot be read (the message names the file, the view and the problem).
     """
     m = cfg["num-clients"]
     if partition_id >= m:
@@ -113,9 +163,26 @@ def load_client_view(cfg: Mapping[str, Any], partition_id: int) -> ClientView:
             f"partition-id {partition_id} has no view: the run has num-clients = {m} "
             f"(partition ids 0..{m - 1})"
         )
-    view = make_synthetic_view(synthetic_spec(cfg), partition_id)
-    source = (
-        f"synthetic view {partition_id} (seed={cfg['seed']}, h={cfg['heterogeneity']}, "
-        f"n={cfg['num-samples']}, d={cfg['view-dim']})"
-    )
-    return ClientView(features=view.x.T, source=source)
+    data_file = (node_config or {}).get("data-file")
+    if data_file:
+        features, labels = load_single_view(str(data_file))
+        source = f"{data_file} (node config data-file)"
+    elif cfg["dataset"] == "synthetic":
+        view = make_synthetic_view(synthetic_spec(cfg), partition_id)
+        source = (
+            f"synthetic view {partition_id} (seed={cfg['seed']}, h={cfg['heterogeneity']}, "
+            f"n={cfg['num-samples']}, d={cfg['view-dim']})"
+        )
+        return ClientView(features=view.x.T, source=source)
+    else:
+        data = load_multiview(cfg["dataset"])
+        if len(data.views) != m:
+            raise DataError(
+                f"{data.source} has {len(data.views)} views but run config num-clients = {m}: "
+                f"one client per view, so set num-clients = {len(data.views)} (and as many "
+                "SuperNodes)"
+            )
+        features, labels = data.views[partition_id], data.labels
+        source = f"{data.source} view {partition_id}"
+    prepared = prepare_view(features, cfg["negative-values"], cfg["view-normalisation"], source)
+    return ClientView(features=prepared, source=source, labels=labels)

@@ -12,7 +12,10 @@ and every client takes part in every round. :class:`ViewFederationStrategy` does
 * on any client failure or missing reply: marks ``result.json`` failed (keeping the finished
   rounds) and stops the run with a message naming the partitions, since the algorithms here need
   every view in every round;
-* after the last round: writes the summary and the plots.
+* after the last round: asks the algorithm for the predicted cluster of every sample
+  (:meth:`~ViewFederationStrategy.final_labels`), collects the ground truth from the clients'
+  evaluate replies (used only here, to score), and writes the summary, the plots and
+  ``result.json["final"]`` (labels and ACC, NMI, purity, ARI).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import concurrent.futures
 import time
 from abc import abstractmethod
 from dataclasses import dataclass
-from logging import ERROR, INFO
+from logging import ERROR, INFO, WARNING
 from typing import Any
 
 import numpy as np
@@ -42,6 +45,8 @@ from flwr.server.client_manager import ClientManager
 from flwr.server.client_proxy import ClientProxy
 from flwr.server.strategy import Strategy
 
+from fedmf_app.data import dataset_view_count
+from fedmf_app.kernels.metrics import clustering_scores
 from fedmf_app.results import RunRecorder
 
 __all__ = ["ClientReply", "FederationError", "ViewFederationStrategy"]
@@ -77,10 +82,17 @@ class ViewFederationStrategy(Strategy):
     recorder : RunRecorder
         Where the run's results go.
 
+    Attributes
+    ----------
+    num_clusters : int or None
+        Clusters of the final clustering, set before round 1: run config ``num-clusters``, or
+        (when that is 0) the number of ground-truth classes the clients report, else ``None``.
+
     Notes
     -----
     Subclasses implement :meth:`initial_arrays`, :meth:`aggregate` and may override
-    :meth:`check_clients`, :meth:`summary`, :meth:`write_plots` and :attr:`progress_keys`.
+    :meth:`check_clients`, :meth:`summary`, :meth:`write_plots`, :meth:`final_labels` and
+    :attr:`progress_keys`.
     """
 
     #: Record keys shown in the per-round log line, in order.
@@ -93,8 +105,11 @@ class ViewFederationStrategy(Strategy):
         self.num_rounds: int = cfg["num-server-rounds"]
         self.clients: list[ClientProxy] = []
         self.client_info: list[dict[str, Scalar]] = []
+        self.num_clusters: int | None = None
         self._round_start = 0.0
         self._run_start = 0.0
+        self._summary: dict[str, Any] = {}
+        self._final: dict[str, Any] | None = None
 
     # ----------------------------------------------------------------- hooks for the algorithms
     def expected_clients(self) -> int:
@@ -139,6 +154,16 @@ class ViewFederationStrategy(Strategy):
         """Summary written when the run completes."""
         return {}
 
+    def final_labels(self) -> np.ndarray | None:
+        """Predicted cluster of every sample after the last round (``None``: no clustering).
+
+        Returns
+        -------
+        ndarray, shape (n,), or None
+            Integer cluster ids; called once, after the last round's :meth:`aggregate`.
+        """
+        return None
+
     def write_plots(self) -> list[str]:
         """Write the run's figures into the run folder; return their file names."""
         return []
@@ -148,8 +173,10 @@ class ViewFederationStrategy(Strategy):
         """Handshake with the clients, then return the round-1 broadcast."""
         self._run_start = time.perf_counter()
         try:
+            self._check_dataset()
             self.clients, self.client_info = self._handshake(client_manager)
             self.check_clients(self.client_info)
+            self.num_clusters = self._resolve_num_clusters(self.client_info)
             arrays = self.initial_arrays()
         except Exception as exc:
             log(ERROR, "run stopped before round 1: %s", exc)
@@ -194,18 +221,30 @@ class ViewFederationStrategy(Strategy):
         self.recorder.record_round(record)
         self._log_progress(record)
         if server_round == self.num_rounds:
-            summary = self.summary()
-            summary["plots"] = self.write_plots()
-            summary["wall_s"] = now - self._run_start
-            self.recorder.finish(summary)
-            log(INFO, "run completed; results in %s", self.recorder.path)
+            self._summary = self.summary()
+            self._summary["plots"] = self.write_plots()
+            self._summary["wall_s"] = now - self._run_start
+            try:
+                labels = self.final_labels()
+            except Exception as exc:
+                self.recorder.fail(f"final clustering failed: {exc}")
+                raise
+            if labels is None:
+                self._complete()
+            else:
+                self._final = {"labels": [int(c) for c in labels],
+                               "num_clusters": int(len(np.unique(labels)))}
         return ndarrays_to_parameters(arrays), {}
 
     def configure_evaluate(
         self, server_round: int, parameters: Parameters, client_manager: ClientManager
     ) -> list[tuple[ClientProxy, EvaluateIns]]:
-        """No federated evaluation: metrics come with the fit replies."""
-        return []
+        """After the last round only: ask every client for its ground truth (to score)."""
+        if server_round != self.num_rounds or self._final is None:
+            return []
+        ins = EvaluateIns(parameters=Parameters(tensors=[], tensor_type="numpy.ndarray"),
+                          config={"server-round": server_round})
+        return [(proxy, ins) for proxy in self.clients]
 
     def aggregate_evaluate(
         self,
@@ -213,7 +252,32 @@ class ViewFederationStrategy(Strategy):
         results: list[tuple[ClientProxy, EvaluateRes]],
         failures: list[tuple[ClientProxy, EvaluateRes] | BaseException],
     ) -> tuple[float | None, dict[str, Scalar]]:
-        """Nothing to aggregate."""
+        """Score the final clustering against the first partition's ground truth; finish the run."""
+        if server_round != self.num_rounds or self._final is None:
+            return None, {}
+        partition_of = {p.cid: i for i, p in enumerate(self.clients)}
+        truths = sorted(
+            (partition_of[proxy.cid], np.frombuffer(res.metrics["labels"], dtype="<i8"))
+            for proxy, res in results
+            if res.status.code == Code.OK and proxy.cid in partition_of
+            and len(res.metrics.get("labels", b"")) > 0
+        )
+        if failures:
+            log(WARNING, "%d client(s) sent no ground truth for the final scores", len(failures))
+        predicted = np.asarray(self._final["labels"])
+        if truths:
+            partition, truth = truths[0]
+            if truth.shape != predicted.shape:
+                self._final["error"] = (f"partition {partition}'s ground truth has {truth.size} "
+                                        f"labels for {predicted.size} samples")
+            else:
+                self._final.update(clustering_scores(truth, predicted))
+                self._final["ground_truth_partition"] = partition
+                disagree = [p for p, t in truths[1:] if t.shape != truth.shape or np.any(t != truth)]
+                if disagree:
+                    log(WARNING, "partitions %s hold ground truth that differs from partition %d's; "
+                        "scored against partition %d", disagree, partition, partition)
+        self._complete()
         return None, {}
 
     def evaluate(
@@ -223,6 +287,36 @@ class ViewFederationStrategy(Strategy):
         return None
 
     # ---------------------------------------------------------------------------------- helpers
+    def _complete(self) -> None:
+        self.recorder.finish(self._summary, self._final)
+        final = self._final or {}
+        scores = "  ".join(f"{k}={final[k]:.4f}" for k in ("acc", "nmi", "purity", "ari") if k in final)
+        log(INFO, "run completed%s; results in %s", f" ({scores})" if scores else "",
+            self.recorder.path)
+
+    def _check_dataset(self) -> None:
+        """Before contacting anyone: the data set's view count must be the client count (when
+        this machine can read the data set)."""
+        count = dataset_view_count(self.cfg["dataset"])
+        expected = self.expected_clients()
+        if count is not None and count != expected:
+            raise FederationError(
+                f"data set {self.cfg['dataset']!r} has {count} views but the run needs "
+                f"{expected} clients (run config 'num-clients'): one client per view, so set "
+                f"num-clients = {count}"
+            )
+
+    def _resolve_num_clusters(self, info: list[dict[str, Scalar]]) -> int | None:
+        """Run config ``num-clusters``, else the clients' number of ground-truth classes."""
+        if self.cfg["num-clusters"] > 0:
+            return int(self.cfg["num-clusters"])
+        classes = {int(i.get("num-classes", 0)) for i in info} - {0}
+        if len(classes) > 1:
+            detail = ", ".join(f"partition {i['partition-id']}: {i.get('num-classes', 0)}" for i in info)
+            raise FederationError(f"the clients' ground truth has different numbers of classes "
+                                  f"({detail})")
+        return classes.pop() if classes else None
+
     def _handshake(
         self, client_manager: ClientManager
     ) -> tuple[list[ClientProxy], list[dict[str, Scalar]]]:

@@ -22,7 +22,9 @@ same way for all of them, so that their records can be compared:
 
   ``residual = residual_v + residual_u`` and ``residual_min = residual_v_min + residual_u``, with
   the per-round ratio and the printed running average of ``residual``;
-* after the last round: the summary (rounds to 1e-2 per normalisation) and ``residuals.png``.
+* after the last round: the summary (rounds to 1e-2 per normalisation), ``residuals.png``, and
+  the final labels by k-means on :math:`V^T` (paper A's protocol, spec 1.11: 10 replicates x 300
+  iterations, seeded; ``k`` = :attr:`num_clusters`, else the rank).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import numpy as np
 from flwr.common import Scalar
 
 from fedmf_app.config import sonmf_params
+from fedmf_app.kernels.clustering import kmeans_labels
 from fedmf_app.kernels.prox import prox_l21_nonneg
 from fedmf_app.kernels.residuals import (
     gradient_mapping,
@@ -198,6 +201,20 @@ class SparseONMFStrategy(ViewFederationStrategy):
             },
             "headline_normalisation": self.cfg["residual-normalisation"],
         }
+
+    def final_labels(self) -> np.ndarray | None:
+        """k-means on the columns of the final :math:`V` (``k`` = :attr:`num_clusters` or the rank).
+
+        Returns
+        -------
+        ndarray, shape (n,)
+        """
+        k = self.num_clusters or self.cfg["rank"]
+        n = self.v.shape[1]
+        if k > n:
+            raise FederationError(f"cannot form {k} clusters from {n} samples (run config "
+                                  "'num-clusters')")
+        return kmeans_labels(self.v.T, k, rng_for(self.cfg["seed"], Stream.FINAL_CLUSTERING))
 
     def write_plots(self) -> list[str]:
         """``residuals.png``: residual curves and objective against rounds."""

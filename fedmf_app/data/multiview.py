@@ -1,0 +1,472 @@
+"""Multi-view data files: read the layouts people actually have, check them, hand out views.
+
+Supported inputs
+----------------
+* MATLAB ``.mat``: v5 (``scipy.io``) and v7.3/HDF5 (``h5py``; it returns every array transposed
+  and cells as object references, which this module undoes). The views are under the first of
+  :data:`VIEW_KEYS` present, as a 1 x V or V x 1 cell array (or one plain matrix: one view); each
+  view is dense or sparse, integer or float, stored samples x features (N x d) or d x N: the
+  orientation is decided per view against the label length (without labels, against the sample
+  count the views share). Labels are under the first of :data:`LABEL_KEYS` present, N x 1 or
+  1 x N, possibly a cell of identical copies, with any coding (0-based, 1-based, offset, text):
+  they are remapped to ``0..k-1`` in sorted order. Other keys (missing-view masks, names, MATLAB
+  headers) are ignored.
+* ``.npz`` (multi-view): arrays ``X_0, X_1, ...`` (also ``fea_i``, ``data_i``, ``view_i``, with or
+  without the underscore) and an optional label array under a key of :data:`LABEL_KEYS`.
+* One view per file (:func:`load_single_view`, a deployment's node-config ``data-file``): ``.npy``
+  (samples x features, no labels), ``.csv`` (rows are samples; an optional header row, and a
+  header column named like a label key holds the labels), ``.npz`` or ``.mat`` with one view.
+
+Everything is returned dense, float64, samples x features. Problems raise
+:class:`~fedmf_app.data.DataError` naming the file, the key or view, and what is wrong.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.io
+import scipy.sparse
+
+from fedmf_app.data.errors import DataError
+
+__all__ = [
+    "DataError",
+    "LABEL_KEYS",
+    "MultiViewData",
+    "VIEW_KEYS",
+    "assemble_views",
+    "load_multiview",
+    "load_single_view",
+    "require_labels",
+]
+
+#: Keys that may hold the views, in order of preference.
+VIEW_KEYS: tuple[str, ...] = ("X", "fea", "data")
+#: Keys that may hold the ground-truth labels, in order of preference.
+LABEL_KEYS: tuple[str, ...] = ("Y", "y", "gt", "truth", "label", "labels", "truelabel")
+
+_NPZ_VIEW = re.compile(r"^(?:X|fea|data|view)_?(\d+)$")
+
+
+@dataclass(frozen=True)
+class MultiViewData:
+    """A multi-view data set (views are read-only arrays).
+
+    Attributes
+    ----------
+    views : list of ndarray, each shape (n, d_v)
+        Samples x features, float64.
+    labels : ndarray, shape (n,), or None
+        Ground truth coded ``0..k-1`` (int64); ``None`` when the file has none.
+    name : str
+        Short name, e.g. ``"hw"`` or the file stem.
+    source : str
+        The path, or ``"embedded:<name>"``.
+    """
+
+    views: list[np.ndarray]
+    labels: np.ndarray | None
+    name: str
+    source: str
+
+    @property
+    def num_samples(self) -> int:
+        """``n``."""
+        return int(self.views[0].shape[0])
+
+    @property
+    def num_classes(self) -> int | None:
+        """Number of ground-truth classes (``None`` without labels)."""
+        return None if self.labels is None else int(self.labels.max()) + 1
+
+
+# ------------------------------------------------------------------------------------ public API
+def require_labels(data: MultiViewData) -> np.ndarray:
+    """The ground truth of ``data``, for an evaluation that cannot run without it.
+
+    Parameters
+    ----------
+    data : MultiViewData
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    Raises
+    ------
+    DataError
+        When the data set has no labels.
+    """
+    if data.labels is None:
+        raise DataError(f"{data.source}: no labels under any of the keys {', '.join(LABEL_KEYS)}, "
+                        "but the evaluation needs the ground truth")
+    return data.labels
+
+
+def load_multiview(path_or_name: str) -> MultiViewData:
+    """Read a multi-view data set: an embedded name, or a ``.mat``/``.npz`` file.
+
+    Parameters
+    ----------
+    path_or_name : str
+        The name of an embedded data set (:data:`fedmf_app.data.embedded.EMBEDDED`) or a path
+        (``~`` is expanded; a relative path is taken from the current working folder).
+
+    Returns
+    -------
+    MultiViewData
+
+    Raises
+    ------
+    DataError
+        When the file is missing, unreadable or malformed.
+    """
+    from fedmf_app.data.embedded import EMBEDDED, load_embedded
+
+    if path_or_name in EMBEDDED:
+        return load_embedded(path_or_name)
+    path = _existing_file(path_or_name)
+    stat = path.stat()
+    return _load_multiview_cached(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+def load_single_view(path: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """Read one organisation's view from its own file.
+
+    Parameters
+    ----------
+    path : str
+        ``.npy``, ``.csv``, ``.npz`` or ``.mat`` (the last two must hold exactly one view).
+
+    Returns
+    -------
+    features : ndarray, shape (n, d)
+        Float64 (read-only).
+    labels : ndarray, shape (n,), or None
+        Ground truth coded ``0..k-1``, when the file has it.
+
+    Raises
+    ------
+    DataError
+        When the file is missing, unreadable, malformed, or holds more than one view.
+    """
+    file = _existing_file(path)
+    suffix = file.suffix.lower()
+    if suffix == ".npy":
+        try:
+            array = np.load(file, allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise DataError(f"{file}: not a readable .npy array ({exc})") from exc
+        if array.ndim != 2:
+            raise DataError(f"{file}: the view must be a 2-D array (samples x features), "
+                            f"got shape {array.shape}")
+        data = assemble_views([("array", array)], None, file.stem, str(file), orient=False)
+    elif suffix == ".csv":
+        columns, array, labels = _read_csv(file)
+        data = assemble_views([(columns, array)], labels, file.stem, str(file))
+    elif suffix in (".npz", ".mat"):
+        data = load_multiview(str(file))
+    else:
+        raise DataError(f"{file}: unsupported file type {suffix!r} for a single view "
+                        "(use .npy, .csv, .npz or .mat)")
+    if len(data.views) != 1:
+        raise DataError(f"{file}: holds {len(data.views)} views; a node's data-file must hold "
+                        "exactly one (its own view)")
+    return data.views[0], data.labels
+
+
+def assemble_views(
+    raw_views: list[tuple[str, Any]],
+    raw_labels: tuple[str, Any] | None,
+    name: str,
+    source: str,
+    orient: bool = True,
+) -> MultiViewData:
+    """Check and normalise views and labels as read from a file.
+
+    Parameters
+    ----------
+    raw_views : list of (str, array or sparse matrix)
+        Each view with a description of where it was found (for messages), as stored.
+    raw_labels : (str, array or list of arrays) or None
+        The label key and its contents (a list: a cell of copies).
+    name, source : str
+        See :class:`MultiViewData`.
+    orient : bool
+        Decide each view's orientation against the labels (``False``: rows are samples).
+
+    Returns
+    -------
+    MultiViewData
+
+    Raises
+    ------
+    DataError
+        On empty views, NaN/inf values, sample counts that do not match, or malformed labels.
+    """
+    if not raw_views:
+        raise DataError(f"{source}: holds no views")
+    labels = None if raw_labels is None else _label_vector(raw_labels, source)
+    shapes = [_shape(where, v, source) for where, v in raw_views]
+    n = _sample_count(shapes, labels, raw_labels, [w for w, _ in raw_views], source, orient)
+    views = []
+    for (where, raw), shape in zip(raw_views, shapes):
+        dense = raw.toarray() if scipy.sparse.issparse(raw) else np.asarray(raw)
+        if dense.dtype.kind not in "biuf":
+            raise DataError(f"{source}: {where} has non-numeric type {dense.dtype}")
+        x = dense.astype(np.float64) if shape[0] == n else dense.T.astype(np.float64)
+        if x.shape[1] == 0:
+            raise DataError(f"{source}: {where} is empty (no features)")
+        bad = ~np.isfinite(x)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise DataError(f"{source}: {where} has {int(bad.sum())} NaN/inf value(s), the first "
+                            f"at sample {i}, feature {j}")
+        x = np.ascontiguousarray(x)
+        x.setflags(write=False)
+        views.append(x)
+    if labels is not None:
+        labels = np.unique(labels, return_inverse=True)[1].astype(np.int64).reshape(-1)
+        labels.setflags(write=False)
+    return MultiViewData(views=views, labels=labels, name=name, source=source)
+
+
+# ------------------------------------------------------------------------------------ internals
+def _existing_file(path: str) -> Path:
+    from fedmf_app.data.embedded import EMBEDDED
+
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise DataError(
+            f"{file}: no such file (a data set is 'synthetic', an embedded name "
+            f"({', '.join(sorted(EMBEDDED))}) or the path of a .mat or .npz file)"
+        )
+    return file
+
+
+@lru_cache(maxsize=2)
+def _load_multiview_cached(path: str, mtime_ns: int, size: int) -> MultiViewData:
+    """Read a file once per version (clients are rebuilt for every message)."""
+    file = Path(path)
+    suffix = file.suffix.lower()
+    if suffix == ".mat":
+        raw_views, raw_labels = _read_mat(file)
+    elif suffix == ".npz":
+        raw_views, raw_labels = _read_npz(file)
+    else:
+        raise DataError(f"{file}: unsupported file type {suffix!r} for a multi-view data set "
+                        "(use .mat or .npz)")
+    return assemble_views(raw_views, raw_labels, file.stem, str(file))
+
+
+def _pick(keys: list[str], wanted: tuple[str, ...]) -> str | None:
+    return next((k for k in wanted if k in keys), None)
+
+
+def _read_mat(file: Path) -> tuple[list[tuple[str, Any]], tuple[str, Any] | None]:
+    import h5py
+
+    if h5py.is_hdf5(file):
+        return _read_mat_v73(file)
+    try:
+        contents = scipy.io.loadmat(str(file))
+    except NotImplementedError:  # a v7.3 file h5py did not recognise
+        return _read_mat_v73(file)
+    except Exception as exc:  # scipy raises several types on a corrupt file
+        raise DataError(f"{file}: not a readable MATLAB file ({exc})") from exc
+    keys = [k for k in contents if not k.startswith("__")]
+    vkey = _pick(keys, VIEW_KEYS)
+    if vkey is None:
+        raise DataError(f"{file}: no views under any of the keys {', '.join(VIEW_KEYS)} "
+                        f"(keys found: {', '.join(keys) or 'none'})")
+    stored = contents[vkey]
+    if isinstance(stored, np.ndarray) and stored.dtype == object:
+        cells = list(stored.ravel(order="F"))
+        raw_views = [(f"view {i} ('{vkey}'{{{i + 1}}})", c) for i, c in enumerate(cells)]
+    else:
+        raw_views = [(f"view 0 ('{vkey}')", stored)]
+    lkey = _pick(keys, LABEL_KEYS)
+    raw_labels = None
+    if lkey is not None:
+        value = contents[lkey]
+        if isinstance(value, np.ndarray) and value.dtype == object:
+            value = list(value.ravel(order="F"))
+        raw_labels = (lkey, value)
+    return raw_views, raw_labels
+
+
+def _read_mat_v73(file: Path) -> tuple[list[tuple[str, Any]], tuple[str, Any] | None]:
+    import h5py
+
+    try:
+        with h5py.File(file, "r") as f:
+            keys = [k for k in f.keys() if not k.startswith("#")]
+            vkey = _pick(keys, VIEW_KEYS)
+            if vkey is None:
+                raise DataError(f"{file}: no views under any of the keys {', '.join(VIEW_KEYS)} "
+                                f"(keys found: {', '.join(keys) or 'none'})")
+            stored = _h5_value(f, f[vkey])
+            if isinstance(stored, list):
+                raw_views = [(f"view {i} ('{vkey}'{{{i + 1}}})", _h5_leaf(v, file, vkey))
+                             for i, v in enumerate(stored)]
+            else:
+                raw_views = [(f"view 0 ('{vkey}')", stored)]
+            lkey = _pick(keys, LABEL_KEYS)
+            raw_labels = None if lkey is None else (lkey, _h5_value(f, f[lkey]))
+    except OSError as exc:
+        raise DataError(f"{file}: not a readable MATLAB v7.3 (HDF5) file ({exc})") from exc
+    return raw_views, raw_labels
+
+
+def _h5_leaf(value: Any, file: Path, key: str) -> Any:
+    if isinstance(value, list):
+        raise DataError(f"{file}: '{key}' is a nested cell array; expected a cell of matrices")
+    return value
+
+
+def _h5_value(f: Any, node: Any) -> Any:
+    """A MATLAB value from an HDF5 node, in MATLAB's orientation (a cell becomes a list)."""
+    import h5py
+
+    if isinstance(node, h5py.Group):
+        if "MATLAB_sparse" in node.attrs:
+            nrows = int(node.attrs["MATLAB_sparse"])
+            jc = node["jc"][()]
+            ir = node["ir"][()] if "ir" in node else np.zeros(0, dtype=np.int64)
+            data = node["data"][()] if "data" in node else np.ones(len(ir))
+            return scipy.sparse.csc_matrix((data, ir, jc), shape=(nrows, len(jc) - 1))
+        raise DataError(f"{f.filename}: '{node.name}' is a MATLAB struct, not a matrix or cell")
+    value = node[()]
+    if h5py.check_dtype(ref=node.dtype) is not None:
+        return [_h5_value(f, f[ref]) for ref in value.T.ravel(order="F")]
+    return value.T
+
+
+def _read_npz(file: Path) -> tuple[list[tuple[str, Any]], tuple[str, Any] | None]:
+    try:
+        with np.load(file, allow_pickle=False) as contents:
+            arrays = {k: contents[k] for k in contents.files}
+    except (ValueError, OSError) as exc:
+        raise DataError(f"{file}: not a readable .npz archive ({exc})") from exc
+    numbered = sorted((int(m.group(1)), k) for k in arrays if (m := _NPZ_VIEW.match(k)))
+    if not numbered:
+        single = _pick(list(arrays), VIEW_KEYS)
+        if single is None:
+            raise DataError(f"{file}: no views (expected arrays X_0, X_1, ... or one array under "
+                            f"{', '.join(VIEW_KEYS)}; keys found: {', '.join(arrays) or 'none'})")
+        numbered = [(0, single)]
+    lkey = _pick(list(arrays), LABEL_KEYS)
+    raw_views = [(f"view {i} ('{k}')", arrays[k]) for i, (_, k) in enumerate(numbered)]
+    return raw_views, (None if lkey is None else (lkey, arrays[lkey]))
+
+
+def _read_csv(file: Path) -> tuple[str, np.ndarray, tuple[str, np.ndarray] | None]:
+    try:
+        with file.open(newline="") as handle:
+            rows = [r for r in csv.reader(handle) if r]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{file}: not a readable CSV file ({exc})") from exc
+    if not rows:
+        raise DataError(f"{file}: is empty")
+    header = None
+    if not all(_is_number(c) for c in rows[0]):
+        header, rows = [c.strip() for c in rows[0]], rows[1:]
+    label_col = None if header is None else _pick(header, LABEL_KEYS)
+    widths = {len(r) for r in rows}
+    if len(widths) > 1:
+        raise DataError(f"{file}: rows have different numbers of columns ({sorted(widths)})")
+    table = np.array(rows, dtype=object).reshape(len(rows), -1)
+    labels = None
+    if label_col is not None:
+        j = header.index(label_col)
+        labels = (label_col, np.array([str(c).strip() for c in table[:, j]]))
+        table = np.delete(table, j, axis=1)
+    try:
+        values = table.astype(np.float64)
+    except ValueError as exc:
+        raise DataError(f"{file}: holds a non-numeric feature value ({exc}); a label column "
+                        f"needs a header named one of {', '.join(LABEL_KEYS)}") from exc
+    return "the CSV table", values, labels
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _shape(where: str, raw: Any, source: str) -> tuple[int, int]:
+    shape = raw.shape if scipy.sparse.issparse(raw) else np.shape(raw)
+    if len(shape) != 2:
+        raise DataError(f"{source}: {where} must be a 2-D matrix, got shape {tuple(shape)}")
+    if 0 in shape:
+        raise DataError(f"{source}: {where} is empty (shape {shape[0]}x{shape[1]})")
+    return int(shape[0]), int(shape[1])
+
+
+def _label_vector(raw_labels: tuple[str, Any], source: str) -> np.ndarray:
+    key, value = raw_labels
+    if isinstance(value, list):
+        vectors = [_label_vector((key, v), source) for v in value]
+        if not vectors:
+            raise DataError(f"{source}: label cell '{key}' is empty")
+        if any(v.shape != vectors[0].shape or np.any(v != vectors[0]) for v in vectors[1:]):
+            raise DataError(f"{source}: label cell '{key}' holds {len(vectors)} label vectors "
+                            "that differ; expected identical copies")
+        return vectors[0]
+    if scipy.sparse.issparse(value):
+        value = value.toarray()
+    labels = np.asarray(value)
+    if labels.ndim not in (1, 2) or (labels.ndim == 2 and min(labels.shape) != 1):
+        raise DataError(f"{source}: labels '{key}' must be a vector (N x 1 or 1 x N), got shape "
+                        f"{labels.shape}")
+    labels = labels.reshape(-1)
+    if labels.size == 0:
+        raise DataError(f"{source}: labels '{key}' are empty")
+    if labels.dtype.kind == "f" and not np.all(np.isfinite(labels)):
+        raise DataError(f"{source}: labels '{key}' hold NaN/inf values")
+    if labels.dtype.kind not in "biufUS":
+        raise DataError(f"{source}: labels '{key}' have unsupported type {labels.dtype}")
+    return labels
+
+
+def _sample_count(
+    shapes: list[tuple[int, int]],
+    labels: np.ndarray | None,
+    raw_labels: tuple[str, Any] | None,
+    wheres: list[str],
+    source: str,
+    orient: bool,
+) -> int:
+    """``n``: the label length, or the sample count the views share; checks every view."""
+    if not orient:
+        n = shapes[0][0]
+    elif labels is not None:
+        n = labels.size
+    else:
+        common = set(shapes[0]).intersection(*map(set, shapes[1:]))
+        rows = {s[0] for s in shapes}
+        if len(rows) == 1:
+            n = rows.pop()
+        elif len(common) == 1:
+            n = common.pop()
+        else:
+            detail = ", ".join(f"{w}: {a}x{b}" for w, (a, b) in zip(wheres, shapes))
+            raise DataError(f"{source}: the views do not share one sample count and there are no "
+                            f"labels to tell samples from features ({detail})")
+    for where, (a, b) in zip(wheres, shapes):
+        if n not in (a, b) or (not orient and a != n):
+            against = (f"the {n} labels under '{raw_labels[0]}'" if labels is not None and orient
+                       else f"the {n} samples of the first view")
+            raise DataError(f"{source}: {where} is {a}x{b}: its sample count does not match "
+                            f"{against}")
+    return n
