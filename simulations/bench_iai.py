@@ -133,6 +133,7 @@ def main() -> None:
         "final": {key: result["rounds"][-1][key] for key in ("acc", "nmi", "ari")},
     }
     result["summary"] = summary
+    result["final"] = {key: result["rounds"][-1][key] for key in ("acc", "nmi", "purity", "ari")}
     print(json.dumps(summary, indent=1))  # noqa: T201
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))
