@@ -102,3 +102,27 @@ def test_hw_with_half_the_samples_incomplete_clusters_well(tmp_path):
     scores = clustering_scores(truth, strategy.final_labels())
     # spec 3.3a: 0.85-0.93 after 10 rounds of 20 epochs; this is a short run
     assert scores["acc"] > 0.7, scores
+
+
+def test_cuda_is_used_only_when_present(monkeypatch):
+    import torch
+
+    from fedmf_app.clients import fmvc_iai
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert fmvc_iai._device("cuda") == "cpu"
+    assert fmvc_iai._device("cpu") == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert fmvc_iai._device("cuda") == "cuda"
+
+
+def test_other_algorithms_do_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from fedmf_app.registry import client_class, strategy_class; "
+            "[(client_class(a), strategy_class(a)) for a in ('fedsonmf', 'fedmavg')]; "
+            "strategy_class('fmvc-iai'); import fedmf_app.client_app, fedmf_app.server_app; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
