@@ -10,9 +10,11 @@ is in :mod:`fedmf_app.kernels.iai_server`. The final clustering is the last Y.
 
 from __future__ import annotations
 
+from logging import WARNING
 from typing import Any
 
 import numpy as np
+from flwr.common.logger import log
 
 from fedmf_app.config import iai_params
 from fedmf_app.kernels.iai_params import IAIParams
@@ -105,6 +107,11 @@ class FMVCIAIStrategy(ViewFederationStrategy):
                    for key in ("loss_attribute", "loss_structure", "loss_clustering")},
             }
         state = self.state
+        if self.params.pseudo_labels == "spectral" and state.components > self.params.num_clusters:
+            log(WARNING, "round %d: the global graph A_g has %d connected components for %d "
+                "clusters; spectral pseudo-labels will follow the components (consider "
+                "iai-pseudo-labels = prototype-argmin or a larger iai-knn)", server_round,
+                state.components, self.params.num_clusters)
         target = state.target if state.target is not None else np.zeros((0, self.params.num_clusters))
         return [state.neighbours, state.labels, target, state.anchors], record
 
