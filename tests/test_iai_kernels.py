@@ -163,3 +163,28 @@ def test_observed_knn_and_start_graph():
     assert set(union[0][union[0] >= 0]) == {1, 2, 3}
     adj = adjacency(merged)
     assert (adj != adj.T).nnz == 0 and adj.diagonal().sum() == 0
+
+
+def test_structure_loss_scores_edges_and_sampled_non_edges_only():
+    from fedmf_app.kernels.graph_autoencoder import GraphAutoencoder, train_gae
+    from fedmf_app.kernels.iai_params import GAEParams
+
+    n = 400
+    a = _random_graph(n, 4, 6).tocoo()
+    edges = np.vstack([a.row, a.col])
+    params = GAEParams(hidden=4, heads=1, out_dim=4, decoder_hidden=8, epochs=2, negative_ratio=2.0)
+    model = GraphAutoencoder(3, 2, params)
+    scored = []
+    original = model.edge_logits
+
+    def spy(h, pairs):
+        scored.append(pairs)
+        return original(h, pairs)
+
+    model.edge_logits = spy
+    losses = train_gae(model, np.random.default_rng(0).normal(size=(n, 3)), edges, None, params, 0)
+    positives = edges.shape[1] + n  # A_g + I
+    assert [p.shape[1] for p in scored] == [positives, 2 * positives] * 2
+    negatives = scored[1].numpy()
+    assert not set(zip(*negatives)) & set(zip(*edges)) and np.all(negatives[0] != negatives[1])
+    assert losses.structure > 0 and losses.clustering == 0.0
