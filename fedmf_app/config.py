@@ -105,6 +105,8 @@ def _dataset(value: str) -> bool:
 
 ALGORITHM_NAMES: tuple[str, ...] = ("fedsonmf", "fedmavg", "fedmgs", "fedvra-u", "fmvc-iai")
 RESIDUAL_NORMALISATIONS = ("ratio", "running-average")
+#: Algorithms whose clients read the missing-view mask (run config ``missing-rate``).
+MISSING_VIEW_ALGORITHMS: tuple[str, ...] = ("fmvc-iai",)
 
 OPTIONS: tuple[Option, ...] = (
     # --- the run --------------------------------------------------------------------------------
@@ -195,7 +197,8 @@ OPTIONS: tuple[Option, ...] = (
     # --- incomplete views (spec 3.5; any algorithm may read the mask) ---------------------------
     Option("missing-rate", float, 0.0, "a number in [0, 1)", lambda r: 0.0 <= r < 1.0,
            "Missing rate eta: round(eta n) random samples lose views (spec 3.5); the seeded mask "
-           "(`fedmf_app.kernels.missing_views`) is the same on every client and the server."),
+           "(`fedmf_app.kernels.missing_views`) is the same on every client and the server. Read "
+           "by fmvc-iai; other algorithms refuse a rate > 0 until they read the mask."),
     Option("missing-views-dropped", int, 0, "an integer >= 0 and < the number of views",
            _at_least(0),
            "Views removed from each selected sample; 0: floor(m / 2), 'half of the views' ([A]); "
@@ -366,6 +369,12 @@ def validate_run_config(raw: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             f"run config 'rank' = {cfg['rank']} is invalid: must be <= 'view-dim' = "
             f"{cfg['view-dim']} (a nonnegative orthonormal basis U_p needs d_p >= r)"
+        )
+    if cfg["missing-rate"] > 0 and cfg["algorithm"] not in MISSING_VIEW_ALGORITHMS:
+        raise ConfigError(
+            f"run config 'missing-rate' = {cfg['missing-rate']} is invalid for algorithm "
+            f"{cfg['algorithm']!r}: only {', '.join(MISSING_VIEW_ALGORITHMS)} read(s) the "
+            "missing-view mask so far (fedmf_app.kernels.missing_views); use 0"
         )
     if cfg["iai-anchors"] < cfg["iai-anchor-neighbours"] + 1:
         raise ConfigError(
