@@ -20,7 +20,17 @@ from typing import Any
 from fedmf_app.data.embedded import EMBEDDED
 from fedmf_app.data.preprocess import NEGATIVE_VALUES, VIEW_NORMALISATIONS
 from fedmf_app.kernels.adapted import FEDMAVG_SCHEDULES, FedVRAParams
+from fedmf_app.kernels.deep_clustering import FUSION_WEIGHTS
 from fedmf_app.kernels.graph import SIMILARITIES
+from fedmf_app.kernels.graphs import START_GRAPHS
+from fedmf_app.kernels.iai_params import (
+    DEVICES,
+    FEATURE_SCALINGS,
+    IMPUTATIONS,
+    PSEUDO_LABELS,
+    GAEParams,
+    IAIParams,
+)
 from fedmf_app.kernels.imk import (
     CLIENT_INITS,
     LABEL_RULES,
@@ -41,6 +51,7 @@ __all__ = [
     "fedmgs_params",
     "fedvra_params",
     "imk_params",
+    "iai_params",
     "markdown_table",
     "sonmf_params",
     "validate_run_config",
@@ -94,13 +105,20 @@ def _one_of(*values: str) -> Callable[[Any], bool]:
     return lambda x: x in values
 
 
+def _widths(text: str) -> bool:
+    parts = text.split(",")
+    return all(p.strip().isdigit() and int(p) > 0 for p in parts)
+
+
 def _dataset(value: str) -> bool:
     return value == "synthetic" or value in EMBEDDED or value.lower().endswith((".mat", ".npz"))
 
 
-ALGORITHM_NAMES: tuple[str, ...] = ("fedsonmf", "fedmavg", "fedmgs", "fedvra-u", "fmvc-imk")
+ALGORITHM_NAMES: tuple[str, ...] = ("fedsonmf", "fedmavg", "fedmgs", "fedvra-u", "fmvc-imk", "fmvc-iai")
 SECURE_SUMS = ("masking", "none")
 RESIDUAL_NORMALISATIONS = ("ratio", "running-average")
+#: Algorithms whose clients read the missing-view mask (run config ``missing-rate``).
+MISSING_VIEW_ALGORITHMS: tuple[str, ...] = ("fmvc-iai",)
 
 OPTIONS: tuple[Option, ...] = (
     # --- the run --------------------------------------------------------------------------------
@@ -188,6 +206,83 @@ OPTIONS: tuple[Option, ...] = (
            "fedvra-u: dual step a, Lambda_p += a * rho * (V_p - V^s) ([A] 1, as in ADMM)."),
     Option("fedvra-aggregation-step", float, 1.0, "a number in (0, 1]", lambda d: 0.0 < d <= 1.0,
            "fedvra-u: aggregation step d, V^{s+1} = V^s + d (prox point - V^s) ([A] 1, as in ADMM)."),
+    # --- incomplete views (spec 3.5; any algorithm may read the mask) ---------------------------
+    Option("missing-rate", float, 0.0, "a number in [0, 1)", lambda r: 0.0 <= r < 1.0,
+           "Missing rate eta: round(eta n) random samples lose views (spec 3.5); the seeded mask "
+           "(`fedmf_app.kernels.missing_views`) is the same on every client and the server. Read "
+           "by fmvc-iai; other algorithms refuse a rate > 0 until they read the mask."),
+    Option("missing-views-dropped", int, 0, "an integer >= 0 and < the number of views",
+           _at_least(0),
+           "Views removed from each selected sample; 0: floor(m / 2), 'half of the views' ([A]); "
+           "every sample keeps at least one view."),
+    # --- fmvc-iai (paper C, spec 3) ---------------------------------------------------------------
+    Option("iai-knn", int, 20, "an integer >= 1", _at_least(1),
+           "fmvc-iai: neighbours k of every kNN graph (paper: 20)."),
+    Option("iai-anchors", int, 200, "an integer >= iai-anchor-neighbours + 1", _at_least(2),
+           "fmvc-iai: shared anchors r, sample indices drawn once at random by the server ([A] 200)."),
+    Option("iai-anchor-neighbours", int, 10, "an integer >= 1", _at_least(1),
+           "fmvc-iai: anchors per sample s of the parameter-free anchor graph ([A] 10, spec 3.3b)."),
+    Option("iai-fp-iterations", int, 40, "an integer >= 0", _at_least(0),
+           "fmvc-iai: feature-propagation steps T (Rossi et al.: 40)."),
+    Option("iai-imputation", str, "propagation", "one of: " + ", ".join(IMPUTATIONS),
+           _one_of(*IMPUTATIONS),
+           "fmvc-iai: missing rows of Z by feature propagation on A_g, or left at zero (ablation M1)."),
+    Option("iai-start-graph", str, "support", "one of: " + ", ".join(START_GRAPHS),
+           _one_of(*START_GRAPHS),
+           "fmvc-iai: first global graph, the k neighbours listed by most views ([A] spec 3.3b) or "
+           "the union of the clients' kNN graphs (the literal reading)."),
+    Option("iai-fusion", str, "inverse-emd", "one of: " + ", ".join(FUSION_WEIGHTS),
+           _one_of(*FUSION_WEIGHTS),
+           "fmvc-iai: anchor-graph weights w_m, 1/EMD_m normalised ([A]), softmax(-EMD/T), or "
+           "uniform (ablation M2)."),
+    Option("iai-fusion-temperature", float, 0.1, "a number > 0", _positive,
+           "fmvc-iai: temperature T of softmax fusion."),
+    Option("iai-pseudo-labels", str, "prototype-argmin", "one of: " + ", ".join(PSEUDO_LABELS),
+           _one_of(*PSEUDO_LABELS),
+           "fmvc-iai: Y = argmin_k of the summed prototype distances, a federated k-means step "
+           "([A] spec 3.3b), or spectral clustering of A_g (the literal reading; collapsed on HW)."),
+    Option("iai-feature-scaling", str, "standard", "one of: " + ", ".join(FEATURE_SCALINGS),
+           _one_of(*FEATURE_SCALINGS),
+           "fmvc-iai: each client z-scores its features on its observed rows before the "
+           "autoencoder ([A])."),
+    Option("iai-ae-hidden", str, "256,128", "comma-separated positive integers", _widths,
+           "fmvc-iai: autoencoder hidden widths d -> ... -> d_z, mirrored decoder ([A] spec 3.3b)."),
+    Option("iai-embed-dim", int, 64, "an integer >= 1", _at_least(1),
+           "fmvc-iai: autoencoder code size d_z ([A] 64)."),
+    Option("iai-ae-epochs", int, 100, "an integer >= 1", _at_least(1),
+           "fmvc-iai: autoencoder pre-training epochs, once in round 1 ([A] 100, spec 3.3b)."),
+    Option("iai-ae-lr", float, 1e-3, "a number > 0", _positive,
+           "fmvc-iai: autoencoder Adam step ([A] 1e-3)."),
+    Option("iai-ae-batch-size", int, 256, "an integer >= 1", _at_least(1),
+           "fmvc-iai: autoencoder mini-batch ([A] 256)."),
+    Option("iai-gat-hidden", int, 64, "an integer >= 1", _at_least(1),
+           "fmvc-iai: width per head of the first GAT layer ([A] 64)."),
+    Option("iai-gat-heads", int, 4, "an integer >= 1", _at_least(1),
+           "fmvc-iai: heads of the first GAT layer, concatenated ([A] 4)."),
+    Option("iai-embedding-dim", int, 64, "an integer >= 1", _at_least(1),
+           "fmvc-iai: GAT embedding d_h, second layer with one head, linear ([A] 64)."),
+    Option("iai-decoder-hidden", int, 256, "an integer >= 1", _at_least(1),
+           "fmvc-iai: hidden width of the attribute decoder and the structure head ([A] 256)."),
+    Option("iai-structure-head", str, "mlp", "one of: mlp, identity", _one_of("mlp", "identity"),
+           "fmvc-iai: structure logits <H_s,i, H_s,j> with H_s = MLP_s(H) ([A]) or H."),
+    Option("iai-epochs", int, 20, "an integer >= 1", _at_least(1),
+           "fmvc-iai: full-batch GAE epochs per round (spec 3.4 [A] says 100; 20 as in the measured "
+           "reconstruction of spec 3.3a, 5x cheaper)."),
+    Option("iai-lr", float, 1e-3, "a number > 0", _positive,
+           "fmvc-iai: GAE Adam step ([A] 1e-3)."),
+    Option("iai-alpha", float, 1.0, "a number >= 0", _at_least(0.0),
+           "fmvc-iai: weight alpha of the clustering loss KL(P || Q) ([A] 1; 0 in the first "
+           "training round, which has no P)."),
+    Option("iai-negative-ratio", float, 1.0, "a number > 0", _positive,
+           "fmvc-iai: uniformly sampled non-edges per edge of A_g + I in the structure loss "
+           "([A] 1; never an n x n loss)."),
+    Option("iai-attribute-loss", bool, True, "true or false", _any,
+           "fmvc-iai: attribute reconstruction MSE (false: ablation M3)."),
+    Option("iai-structure-loss", bool, True, "true or false", _any,
+           "fmvc-iai: structure reconstruction BCE (false: ablation M4)."),
+    Option("device", str, "cpu", "one of: " + ", ".join(DEVICES), _one_of(*DEVICES),
+           "Where torch-based clients (fmvc-iai) train; `cuda` falls back to the CPU with a "
+           "warning when no GPU is present."),
     Option("v-init-scale", float, 1.0, "a number > 0", _positive,
            "Initial V = scale * |N(0, 1)| ([A])."),
     Option("basis-sigma0", float, 1e-3, "a number > 0", _positive,
@@ -357,6 +452,17 @@ def validate_run_config(raw: Mapping[str, Any]) -> dict[str, Any]:
             f"run config 'rank' = {cfg['rank']} is invalid: must be <= 'view-dim' = "
             f"{cfg['view-dim']} (a nonnegative orthonormal basis U_p needs d_p >= r)"
         )
+    if cfg["missing-rate"] > 0 and cfg["algorithm"] not in MISSING_VIEW_ALGORITHMS:
+        raise ConfigError(
+            f"run config 'missing-rate' = {cfg['missing-rate']} is invalid for algorithm "
+            f"{cfg['algorithm']!r}: only {', '.join(MISSING_VIEW_ALGORITHMS)} read(s) the "
+            "missing-view mask so far (fedmf_app.kernels.missing_views); use 0"
+        )
+    if cfg["iai-anchors"] < cfg["iai-anchor-neighbours"] + 1:
+        raise ConfigError(
+            f"run config 'iai-anchors' = {cfg['iai-anchors']} is invalid: must be >= "
+            f"'iai-anchor-neighbours' + 1 = {cfg['iai-anchor-neighbours'] + 1}"
+        )
     return cfg
 
 
@@ -438,6 +544,54 @@ def imk_params(cfg: Mapping[str, Any]) -> IMKParams:
                      beta=cfg["imk-beta"], sigma=cfg["imk-sigma"],
                      ortho_placement=cfg["imk-ortho-placement"],
                      ortho_curvature=cfg["imk-ortho-curvature"], nonneg=cfg["imk-nonneg"])
+
+
+def iai_params(cfg: Mapping[str, Any], num_clusters: int) -> IAIParams:
+    """Parameters of FMVC-IAI (paper C) from a validated run config.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Output of :func:`validate_run_config`.
+    num_clusters : int
+        K.
+
+    Returns
+    -------
+    IAIParams
+    """
+    return IAIParams(
+        num_clusters=num_clusters,
+        knn=cfg["iai-knn"],
+        anchors=cfg["iai-anchors"],
+        anchor_neighbours=cfg["iai-anchor-neighbours"],
+        fp_iterations=cfg["iai-fp-iterations"],
+        imputation=cfg["iai-imputation"],
+        start_graph=cfg["iai-start-graph"],
+        fusion=cfg["iai-fusion"],
+        fusion_temperature=cfg["iai-fusion-temperature"],
+        pseudo_labels=cfg["iai-pseudo-labels"],
+        feature_scaling=cfg["iai-feature-scaling"],
+        ae_hidden=tuple(int(w) for w in cfg["iai-ae-hidden"].split(",")),
+        embed_dim=cfg["iai-embed-dim"],
+        ae_epochs=cfg["iai-ae-epochs"],
+        ae_lr=cfg["iai-ae-lr"],
+        ae_batch_size=cfg["iai-ae-batch-size"],
+        device=cfg["device"],
+        gae=GAEParams(
+            hidden=cfg["iai-gat-hidden"],
+            heads=cfg["iai-gat-heads"],
+            out_dim=cfg["iai-embedding-dim"],
+            decoder_hidden=cfg["iai-decoder-hidden"],
+            structure_head=cfg["iai-structure-head"],
+            epochs=cfg["iai-epochs"],
+            lr=cfg["iai-lr"],
+            alpha=cfg["iai-alpha"],
+            negative_ratio=cfg["iai-negative-ratio"],
+            attribute_loss=cfg["iai-attribute-loss"],
+            structure_loss=cfg["iai-structure-loss"],
+        ),
+    )
 
 
 def markdown_table() -> str:

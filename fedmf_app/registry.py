@@ -35,6 +35,10 @@ ALGORITHMS: dict[str, tuple[str, str]] = {
         "fedmf_app.strategies.fmvc_imk:FMVCIMKStrategy",
         "fedmf_app.clients.fmvc_imk:FMVCIMKClient",
     ),
+    "fmvc-iai": (
+        "fedmf_app.strategies.fmvc_iai:FMVCIAIStrategy",
+        "fedmf_app.clients.fmvc_iai:FMVCIAIClient",
+    ),
 }
 
 assert tuple(ALGORITHMS) == ALGORITHM_NAMES, "registry and config disagree on algorithm names"

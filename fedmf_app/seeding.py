@@ -23,6 +23,10 @@ class Stream(IntEnum):
     CLIENT_INIT = 2
     SERVER_INIT = 3
     FINAL_CLUSTERING = 4
+    MISSING_VIEWS = 10
+    IAI_CLIENT = 11
+    IAI_SERVER = 12
+    NOISY_MNIST = 13
 
 
 def rng_for(seed: int, stream: Stream, index: int = 0) -> np.random.Generator:

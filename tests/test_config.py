@@ -36,6 +36,9 @@ def test_defaults_validate():
         ({"diagnostics": "yes"}, "'diagnostics' = 'yes' is invalid: must be true or false"),
         ({"mu": float("nan")}, "'mu' = nan is invalid"),
         ({"locl-steps": 3}, "unknown run-config key(s) 'locl-steps'; allowed keys:"),
+        ({"missing-rate": 0.5}, "'missing-rate' = 0.5 is invalid for algorithm 'fedsonmf'"),
+        ({"algorithm": "fmvc-iai", "iai-anchors": 5}, "must be >= 'iai-anchor-neighbours' + 1 = 11"),
+        ({"iai-ae-hidden": "256,x"}, "'iai-ae-hidden' = '256,x' is invalid"),
     ],
 )
 def test_invalid_values_name_the_key_and_allowed_values(override, fragment):
