@@ -31,6 +31,8 @@ __all__ = [
     "fedmgs_params",
     "fedvra_params",
     "markdown_table",
+    "resolve_rank",
+    "synthetic_rank",
     "sonmf_params",
     "validate_run_config",
 ]
@@ -140,8 +142,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("noise", float, 0.01, "a number >= 0", _at_least(0.0),
            "Synthetic: standard deviation of the additive Gaussian noise ([A] 0.01)."),
     # --- fedsonmf (paper A) ---------------------------------------------------------------------
-    Option("rank", int, 6, "an integer >= 1 and <= every view's dimension", _at_least(1),
-           "Rank r (paper: 6 on synthetic data)."),
+    Option("rank", int, 0, "an integer >= 0 and <= every view's dimension", _at_least(0),
+           "Rank r; 0 = auto ([A]): synthetic data 6 (paper), real data the number of clusters "
+           "(num-clusters, else the ground-truth classes; paper: r = #clusters) capped at the "
+           "smallest view's dimension, since U_p^T U_p = I needs d_p >= r (6 without either)."),
     Option("local-steps", int, 10, "an integer >= 1", _at_least(1),
            "Local steps tau per round ([A] 10)."),
     Option("local-lr", float, 0.01, "a number > 0", _positive,
@@ -270,12 +274,56 @@ def validate_run_config(raw: Mapping[str, Any]) -> dict[str, Any]:
                 f"run config '{key}' = {value!r} is invalid: must be {option.allowed}"
             )
         cfg[key] = converted
-    if cfg["dataset"] == "synthetic" and cfg["rank"] > cfg["view-dim"]:
+    if cfg["dataset"] == "synthetic" and synthetic_rank(cfg) > cfg["view-dim"]:
         raise ConfigError(
-            f"run config 'rank' = {cfg['rank']} is invalid: must be <= 'view-dim' = "
+            f"run config 'rank' = {synthetic_rank(cfg)} is invalid: must be <= 'view-dim' = "
             f"{cfg['view-dim']} (a nonnegative orthonormal basis U_p needs d_p >= r)"
         )
     return cfg
+
+
+#: Rank of ``rank = 0`` (auto) on synthetic data, and on real data without a cluster count.
+AUTO_RANK_DEFAULT = 6
+
+
+def synthetic_rank(cfg: Mapping[str, Any]) -> int:
+    """Planted rank of the synthetic data: ``rank``, or :data:`AUTO_RANK_DEFAULT` when it is 0.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Validated run config.
+
+    Returns
+    -------
+    int
+    """
+    return cfg["rank"] or AUTO_RANK_DEFAULT
+
+
+def resolve_rank(cfg: Mapping[str, Any], num_clusters: int | None, view_dims: list[int]) -> int:
+    """The rank a run uses (see option ``rank``).
+
+    Parameters
+    ----------
+    cfg : mapping
+        Validated run config.
+    num_clusters : int or None
+        Clusters of the final clustering, when known before round 1.
+    view_dims : list of int
+        ``d_p`` of every view.
+
+    Returns
+    -------
+    int
+        ``rank`` when it is set; else (auto) :func:`synthetic_rank` for synthetic data, otherwise
+        ``min(num_clusters or AUTO_RANK_DEFAULT, min_p d_p)``.
+    """
+    if cfg["rank"] > 0:
+        return int(cfg["rank"])
+    if cfg["dataset"] == "synthetic":
+        return synthetic_rank(cfg)
+    return int(min(num_clusters or AUTO_RANK_DEFAULT, *view_dims))
 
 
 def sonmf_params(cfg: Mapping[str, Any]) -> SONMFParams:

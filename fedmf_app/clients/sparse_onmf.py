@@ -108,7 +108,8 @@ class SparseONMFClient(ViewClient):
         u_start = state.pop("u", None)
         if u_start is None:
             rng = rng_for(self.cfg["seed"], Stream.CLIENT_INIT, self.partition_id)
-            u_start = random_feasible_basis(x.shape[0], self.cfg["rank"], rng)
+            rank = parameters[0].shape[0]  # the run's rank: the broadcast V is r x n
+            u_start = random_feasible_basis(x.shape[0], rank, rng)
         started = time.perf_counter()
         work = self.local_work(x, u_start, parameters, state, server_round)
         arrays: NDArrays = [work.upload]
