@@ -2,7 +2,10 @@
 
 The same code serves simulated and deployed SuperNodes; the node config names the partition
 (``partition-id``, ``num-partitions``) and may name this organisation's own single-view file
-(``data-file``), which then replaces run config ``dataset`` on this node.
+(``data-file``), which then replaces run config ``dataset`` on this node. A node whose data cannot
+be loaded fails with a :class:`~fedmf_app.data.DataError` that names the node (its id and node
+config) as well as the file and the problem; the server stops the run with that message in the
+handshake.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from flwr.client import Client, ClientApp
 from flwr.common import Context
 
 from fedmf_app.config import validate_run_config
-from fedmf_app.data import load_client_view, partition_from_node_config
+from fedmf_app.data import DataError, load_client_view, partition_from_node_config
 from fedmf_app.registry import client_class
 
 __all__ = ["app", "client_fn"]
@@ -27,10 +30,20 @@ def client_fn(context: Context) -> Client:
     Returns
     -------
     flwr.client.Client
+
+    Raises
+    ------
+    fedmf_app.data.DataError
+        When this node's data cannot be loaded; the message starts with the node's id and
+        node config.
     """
     cfg = validate_run_config(context.run_config)
-    partition_id, num_partitions = partition_from_node_config(context.node_config)
-    view = load_client_view(cfg, partition_id, context.node_config)
+    try:
+        partition_id, num_partitions = partition_from_node_config(context.node_config)
+        view = load_client_view(cfg, partition_id, context.node_config)
+    except DataError as exc:
+        node = " ".join(f"{k}={v!r}" for k, v in context.node_config.items())
+        raise DataError(f"SuperNode {context.node_id} (node config: {node}): {exc}") from exc
     client = client_class(cfg["algorithm"])(context, cfg, partition_id, num_partitions, view)
     return client.to_client()
 
