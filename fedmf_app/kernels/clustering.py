@@ -3,6 +3,9 @@
 Paper A (spec 1.11) labels samples by k-means on the columns of ``V`` (rows of ``V^T``) with
 10 replicates of at most 300 iterations each, keeping the replicate of least inertia.
 :func:`kmeans_basis` starts a client's basis from k-means on its own features (spec 1.8b).
+
+scikit-learn is imported inside the functions: a deployed SuperNode starts a fresh ClientApp
+process for every message, and only round 1 (the start of ``U_p``) needs it there.
 """
 
 from __future__ import annotations
@@ -10,8 +13,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn.cluster import KMeans
-from sklearn.exceptions import ConvergenceWarning
 
 __all__ = ["KMEANS_MAX_ITER", "KMEANS_REPLICATES", "kmeans_basis", "kmeans_labels"]
 
@@ -38,6 +39,8 @@ def kmeans_labels(points: np.ndarray, k: int, rng: np.random.Generator) -> np.nd
     ndarray, shape (n,)
         Cluster of every sample, ``0..k-1`` (int64).
     """
+    from sklearn.cluster import KMeans
+
     model = KMeans(n_clusters=k, n_init=KMEANS_REPLICATES, max_iter=KMEANS_MAX_ITER,
                    random_state=int(rng.integers(2**31 - 1)))
     return model.fit_predict(np.asarray(points, dtype=np.float64)).astype(np.int64)
@@ -63,6 +66,9 @@ def kmeans_basis(x: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
     ndarray, shape (d, r)
         Nonnegative with orthonormal columns (disjoint supports).
     """
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+
     d = x.shape[0]
     if d < r:
         raise ValueError(f"a nonnegative orthonormal basis needs d >= r, got d={d}, r={r}")
