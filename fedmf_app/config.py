@@ -20,6 +20,16 @@ from typing import Any
 from fedmf_app.data.embedded import EMBEDDED
 from fedmf_app.data.preprocess import NEGATIVE_VALUES, VIEW_NORMALISATIONS
 from fedmf_app.kernels.adapted import FEDMAVG_SCHEDULES, FedVRAParams
+from fedmf_app.kernels.graph import SIMILARITIES
+from fedmf_app.kernels.imk import (
+    CLIENT_INITS,
+    LABEL_RULES,
+    ORTHO_PLACEMENTS,
+    SERVER_INITS,
+    SERVER_SOLVERS,
+    STANDARDISATIONS,
+    IMKParams,
+)
 from fedmf_app.kernels.nonneg_orth import BasisSolverOptions
 from fedmf_app.kernels.sonmf import SERVER_STEPS, V_UPDATES, SONMFParams
 
@@ -31,6 +41,7 @@ __all__ = [
     "defaults",
     "fedmgs_params",
     "fedvra_params",
+    "imk_params",
     "markdown_table",
     "resolve_rank",
     "synthetic_rank",
@@ -90,7 +101,8 @@ def _dataset(value: str) -> bool:
     return value == "synthetic" or value in EMBEDDED or value.lower().endswith((".mat", ".npz"))
 
 
-ALGORITHM_NAMES: tuple[str, ...] = ("fedsonmf", "fedmavg", "fedmgs", "fedvra-u")
+ALGORITHM_NAMES: tuple[str, ...] = ("fedsonmf", "fedmavg", "fedmgs", "fedvra-u", "fmvc-imk")
+SECURE_SUMS = ("masking", "none")
 RESIDUAL_NORMALISATIONS = ("ratio", "running-average")
 BASIS_INITS = ("auto", "random", "kmeans")
 
@@ -203,6 +215,66 @@ OPTIONS: tuple[Option, ...] = (
            _one_of(*RESIDUAL_NORMALISATIONS),
            "Normalised residual shown in the log and summary: per-round ratio R^s/R^1 or the "
            "paper's printed running average; both are always recorded."),
+    # --- fmvc-imk (paper B, spec 2) -------------------------------------------------------------
+    Option("imk-lambda", float, 0.1, "a number >= 0", _at_least(0.0),
+           "fmvc-imk: weight lambda of the graph term Tr(H^T L H) (0: no graph, ablation case 2)."),
+    Option("imk-mu", float, 0.1, "a number >= 0", _at_least(0.0),
+           "fmvc-imk: weight mu of the orthogonality penalty ||H^T H - I||^2."),
+    Option("imk-rho", float, 5.0, "a number > 0", _positive,
+           "fmvc-imk: ADMM penalty rho of H^(m) = H (5: the objective decreases monotonically; the "
+           "spec's 1 oscillates and gains a few ACC points on some data sets, see the README)."),
+    Option("imk-beta", float, 1.0, "a number > 0", _positive,
+           "fmvc-imk: step beta on Delta H^(m) [P]."),
+    Option("imk-sigma", float, 1.0, "a number > 0", _positive,
+           "fmvc-imk: CoCoA curvature sigma' (1, spec 2.2b; the literal reading is the number of "
+           "clients)."),
+    Option("imk-latent-dim", int, 0, "an integer >= 0", _at_least(0),
+           "fmvc-imk: latent dimension c ([A] 0: c = k); a view with fewer features uses d_m."),
+    Option("imk-neighbours", int, 5, "an integer >= 1", _at_least(1),
+           "fmvc-imk: neighbours p of each client's kNN graph ([A] 5)."),
+    Option("imk-similarity", str, "binary", "one of: " + ", ".join(SIMILARITIES),
+           _one_of(*SIMILARITIES),
+           "fmvc-imk: kNN edge weights, 0/1 or the heat kernel exp(-d^2/t), t = mean squared kNN "
+           "distance ([A] binary)."),
+    Option("imk-ortho-placement", str, "local", "one of: " + ", ".join(ORTHO_PLACEMENTS),
+           _one_of(*ORTHO_PLACEMENTS),
+           "fmvc-imk: orthogonality penalty on each H^(m) (clients) or on the global H (server, "
+           "linearised at the previous H) ([A] local)."),
+    Option("imk-ortho-curvature", bool, True, "true or false", _any,
+           "fmvc-imk: add the majoriser 4 mu (3 ||H^(m)||_2^2 - 1)_+ to the H step (false: the "
+           "literal step, which diverges for mu >= 1)."),
+    Option("imk-nonneg", bool, False, "true or false", _any,
+           "fmvc-imk: project H^(m) onto H >= 0 after each step, as FedMVL's code ([A] false)."),
+    Option("imk-client-init", str, "normalised-indicator", "one of: " + ", ".join(CLIENT_INITS),
+           _one_of(*CLIENT_INITS),
+           "fmvc-imk: initial H^(m) from k-means on the view, entries 1/sqrt(n_j) or FedMVL's "
+           "one-hot + 0.2 ([A] normalised-indicator)."),
+    Option("imk-server-init", str, "kmeans-concat", "one of: " + ", ".join(SERVER_INITS),
+           _one_of(*SERVER_INITS),
+           "fmvc-imk: initial H from k-means on the concatenated initial H^(m), or their mean "
+           "([A] kmeans-concat)."),
+    Option("imk-labels", str, "kmeans", "one of: " + ", ".join(LABEL_RULES), _one_of(*LABEL_RULES),
+           "fmvc-imk: labels from H by k-means on its normalised rows or by argmax_j H_ij ([A] "
+           "kmeans: H is only defined up to a rotation unless imk-nonneg is on)."),
+    Option("imk-standardise", str, "zscore", "one of: " + ", ".join(STANDARDISATIONS),
+           _one_of(*STANDARDISATIONS),
+           "fmvc-imk: per-view preprocessing, per-feature z-score, per-sample l2 (text) or none."),
+    Option("imk-unit-norm", bool, True, "true or false", _any,
+           "fmvc-imk: scale each preprocessed view to ||X^(m)||_F = 1."),
+    Option("imk-tol", float, 1e-4, "a number >= 0", _at_least(0.0),
+           "fmvc-imk: stop when |F_t - F_{t-1}| <= tol |F_{t-1}| (0: run all rounds) ([A] 1e-4)."),
+    Option("imk-server-solver", str, "cg", "one of: " + ", ".join(SERVER_SOLVERS),
+           _one_of(*SERVER_SOLVERS),
+           "fmvc-imk: server solve of (2 lambda L + M rho I) H = rhs by warm-started conjugate "
+           "gradients or a sparse LU made once."),
+    Option("imk-secure-sum", str, "masking", "one of: " + ", ".join(SECURE_SUMS),
+           _one_of(*SECURE_SUMS),
+           "fmvc-imk: how the server gets sum_m L^(m): pairwise additive masking with X25519 keys "
+           "(it sees only uniformly random uploads), or `none` (plain uploads; for measuring the "
+           "masking's cost only, the server sees every graph)."),
+    Option("imk-mask-frac-bits", int, 16, "an integer in [0, 24]", lambda b: 0 <= b <= 24,
+           "fmvc-imk: fixed-point bits of the masked similarities in Z_{2^32} (heat-kernel entries "
+           "are rounded to 2^-bits; the sum must stay below 2^(32-bits) per entry)."),
 )
 
 _BY_KEY = {o.key: o for o in OPTIONS}
@@ -280,6 +352,16 @@ def validate_run_config(raw: Mapping[str, Any]) -> dict[str, Any]:
                 f"run config '{key}' = {value!r} is invalid: must be {option.allowed}"
             )
         cfg[key] = converted
+    if cfg["algorithm"] == "fmvc-imk" and cfg["imk-secure-sum"] == "masking" and cfg["num-clients"] < 2:
+        raise ConfigError(
+            "run config 'imk-secure-sum' = 'masking' needs 'num-clients' >= 2 (with one client the "
+            "sum is its own graph)"
+        )
+    if cfg["algorithm"] == "fmvc-imk" and cfg["num-clients"] >= 2 ** (32 - cfg["imk-mask-frac-bits"]):
+        raise ConfigError(
+            f"run config 'imk-mask-frac-bits' = {cfg['imk-mask-frac-bits']} is invalid: with "
+            f"{cfg['num-clients']} clients the masked sum would overflow 32 bits"
+        )
     if cfg["dataset"] == "synthetic" and synthetic_rank(cfg) > cfg["view-dim"]:
         raise ConfigError(
             f"run config 'rank' = {synthetic_rank(cfg)} is invalid: must be <= 'view-dim' = "
@@ -410,6 +492,24 @@ def fedvra_params(cfg: Mapping[str, Any]) -> FedVRAParams:
     """
     return FedVRAParams(rho=cfg["fedvra-rho"], dual_step=cfg["fedvra-dual-step"],
                         aggregation_step=cfg["fedvra-aggregation-step"])
+
+
+def imk_params(cfg: Mapping[str, Any]) -> IMKParams:
+    """Steps and weights of FMVC-IMK from a validated run config.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Output of :func:`validate_run_config`.
+
+    Returns
+    -------
+    IMKParams
+    """
+    return IMKParams(lam=cfg["imk-lambda"], mu=cfg["imk-mu"], rho=cfg["imk-rho"],
+                     beta=cfg["imk-beta"], sigma=cfg["imk-sigma"],
+                     ortho_placement=cfg["imk-ortho-placement"],
+                     ortho_curvature=cfg["imk-ortho-curvature"], nonneg=cfg["imk-nonneg"])
 
 
 def markdown_table() -> str:

@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-__all__ = ["plot_residuals"]
+__all__ = ["plot_convergence", "plot_residuals"]
 
 _CURVES = (
     ("residual", "R^s = R_V + R_U"),
@@ -61,6 +61,41 @@ def plot_residuals(result: dict[str, Any], path: str | Path) -> Path:
         f"m={cfg['num-clients']}, seed={cfg['seed']}",
         fontsize=9,
     )
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def plot_convergence(result: dict[str, Any], path: str | Path) -> Path:
+    """Objective and clustering accuracy against communication rounds (paper B's Fig. 2).
+
+    Parameters
+    ----------
+    result : dict
+        Content of a ``result.json`` with per-round ``objective`` (and ``acc`` when labels were
+        known).
+    path : str or Path
+        PNG file to write.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    rounds = result["rounds"]
+    s = [r["round"] for r in rounds]
+    fig, ax_f = plt.subplots(figsize=(6, 4))
+    ax_f.plot(s, [r["objective"] for r in rounds], color="C0")
+    ax_f.set_xlabel("communication round")
+    ax_f.set_ylabel("objective", color="C0")
+    if rounds and all("acc" in r for r in rounds):
+        ax_a = ax_f.twinx()
+        ax_a.plot(s, [100 * r["acc"] for r in rounds], color="C1")
+        ax_a.set_ylabel("ACC (%)", color="C1")
+    cfg = result["config"]
+    fig.suptitle(f"{cfg['algorithm']}: {cfg['dataset']}, seed={cfg['seed']}", fontsize=9)
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=110)

@@ -31,6 +31,10 @@ ALGORITHMS: dict[str, tuple[str, str]] = {
         "fedmf_app.strategies.adapted:FedVRAUStrategy",
         "fedmf_app.clients.adapted:FedVRAUClient",
     ),
+    "fmvc-imk": (
+        "fedmf_app.strategies.fmvc_imk:FMVCIMKStrategy",
+        "fedmf_app.clients.fmvc_imk:FMVCIMKClient",
+    ),
 }
 
 assert tuple(ALGORITHMS) == ALGORITHM_NAMES, "registry and config disagree on algorithm names"

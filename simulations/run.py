@@ -105,7 +105,8 @@ def run_job(cfg: DictConfig, job_dir: Path) -> dict[str, Any]:
     result = load_result(job_dir)
     if result["status"] != "completed":
         raise JobFailed(f"job {job_dir}: run {result['status']}: {result['error']}")
-    log.info("job %s completed: %s", job_dir, result["summary"].get("final"))
+    scores = {k: v for k, v in (result.get("final") or {}).items() if k != "labels"}
+    log.info("job %s completed: %s %s", job_dir, result["summary"].get("final") or "", scores or "")
     return result
 
 

@@ -1,0 +1,222 @@
+"""Secure sum of the clients' similarity graphs by pairwise additive masking (no Flower here).
+
+Paper B's server must learn only :math:`\\sum_m L^{(m)}`, never one client's :math:`L^{(m)}`
+(spec 2.3: the paper uses partially homomorphic encryption; [A] we use pairwise masking, which is
+exact and about four orders of magnitude cheaper, see the README). Because :math:`L = D - S` and
+:math:`D` is the row sum of :math:`S`, summing the similarities is enough:
+:math:`\\sum_m L^{(m)} = \\mathrm{laplacian}(\\sum_m S^{(m)})`.
+
+Protocol (Bonawitz et al., CCS 2017, without dropout recovery, since every view is needed in
+every round anyway):
+
+1. each client ``i`` draws an X25519 key pair and sends its public key; the server relays all
+   public keys to every client;
+2. clients ``i`` and ``j`` derive the same 256-bit key :math:`k_{ij}` from their Diffie-Hellman
+   secret (HKDF-SHA256, bound to a context string such as the run id);
+3. client ``i`` encodes the **dense** strict upper triangle of :math:`S^{(i)}` in fixed point in
+   :math:`\\mathbb Z_{2^{32}}` (so the upload has the same size and look for every graph and reveals
+   no sparsity pattern) and adds :math:`\\sum_{j>i} \\mathrm{PRG}(k_{ij}) - \\sum_{j<i}
+   \\mathrm{PRG}(k_{ij})` mod :math:`2^{32}` with PRG = the ChaCha20 keystream;
+4. the server adds the uploads mod :math:`2^{32}`: the masks cancel and it decodes
+   :math:`\\sum_m S^{(m)}`.
+
+What it protects against: an honest-but-curious server, and any coalition of the server with up
+to ``M - 2`` clients, learns nothing about an individual graph beyond the sum (each upload alone is
+uniformly distributed). It does not protect against a server that substitutes public keys (an
+active man in the middle; a PKI or authenticated keys would), and with ``M = 1`` the sum *is* the
+client's graph.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+__all__ = [
+    "add_pairwise_masks",
+    "decode_upper",
+    "derive_pair_key",
+    "encode_upper",
+    "generate_private_key",
+    "mask_stream",
+    "public_key_bytes",
+    "sum_uploads",
+    "triu_size",
+]
+
+#: Values per keystream chunk (16 MiB of uint32).
+_CHUNK = 1 << 22
+
+
+def triu_size(n: int) -> int:
+    """Entries of the strict upper triangle of an ``n x n`` matrix, :math:`n(n-1)/2`."""
+    return n * (n - 1) // 2
+
+
+def _row_offsets(n: int) -> np.ndarray:
+    """Position of ``(i, i+1)`` in the row-major strict upper triangle, for ``i = 0..n-1``."""
+    i = np.arange(n, dtype=np.int64)
+    return i * n - i * (i + 1) // 2
+
+
+def encode_upper(s: sp.spmatrix, frac_bits: int) -> np.ndarray:
+    """Dense fixed-point encoding of the strict upper triangle of ``s``.
+
+    Parameters
+    ----------
+    s : sparse matrix, shape (N, N)
+        Symmetric, entries in [0, 1].
+    frac_bits : int
+        Fixed-point scale :math:`2^{b}`; entries become ``round(s_ij * 2**b)``.
+
+    Returns
+    -------
+    ndarray of uint32, shape (N(N-1)/2,)
+        Row-major strict upper triangle (zeros included).
+    """
+    n = s.shape[0]
+    upper = sp.triu(s, k=1).tocoo()
+    if upper.nnz and (upper.data.min() < 0 or upper.data.max() > 1):
+        raise ValueError("similarities must lie in [0, 1] to be encoded")
+    out = np.zeros(triu_size(n), dtype=np.uint32)
+    pos = _row_offsets(n)[upper.row] + (upper.col - upper.row - 1)
+    out[pos] = np.rint(upper.data * float(1 << frac_bits)).astype(np.uint32)
+    return out
+
+
+def decode_upper(total: np.ndarray, n: int, frac_bits: int) -> sp.csr_matrix:
+    """Symmetric sparse matrix from a summed strict-upper-triangle encoding.
+
+    Parameters
+    ----------
+    total : ndarray of uint32, shape (N(N-1)/2,)
+        Sum mod :math:`2^{32}` of :func:`encode_upper` outputs.
+    n : int
+        ``N``.
+    frac_bits : int
+        As used for encoding.
+
+    Returns
+    -------
+    csr_matrix, shape (N, N)
+        :math:`\\sum_m S^{(m)}` (up to the fixed-point rounding of each entry).
+    """
+    if total.shape != (triu_size(n),):
+        raise ValueError(f"summed upload has shape {total.shape}, expected ({triu_size(n)},)")
+    pos = np.flatnonzero(total)
+    offsets = _row_offsets(n)
+    row = np.searchsorted(offsets, pos, side="right") - 1
+    col = pos - offsets[row] + row + 1
+    vals = total[pos].astype(np.float64) / float(1 << frac_bits)
+    upper = sp.coo_matrix((vals, (row, col)), shape=(n, n))
+    return (upper + upper.T).tocsr()
+
+
+def generate_private_key() -> X25519PrivateKey:
+    """A fresh X25519 private key (from the operating system's CSPRNG)."""
+    return X25519PrivateKey.generate()
+
+
+def public_key_bytes(private_key: X25519PrivateKey) -> bytes:
+    """The 32-byte raw public key of ``private_key``."""
+    return private_key.public_key().public_bytes(serialization.Encoding.Raw,
+                                                 serialization.PublicFormat.Raw)
+
+
+def derive_pair_key(private_key: X25519PrivateKey, peer_public: bytes, context: bytes) -> bytes:
+    """The 256-bit mask key shared by two clients.
+
+    Parameters
+    ----------
+    private_key : X25519PrivateKey
+        This client's key.
+    peer_public : bytes
+        The other client's raw public key.
+    context : bytes
+        Binds the key to this run and purpose (both clients must pass the same bytes).
+
+    Returns
+    -------
+    bytes
+        32 bytes; the same on both sides.
+    """
+    secret = private_key.exchange(X25519PublicKey.from_public_bytes(peer_public))
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
+                info=b"fedmf-imk-mask|" + context).derive(secret)
+
+
+def mask_stream(key: bytes, size: int, start: int = 0) -> np.ndarray:
+    """``size`` uint32 words of the ChaCha20 keystream of ``key``, from word ``start``.
+
+    Parameters
+    ----------
+    key : bytes
+        32 bytes.
+    size : int
+    start : int
+        Word offset; must be a multiple of 16 (one ChaCha20 block is 16 words).
+
+    Returns
+    -------
+    ndarray of uint32, shape (size,)
+    """
+    if start % 16:
+        raise ValueError("start must be a multiple of 16 words")
+    nonce = (start // 16).to_bytes(8, "little") + bytes(8)  # 64-bit block counter, zero nonce
+    encryptor = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor()
+    return np.frombuffer(encryptor.update(bytes(4 * size)), dtype=np.uint32)
+
+
+def add_pairwise_masks(encoded: np.ndarray, me: int, pair_keys: dict[int, bytes]) -> np.ndarray:
+    """Mask an encoding in place: add the streams of higher peers, subtract those of lower ones.
+
+    Parameters
+    ----------
+    encoded : ndarray of uint32, shape (K,)
+        This client's :func:`encode_upper` output (overwritten).
+    me : int
+        This client's index.
+    pair_keys : dict of int to bytes
+        Peer index -> :func:`derive_pair_key` with that peer (every other client).
+
+    Returns
+    -------
+    ndarray of uint32, shape (K,)
+        ``encoded`` itself, now uniformly distributed on its own.
+    """
+    size = encoded.size
+    for start in range(0, size, _CHUNK):
+        block = encoded[start:start + _CHUNK]
+        for peer, key in pair_keys.items():
+            stream = mask_stream(key, block.size, start)
+            if peer > me:
+                block += stream
+            elif peer < me:
+                block -= stream
+    return encoded
+
+
+def sum_uploads(uploads: list[np.ndarray]) -> np.ndarray:
+    """Sum of masked uploads mod :math:`2^{32}` (the masks cancel).
+
+    Parameters
+    ----------
+    uploads : list of ndarray of uint32, each shape (K,)
+
+    Returns
+    -------
+    ndarray of uint32, shape (K,)
+    """
+    total = np.zeros_like(uploads[0], dtype=np.uint32)
+    for upload in uploads:
+        if upload.dtype != np.uint32 or upload.shape != total.shape:
+            raise ValueError(
+                f"masked upload has dtype {upload.dtype} and shape {upload.shape}; expected uint32 "
+                f"{total.shape}"
+            )
+        total += upload
+    return total
