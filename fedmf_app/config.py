@@ -45,6 +45,7 @@ from fedmf_app.kernels.sonmf import SERVER_STEPS, V_UPDATES, SONMFParams
 
 __all__ = [
     "ConfigError",
+    "basis_init",
     "Option",
     "OPTIONS",
     "defaults",
@@ -53,6 +54,8 @@ __all__ = [
     "imk_params",
     "iai_params",
     "markdown_table",
+    "resolve_rank",
+    "synthetic_rank",
     "sonmf_params",
     "validate_run_config",
 ]
@@ -119,6 +122,7 @@ SECURE_SUMS = ("masking", "none")
 RESIDUAL_NORMALISATIONS = ("ratio", "running-average")
 #: Algorithms whose clients read the missing-view mask (run config ``missing-rate``).
 MISSING_VIEW_ALGORITHMS: tuple[str, ...] = ("fmvc-iai",)
+BASIS_INITS = ("auto", "random", "kmeans")
 
 OPTIONS: tuple[Option, ...] = (
     # --- the run --------------------------------------------------------------------------------
@@ -170,8 +174,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("noise", float, 0.01, "a number >= 0", _at_least(0.0),
            "Synthetic: standard deviation of the additive Gaussian noise ([A] 0.01)."),
     # --- fedsonmf (paper A) ---------------------------------------------------------------------
-    Option("rank", int, 6, "an integer >= 1 and <= every view's dimension", _at_least(1),
-           "Rank r (paper: 6 on synthetic data)."),
+    Option("rank", int, 0, "an integer >= 0 and <= every view's dimension", _at_least(0),
+           "Rank r; 0 = auto ([A]): synthetic data 6 (paper), real data the number of clusters "
+           "(num-clusters, else the ground-truth classes; paper: r = #clusters) capped at the "
+           "smallest view's dimension, since U_p^T U_p = I needs d_p >= r (6 without either)."),
     Option("local-steps", int, 10, "an integer >= 1", _at_least(1),
            "Local steps tau per round ([A] 10)."),
     Option("local-lr", float, 0.01, "a number > 0", _positive,
@@ -283,6 +289,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("device", str, "cpu", "one of: " + ", ".join(DEVICES), _one_of(*DEVICES),
            "Where torch-based clients (fmvc-iai) train; `cuda` falls back to the CPU with a "
            "warning when no GPU is present."),
+    Option("basis-init", str, "auto", "one of: " + ", ".join(BASIS_INITS), _one_of(*BASIS_INITS),
+           "Initial U_p: `random` (spec 1.9, round(P(|randn|))), `kmeans` (the client's features "
+           "grouped by k-means into r groups, unit-norm group indicators; spec 1.8b: HW ACC 65% -> "
+           "83.5%), `auto` ([A]): random on synthetic data, kmeans on real data."),
     Option("v-init-scale", float, 1.0, "a number > 0", _positive,
            "Initial V = scale * |N(0, 1)| ([A])."),
     Option("basis-sigma0", float, 1e-3, "a number > 0", _positive,
@@ -447,9 +457,9 @@ def validate_run_config(raw: Mapping[str, Any]) -> dict[str, Any]:
             f"run config 'imk-mask-frac-bits' = {cfg['imk-mask-frac-bits']} is invalid: with "
             f"{cfg['num-clients']} clients the masked sum would overflow 32 bits"
         )
-    if cfg["dataset"] == "synthetic" and cfg["rank"] > cfg["view-dim"]:
+    if cfg["dataset"] == "synthetic" and synthetic_rank(cfg) > cfg["view-dim"]:
         raise ConfigError(
-            f"run config 'rank' = {cfg['rank']} is invalid: must be <= 'view-dim' = "
+            f"run config 'rank' = {synthetic_rank(cfg)} is invalid: must be <= 'view-dim' = "
             f"{cfg['view-dim']} (a nonnegative orthonormal basis U_p needs d_p >= r)"
         )
     if cfg["missing-rate"] > 0 and cfg["algorithm"] not in MISSING_VIEW_ALGORITHMS:
@@ -464,6 +474,68 @@ def validate_run_config(raw: Mapping[str, Any]) -> dict[str, Any]:
             f"'iai-anchor-neighbours' + 1 = {cfg['iai-anchor-neighbours'] + 1}"
         )
     return cfg
+
+
+#: Rank of ``rank = 0`` (auto) on synthetic data, and on real data without a cluster count.
+AUTO_RANK_DEFAULT = 6
+
+
+def synthetic_rank(cfg: Mapping[str, Any]) -> int:
+    """Planted rank of the synthetic data: ``rank``, or :data:`AUTO_RANK_DEFAULT` when it is 0.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Validated run config.
+
+    Returns
+    -------
+    int
+    """
+    return cfg["rank"] or AUTO_RANK_DEFAULT
+
+
+def resolve_rank(cfg: Mapping[str, Any], num_clusters: int | None, view_dims: list[int]) -> int:
+    """The rank a run uses (see option ``rank``).
+
+    Parameters
+    ----------
+    cfg : mapping
+        Validated run config.
+    num_clusters : int or None
+        Clusters of the final clustering, when known before round 1.
+    view_dims : list of int
+        ``d_p`` of every view.
+
+    Returns
+    -------
+    int
+        ``rank`` when it is set; else (auto) :func:`synthetic_rank` for synthetic data, otherwise
+        ``min(num_clusters or AUTO_RANK_DEFAULT, min_p d_p)``.
+    """
+    if cfg["rank"] > 0:
+        return int(cfg["rank"])
+    if cfg["dataset"] == "synthetic":
+        return synthetic_rank(cfg)
+    return int(min(num_clusters or AUTO_RANK_DEFAULT, *view_dims))
+
+
+def basis_init(cfg: Mapping[str, Any]) -> str:
+    """How clients start ``U_p``: ``basis-init``, with ``auto`` resolved by the data set.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Validated run config.
+
+    Returns
+    -------
+    str
+        ``"random"`` or ``"kmeans"``.
+    """
+    if cfg["basis-init"] != "auto":
+        return cfg["basis-init"]
+    return "random" if cfg["dataset"] == "synthetic" else "kmeans"
 
 
 def sonmf_params(cfg: Mapping[str, Any]) -> SONMFParams:

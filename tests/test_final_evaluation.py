@@ -7,7 +7,7 @@ import pytest
 import scipy.io
 
 from fakes import build_federation, run_federation
-from fedmf_app.config import validate_run_config
+from fedmf_app.config import resolve_rank, validate_run_config
 from fedmf_app.data import DataError
 from fedmf_app.kernels.clustering import kmeans_labels
 from fedmf_app.kernels.metrics import clustering_scores
@@ -79,3 +79,16 @@ def test_client_count_must_match_the_views_before_round_one(tmp_path):
     with pytest.raises(FederationError, match="has 3 views but the run needs 4 clients"):
         strategy.initialize_parameters(client_manager=manager)
     assert not (tmp_path / "run").exists()
+
+
+def test_auto_rank_is_the_cluster_count_capped_by_the_smallest_view(tmp_path):
+    path, _ = _separable_views(tmp_path)
+    auto = validate_run_config({"dataset": path, "num-clients": 3})
+    assert resolve_rank(auto, 3, [6, 5, 4]) == 3
+    assert resolve_rank(auto, 10, [216, 6, 64]) == 6  # HW: the 6-feature view bounds U_p^T U_p = I
+    assert resolve_rank(auto, None, [50, 40]) == 6
+    assert resolve_rank({**auto, "rank": 2}, 10, [6, 5]) == 2
+    assert resolve_rank(validate_run_config({"view-dim": 8}), None, [8]) == 6  # synthetic: paper's r
+    strategy, _ = run_federation(tmp_path, _cfg(path, rank=0))
+    assert strategy.rank == 3 and strategy.v.shape == (3, 3 * N_PER_CLASS)
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["summary"]["rank"] == 3

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fedmf_app.kernels.clustering import kmeans_labels
+from fedmf_app.kernels.clustering import kmeans_basis, kmeans_labels
 from fedmf_app.kernels.metrics import clustering_scores
 
 
@@ -41,3 +41,18 @@ def test_kmeans_is_seeded_and_finds_separated_groups():
     b = kmeans_labels(points, 3, np.random.default_rng(7))
     np.testing.assert_array_equal(a, b)
     assert clustering_scores(truth, a)["acc"] == 1.0
+
+
+def test_kmeans_basis_is_feasible_and_groups_features_that_share_a_row_of_v():
+    rng = np.random.default_rng(4)
+    v = np.abs(rng.standard_normal((3, 50)))
+    groups = np.array([0, 0, 1, 1, 1, 2, 2, 0, 2, 1])
+    x = (1 + rng.random(10))[:, None] * v[groups]  # feature j = positive multiple of row groups[j]
+    u = kmeans_basis(x, 3, np.random.default_rng(0))
+    assert u.min() >= 0
+    np.testing.assert_allclose(u.T @ u, np.eye(3), atol=1e-12)
+    found = u.argmax(axis=1)
+    assert clustering_scores(groups, found)["acc"] == 1.0
+    # fewer distinct features than r: still feasible (an empty group takes a feature)
+    flat = kmeans_basis(np.ones((4, 5)), 3, np.random.default_rng(0))
+    np.testing.assert_allclose(flat.T @ flat, np.eye(3), atol=1e-12)

@@ -1,5 +1,8 @@
 """Multi-view loader: every supported layout reads to the same views and labels; bad input is named."""
 
+import os
+from pathlib import Path
+
 import h5py
 import numpy as np
 import pytest
@@ -193,3 +196,22 @@ def test_embedded_hw_is_uci_multiple_features():
     assert [v.shape for v in data.views] == [(2000, d) for d in (216, 76, 64, 6, 240, 47)]
     assert np.bincount(data.labels).tolist() == [200] * 10
     assert data.views[2].min() < 0  # kar: the view that needs the negative-values choice
+
+
+# ../shared/data from the project root, or FEDMF_DEV_DATA (e.g. from a git worktree elsewhere)
+SHARED = Path(os.environ.get("FEDMF_DEV_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+@pytest.mark.parametrize(("relative", "n", "dims", "k"), [
+    ("hw/Handwritten.mat", 2000, [216, 76, 64, 6, 240, 47], 10),
+    ("orl/ORL.mat", 400, [512, 59, 864, 254], 40),
+    ("yale/yaleA_3view.mat", 165, [9, 512, 50], 15),  # MAT v7.3
+    ("sonar/sonar_3view.mat", 208, [20, 20, 20], 2),
+])
+def test_development_copies_of_public_files(relative, n, dims, k):
+    path = SHARED / relative
+    if not path.exists():
+        pytest.skip(f"{path} is absent (development data, not part of the product)")
+    data = load_multiview(str(path))
+    assert data.num_samples == n and [v.shape[1] for v in data.views] == dims
+    assert data.num_classes == k and set(np.unique(data.labels)) == set(range(k))

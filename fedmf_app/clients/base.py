@@ -7,6 +7,7 @@ message, in a fresh process in a deployment), through :func:`load_state` / :func
 
 from __future__ import annotations
 
+import resource
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,12 @@ from flwr.common import Array, ArrayRecord, ConfigRecord, Context, Scalar
 
 from fedmf_app.data import ClientView
 
-__all__ = ["ClientStateError", "ViewClient", "load_state", "save_state"]
+__all__ = ["ClientStateError", "ViewClient", "load_state", "peak_rss_mb", "save_state"]
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 class ClientStateError(RuntimeError):
@@ -128,9 +134,10 @@ class ViewClient(NumPyClient):
         num_examples : int
             Samples n.
         metrics : dict
-            ``partition-id`` and ``labels``: the labels as little-endian int64 bytes (empty when
-            this client has none).
+            ``partition-id``, ``labels`` (the labels as little-endian int64 bytes, empty when this
+            client has none) and ``peak_rss_mb`` (peak resident memory of this client's process).
         """
         labels = b"" if self.view.labels is None else np.asarray(self.view.labels, "<i8").tobytes()
         return 0.0, int(self.view.features.shape[0]), {"partition-id": self.partition_id,
-                                                       "labels": labels}
+                                                       "labels": labels,
+                                                       "peak_rss_mb": peak_rss_mb()}

@@ -1,7 +1,8 @@
 """Client side shared by every method on paper A's sparse ONMF model (no math here).
 
 A client holds :math:`X_p` (``d_p x n``, the view transposed) and its private basis :math:`U_p`,
-initialised from ``(seed, partition id)`` in round 1 and kept in ``context.state`` afterwards.
+initialised from ``(seed, partition id)`` in round 1 (run config ``basis-init``: random, or k-means
+on its own features) and kept in ``context.state`` afterwards.
 Each round :class:`SparseONMFClient` loads its state, runs the method's :meth:`local_work`, times
 it (``kernel_s``), appends the diagnostics at :math:`(U_p^{s,0}, V^s)` when ``diagnostics = true``
 (:func:`~fedmf_app.kernels.sonmf.client_diagnostics`: the gradient as the last array, the loss
@@ -18,7 +19,8 @@ import numpy as np
 from flwr.common import NDArrays, Scalar
 
 from fedmf_app.clients.base import ViewClient, load_state, save_state
-from fedmf_app.config import sonmf_params
+from fedmf_app.config import basis_init, sonmf_params
+from fedmf_app.kernels.clustering import kmeans_basis
 from fedmf_app.kernels.nonneg_orth import random_feasible_basis
 from fedmf_app.kernels.sonmf import SONMFParams, client_diagnostics
 from fedmf_app.seeding import Stream, rng_for
@@ -108,7 +110,11 @@ class SparseONMFClient(ViewClient):
         u_start = state.pop("u", None)
         if u_start is None:
             rng = rng_for(self.cfg["seed"], Stream.CLIENT_INIT, self.partition_id)
-            u_start = random_feasible_basis(x.shape[0], self.cfg["rank"], rng)
+            rank = parameters[0].shape[0]  # the run's rank: the broadcast V is r x n
+            if basis_init(self.cfg) == "kmeans":
+                u_start = kmeans_basis(x, rank, rng)
+            else:
+                u_start = random_feasible_basis(x.shape[0], rank, rng)
         started = time.perf_counter()
         work = self.local_work(x, u_start, parameters, state, server_round)
         arrays: NDArrays = [work.upload]

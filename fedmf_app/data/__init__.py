@@ -90,10 +90,12 @@ def synthetic_spec(cfg: Mapping[str, Any]) -> SyntheticSpec:
     -------
     SyntheticSpec
     """
+    from fedmf_app.config import synthetic_rank
+
     return SyntheticSpec(
         num_samples=cfg["num-samples"],
         view_dim=cfg["view-dim"],
-        rank=cfg["rank"],
+        rank=synthetic_rank(cfg),
         heterogeneity=cfg["heterogeneity"],
         noise=cfg["noise"],
         seed=cfg["seed"],

@@ -1,15 +1,20 @@
-"""Final clustering of a learned representation: seeded k-means with paper A's protocol.
+"""Seeded k-means: the final clustering of paper A's protocol, and a k-means start for ``U_p``.
 
 Paper A (spec 1.11) labels samples by k-means on the columns of ``V`` (rows of ``V^T``) with
 10 replicates of at most 300 iterations each, keeping the replicate of least inertia.
+:func:`kmeans_basis` starts a client's basis from k-means on its own features (spec 1.8b).
+
+scikit-learn is imported inside the functions: a deployed SuperNode starts a fresh ClientApp
+process for every message, and only round 1 (the start of ``U_p``) needs it there.
 """
 
 from __future__ import annotations
 
-import numpy as np
-from sklearn.cluster import KMeans
+import warnings
 
-__all__ = ["KMEANS_MAX_ITER", "KMEANS_REPLICATES", "kmeans_labels"]
+import numpy as np
+
+__all__ = ["KMEANS_MAX_ITER", "KMEANS_REPLICATES", "kmeans_basis", "kmeans_labels"]
 
 #: Replicates (k-means++ restarts) of the final k-means (paper A: 10).
 KMEANS_REPLICATES = 10
@@ -34,6 +39,52 @@ def kmeans_labels(points: np.ndarray, k: int, rng: np.random.Generator) -> np.nd
     ndarray, shape (n,)
         Cluster of every sample, ``0..k-1`` (int64).
     """
+    from sklearn.cluster import KMeans
+
     model = KMeans(n_clusters=k, n_init=KMEANS_REPLICATES, max_iter=KMEANS_MAX_ITER,
                    random_state=int(rng.integers(2**31 - 1)))
     return model.fit_predict(np.asarray(points, dtype=np.float64)).astype(np.int64)
+
+
+def kmeans_basis(x: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
+    """A feasible basis from k-means on the features: ``U[j, c] = 1/sqrt(|G_c|)`` for ``j`` in group ``c``.
+
+    With ``U >= 0`` and ``U^T U = I`` every feature loads on one column, so ``x_j ~ U[j, c] v_c``:
+    features of one group point the same way. The features (rows of ``x``, scaled to unit norm)
+    are grouped by k-means into ``r`` groups; an empty group takes a feature of the largest one.
+
+    Parameters
+    ----------
+    x : ndarray, shape (d, n)
+        The view, features x samples; ``d >= r``.
+    r : int
+        Rank.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray, shape (d, r)
+        Nonnegative with orthonormal columns (disjoint supports).
+    """
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+
+    d = x.shape[0]
+    if d < r:
+        raise ValueError(f"a nonnegative orthonormal basis needs d >= r, got d={d}, r={r}")
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    points = np.divide(x, norms, out=np.zeros_like(x, dtype=np.float64), where=norms > 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # fewer distinct features than r
+        groups = KMeans(n_clusters=r, n_init=KMEANS_REPLICATES, max_iter=KMEANS_MAX_ITER,
+                        random_state=int(rng.integers(2**31 - 1))).fit_predict(points)
+    counts = np.bincount(groups, minlength=r)
+    for c in np.flatnonzero(counts == 0):
+        donor = int(np.argmax(counts))
+        j = int(np.flatnonzero(groups == donor)[0])
+        groups[j] = c
+        counts[donor] -= 1
+        counts[c] = 1
+    u = np.zeros((d, r))
+    u[np.arange(d), groups] = 1.0 / np.sqrt(counts[groups])
+    return u

@@ -21,6 +21,7 @@ and every client takes part in every round. :class:`ViewFederationStrategy` does
 from __future__ import annotations
 
 import concurrent.futures
+import resource
 import time
 from abc import abstractmethod
 from dataclasses import dataclass
@@ -175,8 +176,8 @@ class ViewFederationStrategy(Strategy):
         try:
             self._check_dataset()
             self.clients, self.client_info = self._handshake(client_manager)
-            self.check_clients(self.client_info)
             self.num_clusters = self._resolve_num_clusters(self.client_info)
+            self.check_clients(self.client_info)
             arrays = self.initial_arrays()
         except Exception as exc:
             log(ERROR, "run stopped before round 1: %s", exc)
@@ -264,6 +265,9 @@ class ViewFederationStrategy(Strategy):
         )
         if failures:
             log(WARNING, "%d client(s) sent no ground truth for the final scores", len(failures))
+        rss = [float(res.metrics["peak_rss_mb"]) for _, res in results if "peak_rss_mb" in res.metrics]
+        if rss:
+            self._summary["peak_rss_mb_client_max"] = max(rss)
         predicted = np.asarray(self._final["labels"])
         if truths:
             partition, truth = truths[0]
@@ -288,6 +292,7 @@ class ViewFederationStrategy(Strategy):
 
     # ---------------------------------------------------------------------------------- helpers
     def _complete(self) -> None:
+        self._summary["peak_rss_mb_server"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
         self.recorder.finish(self._summary, self._final)
         final = self._final or {}
         scores = "  ".join(f"{k}={final[k]:.4f}" for k in ("acc", "nmi", "purity", "ari") if k in final)

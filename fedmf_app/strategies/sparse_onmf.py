@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from flwr.common import Scalar
 
-from fedmf_app.config import sonmf_params
+from fedmf_app.config import resolve_rank, sonmf_params
 from fedmf_app.kernels.clustering import kmeans_labels
 from fedmf_app.kernels.prox import prox_l21_nonneg
 from fedmf_app.kernels.residuals import (
@@ -92,6 +92,8 @@ class SparseONMFStrategy(ViewFederationStrategy):
         Kernel parameters (:meth:`make_params`).
     v : ndarray, shape (r, n)
         :math:`V^s`, the current post-proximal global variable (set before round 1).
+    rank : int
+        ``r`` of this run (:func:`~fedmf_app.config.resolve_rank`, set before round 1).
 
     Notes
     -----
@@ -106,6 +108,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         super().__init__(cfg, recorder)
         self.params = self.make_params(cfg)
         self.v: np.ndarray | None = None
+        self.rank: int = 0
         self._residuals: list[float] = []
 
     # ----------------------------------------------------------------- hooks for the methods
@@ -128,9 +131,11 @@ class SparseONMFStrategy(ViewFederationStrategy):
 
     # ---------------------------------------------------------------------------- base hooks
     def check_clients(self, info: list[dict[str, Scalar]]) -> None:
-        """Equal sample counts, and ``rank <= d_p`` for every view."""
+        """Equal sample counts; sets :attr:`rank` (option ``rank``, 0 = auto) and checks
+        ``rank <= d_p`` for every view."""
         super().check_clients(info)
-        rank = self.cfg["rank"]
+        self.rank = resolve_rank(self.cfg, self.num_clusters, [int(i["num-features"]) for i in info])
+        rank = self.rank
         small = [i for i in info if int(i["num-features"]) < rank]
         if small:
             detail = ", ".join(
@@ -146,7 +151,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         """:math:`\\bar V^1 = c\\,|N(0,1)|^{r \\times n}` ([A] ``v-init-scale``), :math:`V^1 = P_{t\\mu}(\\bar V^1)`."""
         n = int(self.client_info[0]["num-samples"])
         rng = rng_for(self.cfg["seed"], Stream.SERVER_INIT)
-        v_bar = self.cfg["v-init-scale"] * np.abs(rng.standard_normal((self.cfg["rank"], n)))
+        v_bar = self.cfg["v-init-scale"] * np.abs(rng.standard_normal((self.rank, n)))
         self.v = prox_l21_nonneg(v_bar, self.initial_prox_step * self.params.mu)
         return self.initial_broadcast(v_bar)
 
@@ -183,14 +188,15 @@ class SparseONMFStrategy(ViewFederationStrategy):
         return update.broadcast, record
 
     def summary(self) -> dict[str, Any]:
-        """Final residuals and rounds to 1e-2 under each normalisation."""
+        """The rank used, final residuals and rounds to 1e-2 under each normalisation."""
         rounds = self.recorder.data["rounds"]
         last = rounds[-1]
         if not self.cfg["diagnostics"]:
-            return {"final_gradient_mapping": last.get("gradient_mapping")}
+            return {"rank": self.rank, "final_gradient_mapping": last.get("gradient_mapping")}
         eps = self.cfg["residual-eps"]
         min_norm = [r["residual_min"] for r in rounds]
         return {
+            "rank": self.rank,
             "final": {k: last[k] for k in ("objective", "residual", "residual_v", "residual_u",
                                            "residual_ratio", "normalized_residual",
                                            "residual_min")},
@@ -209,7 +215,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         -------
         ndarray, shape (n,)
         """
-        k = self.num_clusters or self.cfg["rank"]
+        k = self.num_clusters or self.rank
         n = self.v.shape[1]
         if k > n:
             raise FederationError(f"cannot form {k} clusters from {n} samples (run config "
