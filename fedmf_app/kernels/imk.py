@@ -43,6 +43,8 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from fedmf_app.kernels.clustering import kmeans_labels
+
 __all__ = [
     "CLIENT_INITS",
     "LABEL_RULES",
@@ -351,13 +353,6 @@ def normalised_indicator(labels: np.ndarray, k: int) -> np.ndarray:
     return h / np.sqrt(np.where(counts > 0, counts, 1.0))
 
 
-def _kmeans_labels(z: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    seed = int(rng.integers(2**31 - 1))
-    from sklearn.cluster import KMeans  # imported here: keeps the ClientApp's message path light
-
-    return KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(z)
-
-
 def init_client(
     x: np.ndarray,
     k: int,
@@ -390,7 +385,7 @@ def init_client(
     -------
     ClientState
     """
-    labels = _kmeans_labels(x, k, rng)
+    labels = kmeans_labels(x, k, rng)
     if init == "normalised-indicator":
         h = normalised_indicator(labels, k)
     elif init == "onehot-plus-0.2":
@@ -426,7 +421,7 @@ def initial_global_h(h_inits: list[np.ndarray], mode: str, rng: np.random.Genera
     if mode != "kmeans-concat":
         raise ValueError(f"server init {mode!r} is not one of {SERVER_INITS}")
     k = h_inits[0].shape[1]
-    return normalised_indicator(_kmeans_labels(np.hstack(h_inits), k, rng), k)
+    return normalised_indicator(kmeans_labels(np.hstack(h_inits), k, rng), k)
 
 
 # -------------------------------------------------------------------------------------- server
@@ -611,4 +606,4 @@ def extract_labels(h: np.ndarray, rule: str, rng: np.random.Generator) -> np.nda
     if rule != "kmeans":
         raise ValueError(f"label rule {rule!r} is not one of {LABEL_RULES}")
     norms = np.linalg.norm(h, axis=1, keepdims=True)
-    return _kmeans_labels(h / np.where(norms > 0, norms, 1.0), h.shape[1], rng).astype(np.int64)
+    return kmeans_labels(h / np.where(norms > 0, norms, 1.0), h.shape[1], rng)
