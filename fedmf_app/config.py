@@ -40,6 +40,7 @@ from fedmf_app.kernels.imk import (
     STANDARDISATIONS,
     IMKParams,
 )
+from fedmf_app.kernels.missing_views import MISSING_FILLS
 from fedmf_app.kernels.nonneg_orth import BasisSolverOptions
 from fedmf_app.kernels.sonmf import SERVER_STEPS, V_UPDATES, SONMFParams
 
@@ -120,8 +121,9 @@ def _dataset(value: str) -> bool:
 ALGORITHM_NAMES: tuple[str, ...] = ("fedsonmf", "fedmavg", "fedmgs", "fedvra-u", "fmvc-imk", "fmvc-iai")
 SECURE_SUMS = ("masking", "none")
 RESIDUAL_NORMALISATIONS = ("ratio", "running-average")
-#: Algorithms whose clients read the missing-view mask (run config ``missing-rate``).
-MISSING_VIEW_ALGORITHMS: tuple[str, ...] = ("fmvc-iai",)
+#: Algorithms that read the missing-view mask themselves; the others get views whose missing rows
+#: are filled (run config ``missing-fill``, :func:`fedmf_app.kernels.missing_views.fill_missing_rows`).
+MASK_READING_ALGORITHMS: tuple[str, ...] = ("fmvc-iai",)
 BASIS_INITS = ("auto", "random", "kmeans")
 
 OPTIONS: tuple[Option, ...] = (
@@ -216,11 +218,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("missing-rate", float, 0.0, "a number in [0, 1)", lambda r: 0.0 <= r < 1.0,
            "Missing rate eta: round(eta n) random samples lose views (spec 3.5); the seeded mask "
            "(`fedmf_app.kernels.missing_views`) is the same on every client and the server. Read "
-           "by fmvc-iai; other algorithms refuse a rate > 0 until they read the mask."),
+           "by fmvc-iai (it imputes on a graph); the other algorithms get missing rows filled "
+           "(missing-fill)."),
     Option("missing-views-dropped", int, 0, "an integer >= 0 and < the number of views",
            _at_least(0),
            "Views removed from each selected sample; 0: floor(m / 2), 'half of the views' ([A]); "
            "every sample keeps at least one view."),
+    Option("missing-fill", str, "mean", "one of: " + ", ".join(MISSING_FILLS), _one_of(*MISSING_FILLS),
+           "Complete-view algorithms (all but fmvc-iai) under missing-rate > 0: a client replaces "
+           "each missing row of its view by the mean of its observed rows ([A] mean imputation) "
+           "or by zeros, before any scaling."),
     # --- fmvc-iai (paper C, spec 3) ---------------------------------------------------------------
     Option("iai-knn", int, 20, "an integer >= 1", _at_least(1),
            "fmvc-iai: neighbours k of every kNN graph (paper: 20)."),
@@ -461,12 +468,6 @@ def validate_run_config(raw: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             f"run config 'rank' = {synthetic_rank(cfg)} is invalid: must be <= 'view-dim' = "
             f"{cfg['view-dim']} (a nonnegative orthonormal basis U_p needs d_p >= r)"
-        )
-    if cfg["missing-rate"] > 0 and cfg["algorithm"] not in MISSING_VIEW_ALGORITHMS:
-        raise ConfigError(
-            f"run config 'missing-rate' = {cfg['missing-rate']} is invalid for algorithm "
-            f"{cfg['algorithm']!r}: only {', '.join(MISSING_VIEW_ALGORITHMS)} read(s) the "
-            "missing-view mask so far (fedmf_app.kernels.missing_views); use 0"
         )
     if cfg["iai-anchors"] < cfg["iai-anchor-neighbours"] + 1:
         raise ConfigError(

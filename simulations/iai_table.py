@@ -1,12 +1,16 @@
-"""FMVC-IAI results table: ACC, NMI and ARI as mean ± mean absolute deviation over seeds.
+"""Paper C's results on incomplete views: table and figures, ACC/NMI/ARI as mean ± mean absolute
+deviation over seeds.
 
 Reads every ``*.json`` under the given folders that holds a run config and final scores (a
-``result.json`` of a Flower run, or a ``simulations.bench_iai --out`` file), groups the runs by
-missing rate and by the ablation switches (M1 imputation, M2 weighted fusion, M3 attribute loss,
-M4 structure loss), and prints one Markdown row per group::
+``result.json`` of a Flower run, or a ``simulations.bench_iai --out`` file), groups the runs by data
+set, method and missing rate, and prints one Markdown row per group. A method is the algorithm;
+fmvc-iai runs are further split by the ablation switches (M1 imputation, M2 weighted fusion, M3
+attribute loss, M4 structure loss), the complete-view algorithms by how they filled missing rows
+(run config ``missing-fill``). ``s/run`` is the mean wall time of a hydra job (its
+``job_timing.json``), when there is one::
 
-    python -m simulations.iai_table multirun/iai_hw_missing/<time>
-    python -m simulations.iai_table docs/iai_runs --out docs/iai_table.md
+    python -m simulations.iai_table multirun/iai_hw_missing/<time> multirun/iai_hw_baselines/<time> \
+        multirun/iai_hw_ablation/<time> --out docs/iai_table.md --figures docs
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["iai_table", "variant_name"]
+__all__ = ["collect", "iai_table", "method_name", "plot_ablation", "plot_missing_rates",
+           "variant_name"]
+
+METRICS = ("acc", "nmi", "ari")
 
 
 def variant_name(cfg: dict[str, Any]) -> str:
@@ -34,13 +41,21 @@ def variant_name(cfg: dict[str, Any]) -> str:
     return "full" if not removed else "no " + "+".join(removed)
 
 
-def _mean_mad(values: list[float]) -> str:
-    x = np.asarray(values)
-    return f"{x.mean():.3f} ± {np.abs(x - x.mean()).mean():.3f}"
+def method_name(cfg: dict[str, Any]) -> str:
+    """The algorithm, with fmvc-iai's ablation variant or a complete-view method's row filling.
+
+    Examples: ``fmvc-iai``, ``fmvc-iai no M4``, ``fedsonmf (mean fill)``.
+    """
+    if cfg["algorithm"] == "fmvc-iai":
+        variant = variant_name(cfg)
+        return "fmvc-iai" if variant == "full" else f"fmvc-iai {variant}"
+    if float(cfg.get("missing-rate", 0.0)) > 0:
+        return f"{cfg['algorithm']} ({cfg.get('missing-fill', 'mean')} fill)"
+    return cfg["algorithm"]
 
 
-def iai_table(folders: list[Path]) -> str:
-    """Markdown table of the FMVC-IAI runs found under ``folders``.
+def collect(folders: list[Path]) -> list[dict[str, Any]]:
+    """Every finished run under ``folders``.
 
     Parameters
     ----------
@@ -48,9 +63,11 @@ def iai_table(folders: list[Path]) -> str:
 
     Returns
     -------
-    str
+    list of dict
+        ``data``, ``method``, ``rate``, ``seed``, ``acc``, ``nmi``, ``ari`` and ``job_s`` (None
+        without a ``job_timing.json`` next to the result).
     """
-    groups: dict[tuple[str, str, float], list[dict[str, Any]]] = defaultdict(list)
+    runs = []
     for path in sorted(p for folder in folders for p in Path(folder).rglob("*.json")):
         try:
             data = json.loads(path.read_text())
@@ -59,28 +76,155 @@ def iai_table(folders: list[Path]) -> str:
         if not isinstance(data, dict):
             continue
         cfg, final = data.get("config"), data.get("final")
-        if not cfg or not final or cfg.get("algorithm") != "fmvc-iai" or "acc" not in final:
+        if not cfg or not final or "algorithm" not in cfg or "acc" not in final:
             continue
-        key = (cfg["dataset"], variant_name(cfg), float(cfg.get("missing-rate", 0.0)))
-        groups[key].append({"seed": cfg["seed"], **final})
-    rows = ["| data | variant | missing rate | runs (seeds) | ACC | NMI | ARI |",
-            "|---|---|---|---|---|---|---|"]
-    for (dataset, variant, rate), runs in sorted(groups.items()):
-        seeds = ",".join(str(r["seed"]) for r in sorted(runs, key=lambda r: r["seed"]))
-        rows.append(f"| {Path(dataset).stem} | {variant} | {rate:g} | {len(runs)} ({seeds}) | "
-                    + " | ".join(_mean_mad([r[m] for r in runs]) for m in ("acc", "nmi", "ari"))
-                    + " |")
+        timing = path.parent / "job_timing.json"
+        job_s = json.loads(timing.read_text()).get("job_s") if timing.is_file() else None
+        runs.append({"data": Path(str(cfg["dataset"])).stem, "method": method_name(cfg),
+                     "rate": float(cfg.get("missing-rate", 0.0)), "seed": cfg["seed"],
+                     "job_s": job_s, **{m: float(final[m]) for m in METRICS}})
+    return runs
+
+
+def _groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, float], list[dict[str, Any]]]:
+    groups: dict[tuple[str, str, float], list[dict[str, Any]]] = defaultdict(list)
+    for run in runs:
+        groups[(run["data"], run["method"], run["rate"])].append(run)
+    return groups
+
+
+def _mean_mad(values: list[float]) -> tuple[float, float]:
+    x = np.asarray(values)
+    return float(x.mean()), float(np.abs(x - x.mean()).mean())
+
+
+def iai_table(folders: list[Path]) -> str:
+    """Markdown table of the runs found under ``folders``.
+
+    Parameters
+    ----------
+    folders : list of Path
+
+    Returns
+    -------
+    str
+        One row per (data, method, missing rate), sorted by data, rate, then method.
+    """
+    rows = ["| data | method | missing rate | runs (seeds) | ACC | NMI | ARI | s/run |",
+            "|---|---|---|---|---|---|---|---|"]
+    for (data, method, rate), group in sorted(_groups(collect(folders)).items(),
+                                              key=lambda item: (item[0][0], item[0][2], item[0][1])):
+        seeds = ",".join(str(r["seed"]) for r in sorted(group, key=lambda r: r["seed"]))
+        cells = ["{:.3f} ± {:.3f}".format(*_mean_mad([r[m] for r in group])) for m in METRICS]
+        times = [r["job_s"] for r in group if r["job_s"] is not None]
+        seconds = f"{np.mean(times):.0f}" if times else "–"
+        rows.append(f"| {data} | {method} | {rate:g} | {len(group)} ({seeds}) | "
+                    + " | ".join(cells) + f" | {seconds} |")
     return "\n".join(rows)
+
+
+def plot_missing_rates(runs: list[dict[str, Any]], path: Path) -> Path:
+    """ACC, NMI and ARI against the missing rate, one line per method, MAD as error bars.
+
+    Parameters
+    ----------
+    runs : list of dict
+        From :func:`collect` (ablation variants are drawn dashed).
+    path : Path
+        PNG to write.
+
+    Returns
+    -------
+    Path
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = _groups(runs)
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(13, 4), sharex=True)
+    for (data, method) in sorted({(d, m) for d, m, _ in groups}):
+        rates = sorted(r for d, m, r in groups if (d, m) == (data, method))
+        for ax, metric in zip(axes, METRICS):
+            stats = np.array([_mean_mad([r[metric] for r in groups[(data, method, rate)]])
+                              for rate in rates])
+            ax.errorbar(rates, stats[:, 0], yerr=stats[:, 1], marker="o", capsize=3,
+                        linestyle="--" if " no M" in method else "-", label=f"{method} ({data})")
+    for ax, metric in zip(axes, METRICS):
+        ax.set_xlabel("missing rate η")
+        ax.set_title(metric.upper())
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_ablation(runs: list[dict[str, Any]], path: Path) -> Path:
+    """fmvc-iai's ACC and NMI per ablation variant, grouped by missing rate, MAD as error bars.
+
+    Only rates at which some variant ran are drawn; runs on different data sets are pooled (pass
+    one data set's folders).
+
+    Parameters
+    ----------
+    runs : list of dict
+        From :func:`collect`.
+    path : Path
+        PNG to write.
+
+    Returns
+    -------
+    Path
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells: dict[tuple[str, float], list[dict[str, Any]]] = defaultdict(list)
+    for run in runs:
+        if run["method"].startswith("fmvc-iai"):
+            cells[(run["method"], run["rate"])].append(run)
+    rates = sorted({rate for method, rate in cells if " no M" in method})
+    methods = sorted({method for method, rate in cells if rate in rates})
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    width = 0.8 / max(len(methods), 1)
+    for ax, metric in zip(axes, ("acc", "nmi")):
+        for i, method in enumerate(methods):
+            stats = np.array([_mean_mad([r[metric] for r in cells[(method, rate)]])
+                              if cells.get((method, rate)) else (np.nan, 0.0) for rate in rates])
+            ax.bar(np.arange(len(rates)) + i * width, stats[:, 0], width, yerr=stats[:, 1],
+                   capsize=2, label=method)
+        ax.set_xticks(np.arange(len(rates)) + width * (len(methods) - 1) / 2)
+        ax.set_xticklabels([f"η = {rate:g}" for rate in rates])
+        ax.set_title(metric.upper())
+        ax.grid(alpha=0.3, axis="y")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folders", nargs="+", type=Path)
-    parser.add_argument("--out", type=Path)
+    parser.add_argument("--out", type=Path, help="write the Markdown table here too")
+    parser.add_argument("--figures", type=Path,
+                        help="folder for iai_missing_rates.png and iai_ablation.png")
     args = parser.parse_args()
     table = iai_table(args.folders)
     if args.out:
         args.out.write_text(table + "\n")
+    if args.figures:
+        runs = collect(args.folders)
+        args.figures.mkdir(parents=True, exist_ok=True)
+        plot_missing_rates(runs, args.figures / "iai_missing_rates.png")
+        if any(" no M" in r["method"] for r in runs):
+            plot_ablation(runs, args.figures / "iai_ablation.png")
     sys.stdout.write(table + "\n")
 
 

@@ -1,21 +1,41 @@
-"""FMVC-IAI results table on constructed result files."""
+"""Paper C's results table and figures on constructed result files."""
 
 import json
 
-from simulations.iai_table import iai_table, variant_name
+from simulations.iai_table import collect, iai_table, method_name, plot_ablation, plot_missing_rates, variant_name
 
 
-def test_groups_by_variant_and_rate_with_mean_and_mad(tmp_path):
-    base = {"algorithm": "fmvc-iai", "dataset": "hw", "missing-rate": 0.5}
-    runs = [({**base, "seed": 0}, 0.8), ({**base, "seed": 1}, 0.9),
-            ({**base, "seed": 0, "iai-structure-loss": False}, 0.5),
-            ({**base, "seed": 0, "algorithm": "fedsonmf"}, 0.1)]
+def _write(tmp_path, runs):
     for i, (cfg, acc) in enumerate(runs):
         (tmp_path / f"r{i}").mkdir()
         (tmp_path / f"r{i}" / "result.json").write_text(
             json.dumps({"config": cfg, "final": {"acc": acc, "nmi": acc, "ari": acc}}))
+    (tmp_path / "r0" / "job_timing.json").write_text(json.dumps({"job_s": 100.0, "flwr_run_s": 90.0}))
+
+
+def test_groups_by_method_and_rate_with_mean_and_mad(tmp_path):
+    base = {"algorithm": "fmvc-iai", "dataset": "hw", "missing-rate": 0.5}
+    _write(tmp_path, [({**base, "seed": 0}, 0.8), ({**base, "seed": 1}, 0.9),
+                      ({**base, "seed": 0, "iai-structure-loss": False}, 0.5),
+                      ({**base, "seed": 0, "algorithm": "fedsonmf", "missing-fill": "mean"}, 0.1),
+                      ({**base, "seed": 0, "missing-rate": 0.1}, 0.7)])
     table = iai_table([tmp_path]).splitlines()
-    assert len(table) == 4
-    assert "| hw | full | 0.5 | 2 (0,1) | 0.850 ± 0.050 |" in table[2]
-    assert "| hw | no M4 | 0.5 | 1 (0) | 0.500 ± 0.000 |" in table[3]
+    assert len(table) == 6
+    assert table[2] == "| hw | fmvc-iai | 0.1 | 1 (0) | 0.700 ± 0.000 | 0.700 ± 0.000 | 0.700 ± 0.000 | – |"
+    assert table[3].startswith("| hw | fedsonmf (mean fill) | 0.5 | 1 (0) | 0.100 ± 0.000 |")
+    assert table[4].startswith("| hw | fmvc-iai | 0.5 | 2 (0,1) | 0.850 ± 0.050 |")
+    assert table[4].endswith("| 100 |")  # only r0 has a job time
+    assert table[5].startswith("| hw | fmvc-iai no M4 | 0.5 | 1 (0) | 0.500 ± 0.000 |")
     assert variant_name({"iai-imputation": "zeros", "iai-fusion": "uniform"}) == "no M1+M2"
+    assert method_name({"algorithm": "fmvc-imk", "missing-rate": 0.0}) == "fmvc-imk"
+
+
+def test_figures_are_written(tmp_path):
+    base = {"algorithm": "fmvc-iai", "dataset": "hw"}
+    _write(tmp_path, [({**base, "seed": s, "missing-rate": r, "iai-imputation": imp}, 0.5 + s / 10)
+                      for s in (0, 1) for r in (0.1, 0.9) for imp in ("propagation", "zeros")])
+    runs = collect([tmp_path])
+    assert len(runs) == 8
+    for plot, name in ((plot_missing_rates, "rates.png"), (plot_ablation, "ablation.png")):
+        path = plot(runs, tmp_path / name)
+        assert path.read_bytes()[:4] == b"\x89PNG"

@@ -17,6 +17,7 @@ from fedmf_app.data.errors import DataError
 from fedmf_app.data.multiview import load_multiview, load_single_view
 from fedmf_app.data.preprocess import prepare_view
 from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view
+from fedmf_app.kernels.missing_views import fill_missing_rows, missing_view_mask
 
 __all__ = [
     "ClientView",
@@ -137,7 +138,9 @@ def load_client_view(
     :func:`~fedmf_app.data.multiview.load_single_view`); run config ``dataset = "synthetic"``
     (view ``partition_id`` of the planted generator, built from ``(seed, partition_id)``);
     otherwise ``dataset`` names an embedded data set or a multi-view file, whose view
-    ``partition_id`` this client takes. Real views (not synthetic ones) are prepared by
+    ``partition_id`` this client takes. Under ``missing-rate > 0`` an algorithm that needs complete
+    views gets this view's missing rows filled (:func:`_fill_missing`) before anything else. Real
+    views (not synthetic ones) are then prepared by
     :func:`~fedmf_app.data.preprocess.prepare_view` with run config ``negative-values`` and
     ``view-normalisation``.
 
@@ -175,7 +178,7 @@ def load_client_view(
             f"synthetic view {partition_id} (seed={cfg['seed']}, h={cfg['heterogeneity']}, "
             f"n={cfg['num-samples']}, d={cfg['view-dim']})"
         )
-        return ClientView(features=view.x.T, source=source)
+        return ClientView(features=_fill_missing(view.x.T, cfg, partition_id, source), source=source)
     else:
         data = load_multiview(cfg["dataset"])
         if len(data.views) != m:
@@ -186,5 +189,45 @@ def load_client_view(
             )
         features, labels = data.views[partition_id], data.labels
         source = f"{data.source} view {partition_id}"
+    features = _fill_missing(features, cfg, partition_id, source)
     prepared = prepare_view(features, cfg["negative-values"], cfg["view-normalisation"], source)
     return ClientView(features=prepared, source=source, labels=labels)
+
+
+def _fill_missing(features: np.ndarray, cfg: Mapping[str, Any], partition_id: int, source: str) -> np.ndarray:
+    """The view with its missing rows filled, for algorithms that need complete views.
+
+    Unchanged when ``missing-rate`` is 0 or the algorithm reads the mask itself
+    (:data:`fedmf_app.config.MASK_READING_ALGORITHMS`); otherwise the rows the run's seeded mask
+    marks missing for this view are replaced per ``missing-fill``
+    (:func:`fedmf_app.kernels.missing_views.fill_missing_rows`).
+
+    Parameters
+    ----------
+    features : ndarray, shape (n, d)
+    cfg : mapping
+        Validated run config.
+    partition_id : int
+        The view's index (its column of the mask).
+    source : str
+        For error messages.
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+
+    Raises
+    ------
+    DataError
+        When the run's mask cannot be built for this data (e.g. fewer than 2 views).
+    """
+    from fedmf_app.config import MASK_READING_ALGORITHMS
+
+    if cfg["missing-rate"] == 0 or cfg["algorithm"] in MASK_READING_ALGORITHMS:
+        return features
+    try:
+        observed = missing_view_mask(features.shape[0], cfg["num-clients"], cfg["missing-rate"],
+                                     cfg["seed"], cfg["missing-views-dropped"])[:, partition_id]
+        return fill_missing_rows(features, observed, cfg["missing-fill"])
+    except ValueError as exc:
+        raise DataError(f"{source}: cannot apply missing-rate = {cfg['missing-rate']}: {exc}") from exc

@@ -3,7 +3,9 @@
 A mask is a boolean array ``observed`` of shape ``(n, m)``: ``observed[i, v]`` is true when view
 ``v`` of sample ``i`` is present. The mask is a pure function of ``(n, m, rate, dropped, seed)``, so
 every client and the server rebuild the same mask from the run config without sending it; any
-algorithm (e.g. ``fedsonmf`` or ``fmvc-imk``) can take it as input.
+algorithm can take it as input. ``fmvc-iai`` reads the mask itself (it imputes on a graph); the
+complete-view algorithms (``fedsonmf``, its baselines and ``fmvc-imk``) get views whose missing
+rows :func:`fill_missing_rows` has replaced, from observed rows only.
 
 Protocol [P]: pick ``round(rate * n)`` samples at random and delete part of their views. [A] Each
 selected sample loses ``dropped`` distinct random views (default ``floor(m / 2)``, "half of the
@@ -16,7 +18,10 @@ import numpy as np
 
 from fedmf_app.seeding import Stream, rng_for
 
-__all__ = ["missing_view_mask", "views_dropped"]
+__all__ = ["MISSING_FILLS", "fill_missing_rows", "missing_view_mask", "views_dropped"]
+
+#: How :func:`fill_missing_rows` replaces a missing row.
+MISSING_FILLS: tuple[str, ...] = ("mean", "zeros")
 
 
 def views_dropped(num_views: int, dropped: int = 0) -> int:
@@ -91,3 +96,41 @@ def missing_view_mask(
     order = np.argsort(rng.random((selected, num_views)), axis=1)
     observed[rows[:, None], order[:, :count]] = False
     return observed
+
+
+def fill_missing_rows(features: np.ndarray, observed: np.ndarray, fill: str = "mean") -> np.ndarray:
+    """One client's view with its missing rows replaced, for algorithms that need complete views.
+
+    [A] ``mean``: every missing row becomes the mean of the view's observed rows (mean
+    imputation, the usual way to run a complete-view method on incomplete views); ``zeros``: a row
+    of zeros. Either way the result depends on the observed rows only, so statistics computed
+    afterwards (min-max scaling, norms) never see a value the client does not hold.
+
+    Parameters
+    ----------
+    features : ndarray, shape (n, d)
+        The view, samples x features (values of missing rows are ignored).
+    observed : ndarray of bool, shape (n,)
+        This view's column of :func:`missing_view_mask`.
+    fill : {"mean", "zeros"}
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+        A new float64 array; observed rows are unchanged.
+
+    Raises
+    ------
+    ValueError
+        On an unknown ``fill``, a mask of the wrong length, or a view with no observed row.
+    """
+    if fill not in MISSING_FILLS:
+        raise ValueError(f"missing fill {fill!r} is invalid: use one of {', '.join(MISSING_FILLS)}")
+    observed = np.asarray(observed, dtype=bool)
+    if observed.shape != (features.shape[0],):
+        raise ValueError(f"mask of shape {observed.shape} does not fit a view of {features.shape[0]} rows")
+    if not observed.any():
+        raise ValueError("the view has no observed row to fill from")
+    out = np.array(features, dtype=np.float64)
+    out[~observed] = out[observed].mean(axis=0) if fill == "mean" else 0.0
+    return out
