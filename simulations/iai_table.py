@@ -22,7 +22,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import numpy as np
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
 
 __all__ = ["collect", "iai_table", "method_name", "plot_ablation", "plot_missing_rates",
            "variant_name"]
@@ -93,6 +97,16 @@ def _groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, float], list[dic
     return groups
 
 
+def _save(fig: Any, axes: Any, path: Path) -> Path:
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def _mean_mad(values: list[float]) -> tuple[float, float]:
     x = np.asarray(values)
     return float(x.mean()), float(np.abs(x - x.mean()).mean())
@@ -124,24 +138,8 @@ def iai_table(folders: list[Path]) -> str:
 
 
 def plot_missing_rates(runs: list[dict[str, Any]], path: Path) -> Path:
-    """ACC, NMI and ARI against the missing rate, one line per method, MAD as error bars.
-
-    Parameters
-    ----------
-    runs : list of dict
-        From :func:`collect` (ablation variants are drawn dashed).
-    path : Path
-        PNG to write.
-
-    Returns
-    -------
-    Path
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """ACC, NMI and ARI against the missing rate, one line per method (ablation variants
+    dashed), MAD as error bars; ``runs`` from :func:`collect`; returns the PNG ``path``."""
     groups = _groups(runs)
     fig, axes = plt.subplots(1, len(METRICS), figsize=(13, 4), sharex=True)
     for (data, method) in sorted({(d, m) for d, m, _ in groups}):
@@ -154,36 +152,15 @@ def plot_missing_rates(runs: list[dict[str, Any]], path: Path) -> Path:
     for ax, metric in zip(axes, METRICS):
         ax.set_xlabel("missing rate η")
         ax.set_title(metric.upper())
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, axes, path)
 
 
 def plot_ablation(runs: list[dict[str, Any]], path: Path) -> Path:
     """fmvc-iai's ACC and NMI per ablation variant, grouped by missing rate, MAD as error bars.
 
     Only rates at which some variant ran are drawn; runs on different data sets are pooled (pass
-    one data set's folders).
-
-    Parameters
-    ----------
-    runs : list of dict
-        From :func:`collect`.
-    path : Path
-        PNG to write.
-
-    Returns
-    -------
-    Path
+    one data set's folders). ``runs`` from :func:`collect`; returns the PNG ``path``.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     cells: dict[tuple[str, float], list[dict[str, Any]]] = defaultdict(list)
     for run in runs:
         if run["method"].startswith("fmvc-iai"):
@@ -201,12 +178,7 @@ def plot_ablation(runs: list[dict[str, Any]], path: Path) -> Path:
         ax.set_xticks(np.arange(len(rates)) + width * (len(methods) - 1) / 2)
         ax.set_xticklabels([f"η = {rate:g}" for rate in rates])
         ax.set_title(metric.upper())
-        ax.grid(alpha=0.3, axis="y")
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, axes, path)
 
 
 def main() -> None:
