@@ -11,6 +11,7 @@ attribute loss, M4 structure loss), the complete-view algorithms by how they fil
 
     python -m simulations.iai_table multirun/iai_hw_missing/<time> multirun/iai_hw_baselines/<time> \
         multirun/iai_hw_ablation/<time> --out docs/iai_table.md --figures docs
+    python -m simulations.iai_table <the same folders> --seeds 0,1,2   # the ablation's seeds only
 """
 
 from __future__ import annotations
@@ -58,12 +59,14 @@ def method_name(cfg: dict[str, Any]) -> str:
     return cfg["algorithm"]
 
 
-def collect(folders: list[Path]) -> list[dict[str, Any]]:
+def collect(folders: list[Path], seeds: set[int] | None = None) -> list[dict[str, Any]]:
     """Every finished run under ``folders``.
 
     Parameters
     ----------
     folders : list of Path
+    seeds : set of int, optional
+        Keep only runs with these seeds (e.g. to compare ablation variants on the same seeds).
 
     Returns
     -------
@@ -81,6 +84,8 @@ def collect(folders: list[Path]) -> list[dict[str, Any]]:
             continue
         cfg, final = data.get("config"), data.get("final")
         if not cfg or not final or "algorithm" not in cfg or "acc" not in final:
+            continue
+        if seeds is not None and cfg["seed"] not in seeds:
             continue
         timing = path.parent / "job_timing.json"
         job_s = json.loads(timing.read_text()).get("job_s") if timing.is_file() else None
@@ -112,12 +117,14 @@ def _mean_mad(values: list[float]) -> tuple[float, float]:
     return float(x.mean()), float(np.abs(x - x.mean()).mean())
 
 
-def iai_table(folders: list[Path]) -> str:
+def iai_table(folders: list[Path], seeds: set[int] | None = None) -> str:
     """Markdown table of the runs found under ``folders``.
 
     Parameters
     ----------
     folders : list of Path
+    seeds : set of int, optional
+        See :func:`collect`.
 
     Returns
     -------
@@ -126,7 +133,7 @@ def iai_table(folders: list[Path]) -> str:
     """
     rows = ["| data | method | missing rate | runs (seeds) | ACC | NMI | ARI | s/run |",
             "|---|---|---|---|---|---|---|---|"]
-    for (data, method, rate), group in sorted(_groups(collect(folders)).items(),
+    for (data, method, rate), group in sorted(_groups(collect(folders, seeds)).items(),
                                               key=lambda item: (item[0][0], item[0][2], item[0][1])):
         seeds = ",".join(str(r["seed"]) for r in sorted(group, key=lambda r: r["seed"]))
         cells = ["{:.3f} ± {:.3f}".format(*_mean_mad([r[m] for r in group])) for m in METRICS]
@@ -185,14 +192,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, help="write the Markdown table here too")
+    parser.add_argument("--seeds", type=lambda text: {int(t) for t in text.split(",")},
+                        help="comma-separated seeds to keep (default: all)")
     parser.add_argument("--figures", type=Path,
                         help="folder for iai_missing_rates.png and iai_ablation.png")
     args = parser.parse_args()
-    table = iai_table(args.folders)
+    table = iai_table(args.folders, args.seeds)
     if args.out:
         args.out.write_text(table + "\n")
     if args.figures:
-        runs = collect(args.folders)
+        runs = collect(args.folders, args.seeds)
         args.figures.mkdir(parents=True, exist_ok=True)
         plot_missing_rates(runs, args.figures / "iai_missing_rates.png")
         if any(" no M" in r["method"] for r in runs):

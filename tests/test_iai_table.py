@@ -28,6 +28,8 @@ def test_groups_by_method_and_rate_with_mean_and_mad(tmp_path):
     assert table[5].startswith("| hw | fmvc-iai no M4 | 0.5 | 1 (0) | 0.500 ± 0.000 |")
     assert variant_name({"iai-imputation": "zeros", "iai-fusion": "uniform"}) == "no M1+M2"
     assert method_name({"algorithm": "fmvc-imk", "missing-rate": 0.0}) == "fmvc-imk"
+    only_seed_1 = iai_table([tmp_path], seeds={1}).splitlines()
+    assert len(only_seed_1) == 3 and "| hw | fmvc-iai | 0.5 | 1 (1) | 0.900 ± 0.000 |" in only_seed_1[2]
 
 
 def test_figures_are_written(tmp_path):
