@@ -29,7 +29,7 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-__all__ = ["collect", "iai_table", "method_name", "plot_ablation", "plot_missing_rates",
+__all__ = ["collect", "export_runs", "iai_table", "method_name", "plot_ablation", "plot_missing_rates",
            "variant_name"]
 
 METRICS = ("acc", "nmi", "ari")
@@ -71,8 +71,8 @@ def collect(folders: list[Path], seeds: set[int] | None = None) -> list[dict[str
     Returns
     -------
     list of dict
-        ``data``, ``method``, ``rate``, ``seed``, ``acc``, ``nmi``, ``ari`` and ``job_s`` (None
-        without a ``job_timing.json`` next to the result).
+        ``data``, ``method``, ``rate``, ``seed``, ``config``, ``acc``, ``nmi``, ``ari`` and
+        ``job_s`` (the file's own ``job_s``, else the ``job_timing.json`` next to it, else None).
     """
     runs = []
     for path in sorted(p for folder in folders for p in Path(folder).rglob("*.json")):
@@ -88,11 +88,40 @@ def collect(folders: list[Path], seeds: set[int] | None = None) -> list[dict[str
         if seeds is not None and cfg["seed"] not in seeds:
             continue
         timing = path.parent / "job_timing.json"
-        job_s = json.loads(timing.read_text()).get("job_s") if timing.is_file() else None
+        job_s = data.get("job_s")
+        if job_s is None and timing.is_file():
+            job_s = json.loads(timing.read_text()).get("job_s")
         runs.append({"data": Path(str(cfg["dataset"])).stem, "method": method_name(cfg),
                      "rate": float(cfg.get("missing-rate", 0.0)), "seed": cfg["seed"],
-                     "job_s": job_s, **{m: float(final[m]) for m in METRICS}})
+                     "job_s": job_s, "config": cfg, **{m: float(final[m]) for m in METRICS}})
     return runs
+
+
+def export_runs(runs: list[dict[str, Any]], folder: Path) -> list[Path]:
+    """Write each run as a small JSON (its config, scores and job time; no labels) that
+    :func:`collect` reads back, so tables can be rebuilt from a committed folder.
+
+    Parameters
+    ----------
+    runs : list of dict
+        From :func:`collect`.
+    folder : Path
+        Created if missing.
+
+    Returns
+    -------
+    list of Path
+        One file per run, named ``<data>_<method>_<rate>_seed<seed>.json``.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for run in runs:
+        name = f"{run['data']}_{run['method']}_{run['rate']:g}_seed{run['seed']}"
+        path = folder / ("".join(c if c.isalnum() or c in "-_." else "-" for c in name) + ".json")
+        path.write_text(json.dumps({"config": run["config"], "job_s": run["job_s"],
+                                    "final": {m: run[m] for m in METRICS}}, indent=1) + "\n")
+        paths.append(path)
+    return paths
 
 
 def _groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, float], list[dict[str, Any]]]:
@@ -194,14 +223,18 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="write the Markdown table here too")
     parser.add_argument("--seeds", type=lambda text: {int(t) for t in text.split(",")},
                         help="comma-separated seeds to keep (default: all)")
+    parser.add_argument("--export", type=Path,
+                        help="also write one small JSON per run here (readable by this script)")
     parser.add_argument("--figures", type=Path,
                         help="folder for iai_missing_rates.png and iai_ablation.png")
     args = parser.parse_args()
     table = iai_table(args.folders, args.seeds)
     if args.out:
         args.out.write_text(table + "\n")
+    runs = collect(args.folders, args.seeds)
+    if args.export:
+        export_runs(runs, args.export)
     if args.figures:
-        runs = collect(args.folders, args.seeds)
         args.figures.mkdir(parents=True, exist_ok=True)
         plot_missing_rates(runs, args.figures / "iai_missing_rates.png")
         if any(" no M" in r["method"] for r in runs):

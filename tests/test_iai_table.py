@@ -2,7 +2,15 @@
 
 import json
 
-from simulations.iai_table import collect, iai_table, method_name, plot_ablation, plot_missing_rates, variant_name
+from simulations.iai_table import (
+    collect,
+    export_runs,
+    iai_table,
+    method_name,
+    plot_ablation,
+    plot_missing_rates,
+    variant_name,
+)
 
 
 def _write(tmp_path, runs):
@@ -41,3 +49,13 @@ def test_figures_are_written(tmp_path):
     for plot, name in ((plot_missing_rates, "rates.png"), (plot_ablation, "ablation.png")):
         path = plot(runs, tmp_path / name)
         assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_exported_runs_rebuild_the_same_table(tmp_path):
+    base = {"algorithm": "fmvc-imk", "dataset": "/x/hw.npz", "missing-rate": 0.3, "missing-fill": "mean"}
+    (tmp_path / "runs").mkdir()
+    _write(tmp_path / "runs", [({**base, "seed": 0}, 0.6), ({**base, "seed": 1}, 0.7)])
+    paths = export_runs(collect([tmp_path / "runs"]), tmp_path / "export")
+    assert [p.name for p in paths] == ["hw_fmvc-imk--mean-fill-_0.3_seed0.json", "hw_fmvc-imk--mean-fill-_0.3_seed1.json"]
+    assert iai_table([tmp_path / "export"]) == iai_table([tmp_path / "runs"])
+    assert iai_table([tmp_path / "runs"]).endswith("| 100 |")
