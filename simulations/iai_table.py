@@ -11,7 +11,7 @@ attribute loss, M4 structure loss), the complete-view algorithms by how they fil
 
     python -m simulations.iai_table multirun/iai_hw_missing/<time> multirun/iai_hw_baselines/<time> \
         multirun/iai_hw_ablation/<time> --out docs/iai_table.md --figures docs
-    python -m simulations.iai_table <the same folders> --seeds 0,1,2   # the ablation's seeds only
+    python -m simulations.iai_table <folders> --seeds 0,1,2 --rates 0.1,0.9   # the ablation's cells
 """
 
 from __future__ import annotations
@@ -49,17 +49,21 @@ def variant_name(cfg: dict[str, Any]) -> str:
 def method_name(cfg: dict[str, Any]) -> str:
     """The algorithm, with fmvc-iai's ablation variant or a complete-view method's row filling.
 
-    Examples: ``fmvc-iai``, ``fmvc-iai no M4``, ``fedsonmf (mean fill)``.
+    Examples: ``fmvc-iai``, ``fmvc-iai no M4``, ``fedsonmf (mean fill)``; a run that drops other
+    than the default number of views per selected sample says so (``fmvc-iai, 5 views dropped``).
     """
+    dropped = int(cfg.get("missing-views-dropped", 0))
+    protocol = f", {dropped} views dropped" if dropped else ""
     if cfg["algorithm"] == "fmvc-iai":
         variant = variant_name(cfg)
-        return "fmvc-iai" if variant == "full" else f"fmvc-iai {variant}"
+        return ("fmvc-iai" if variant == "full" else f"fmvc-iai {variant}") + protocol
     if float(cfg.get("missing-rate", 0.0)) > 0:
-        return f"{cfg['algorithm']} ({cfg.get('missing-fill', 'mean')} fill)"
+        return f"{cfg['algorithm']} ({cfg.get('missing-fill', 'mean')} fill{protocol})"
     return cfg["algorithm"]
 
 
-def collect(folders: list[Path], seeds: set[int] | None = None) -> list[dict[str, Any]]:
+def collect(folders: list[Path], seeds: set[int] | None = None,
+            rates: set[float] | None = None) -> list[dict[str, Any]]:
     """Every finished run under ``folders``.
 
     Parameters
@@ -67,6 +71,8 @@ def collect(folders: list[Path], seeds: set[int] | None = None) -> list[dict[str
     folders : list of Path
     seeds : set of int, optional
         Keep only runs with these seeds (e.g. to compare ablation variants on the same seeds).
+    rates : set of float, optional
+        Keep only runs at these missing rates.
 
     Returns
     -------
@@ -86,6 +92,8 @@ def collect(folders: list[Path], seeds: set[int] | None = None) -> list[dict[str
         if not cfg or not final or "algorithm" not in cfg or "acc" not in final:
             continue
         if seeds is not None and cfg["seed"] not in seeds:
+            continue
+        if rates is not None and float(cfg.get("missing-rate", 0.0)) not in rates:
             continue
         timing = path.parent / "job_timing.json"
         job_s = data.get("job_s")
@@ -146,13 +154,14 @@ def _mean_mad(values: list[float]) -> tuple[float, float]:
     return float(x.mean()), float(np.abs(x - x.mean()).mean())
 
 
-def iai_table(folders: list[Path], seeds: set[int] | None = None) -> str:
+def iai_table(folders: list[Path], seeds: set[int] | None = None,
+              rates: set[float] | None = None) -> str:
     """Markdown table of the runs found under ``folders``.
 
     Parameters
     ----------
     folders : list of Path
-    seeds : set of int, optional
+    seeds, rates : set, optional
         See :func:`collect`.
 
     Returns
@@ -162,7 +171,7 @@ def iai_table(folders: list[Path], seeds: set[int] | None = None) -> str:
     """
     rows = ["| data | method | missing rate | runs (seeds) | ACC | NMI | ARI | s/run |",
             "|---|---|---|---|---|---|---|---|"]
-    for (data, method, rate), group in sorted(_groups(collect(folders, seeds)).items(),
+    for (data, method, rate), group in sorted(_groups(collect(folders, seeds, rates)).items(),
                                               key=lambda item: (item[0][0], item[0][2], item[0][1])):
         seeds = ",".join(str(r["seed"]) for r in sorted(group, key=lambda r: r["seed"]))
         cells = ["{:.3f} ± {:.3f}".format(*_mean_mad([r[m] for r in group])) for m in METRICS]
@@ -223,15 +232,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="write the Markdown table here too")
     parser.add_argument("--seeds", type=lambda text: {int(t) for t in text.split(",")},
                         help="comma-separated seeds to keep (default: all)")
+    parser.add_argument("--rates", type=lambda text: {float(t) for t in text.split(",")},
+                        help="comma-separated missing rates to keep (default: all)")
     parser.add_argument("--export", type=Path,
                         help="also write one small JSON per run here (readable by this script)")
     parser.add_argument("--figures", type=Path,
                         help="folder for iai_missing_rates.png and iai_ablation.png")
     args = parser.parse_args()
-    table = iai_table(args.folders, args.seeds)
+    table = iai_table(args.folders, args.seeds, args.rates)
     if args.out:
         args.out.write_text(table + "\n")
-    runs = collect(args.folders, args.seeds)
+    runs = collect(args.folders, args.seeds, args.rates)
     if args.export:
         export_runs(runs, args.export)
     if args.figures:

@@ -38,6 +38,8 @@ def test_groups_by_method_and_rate_with_mean_and_mad(tmp_path):
     assert method_name({"algorithm": "fmvc-imk", "missing-rate": 0.0}) == "fmvc-imk"
     only_seed_1 = iai_table([tmp_path], seeds={1}).splitlines()
     assert len(only_seed_1) == 3 and "| hw | fmvc-iai | 0.5 | 1 (1) | 0.900 ± 0.000 |" in only_seed_1[2]
+    assert len(iai_table([tmp_path], rates={0.1}).splitlines()) == 3
+    assert method_name({"algorithm": "fmvc-iai", "missing-views-dropped": 5}) == "fmvc-iai, 5 views dropped"
 
 
 def test_figures_are_written(tmp_path):
