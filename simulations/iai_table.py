@@ -10,8 +10,9 @@ attribute loss, M4 structure loss), the complete-view algorithms by how they fil
 ``job_timing.json``), when there is one::
 
     python -m simulations.iai_table multirun/iai_hw_missing/<time> multirun/iai_hw_baselines/<time> \
-        multirun/iai_hw_ablation/<time> --out docs/iai_table.md --figures docs
-    python -m simulations.iai_table <folders> --seeds 0,1,2 --rates 0.1,0.9   # the ablation's cells
+        --out docs/iai/hw_missing_rates.md --rates-figure docs/iai/hw_missing_rates.png
+    python -m simulations.iai_table <folders> --seeds 0,1,2 --rates 0.1,0.9 \
+        --ablation-figure docs/iai/hw_ablation.png          # the ablation's cells only
 """
 
 from __future__ import annotations
@@ -183,9 +184,11 @@ def iai_table(folders: list[Path], seeds: set[int] | None = None,
 
 
 def plot_missing_rates(runs: list[dict[str, Any]], path: Path) -> Path:
-    """ACC, NMI and ARI against the missing rate, one line per method (ablation variants
-    dashed), MAD as error bars; ``runs`` from :func:`collect`; returns the PNG ``path``."""
-    groups = _groups(runs)
+    """ACC, NMI and ARI against the missing rate, one line per method, MAD as error bars;
+    ablation variants and runs with a non-default ``missing-views-dropped`` are left to
+    :func:`plot_ablation` and the table. ``runs`` from :func:`collect`; returns the PNG ``path``."""
+    groups = _groups([r for r in runs
+                      if " no M" not in r["method"] and "views dropped" not in r["method"]])
     fig, axes = plt.subplots(1, len(METRICS), figsize=(13, 4), sharex=True)
     for (data, method) in sorted({(d, m) for d, m, _ in groups}):
         rates = sorted(r for d, m, r in groups if (d, m) == (data, method))
@@ -193,7 +196,7 @@ def plot_missing_rates(runs: list[dict[str, Any]], path: Path) -> Path:
             stats = np.array([_mean_mad([r[metric] for r in groups[(data, method, rate)]])
                               for rate in rates])
             ax.errorbar(rates, stats[:, 0], yerr=stats[:, 1], marker="o", capsize=3,
-                        linestyle="--" if " no M" in method else "-", label=f"{method} ({data})")
+                        label=f"{method} ({data})")
     for ax, metric in zip(axes, METRICS):
         ax.set_xlabel("missing rate η")
         ax.set_title(metric.upper())
@@ -215,11 +218,14 @@ def plot_ablation(runs: list[dict[str, Any]], path: Path) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     width = 0.8 / max(len(methods), 1)
     for ax, metric in zip(axes, ("acc", "nmi")):
+        low = 1.0
         for i, method in enumerate(methods):
             stats = np.array([_mean_mad([r[metric] for r in cells[(method, rate)]])
                               if cells.get((method, rate)) else (np.nan, 0.0) for rate in rates])
             ax.bar(np.arange(len(rates)) + i * width, stats[:, 0], width, yerr=stats[:, 1],
                    capsize=2, label=method)
+            low = min(low, float(np.nanmin(stats[:, 0] - stats[:, 1])))
+        ax.set_ylim(max(0.0, low - 0.05), None)  # a zoomed axis: the differences are small
         ax.set_xticks(np.arange(len(rates)) + width * (len(methods) - 1) / 2)
         ax.set_xticklabels([f"η = {rate:g}" for rate in rates])
         ax.set_title(metric.upper())
@@ -236,8 +242,8 @@ def main() -> None:
                         help="comma-separated missing rates to keep (default: all)")
     parser.add_argument("--export", type=Path,
                         help="also write one small JSON per run here (readable by this script)")
-    parser.add_argument("--figures", type=Path,
-                        help="folder for iai_missing_rates.png and iai_ablation.png")
+    parser.add_argument("--rates-figure", type=Path, help="PNG: the scores against the missing rate")
+    parser.add_argument("--ablation-figure", type=Path, help="PNG: fmvc-iai's ablation variants")
     args = parser.parse_args()
     table = iai_table(args.folders, args.seeds, args.rates)
     if args.out:
@@ -245,11 +251,10 @@ def main() -> None:
     runs = collect(args.folders, args.seeds, args.rates)
     if args.export:
         export_runs(runs, args.export)
-    if args.figures:
-        args.figures.mkdir(parents=True, exist_ok=True)
-        plot_missing_rates(runs, args.figures / "iai_missing_rates.png")
-        if any(" no M" in r["method"] for r in runs):
-            plot_ablation(runs, args.figures / "iai_ablation.png")
+    if args.rates_figure:
+        plot_missing_rates(runs, args.rates_figure)
+    if args.ablation_figure:
+        plot_ablation(runs, args.ablation_figure)
     sys.stdout.write(table + "\n")
 
 
