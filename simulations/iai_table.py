@@ -140,11 +140,15 @@ def _groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, float], list[dic
     return groups
 
 
-def _save(fig: Any, axes: Any, path: Path) -> Path:
+def _save(fig: Any, axes: Any, path: Path, legend_below: bool = False) -> Path:
     for ax in axes:
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
+    if legend_below:
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8)
+        fig.tight_layout(rect=(0, 0.15, 1, 1))
+    else:
+        axes[0].legend(fontsize=7)
+        fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
@@ -214,8 +218,9 @@ def plot_ablation(runs: list[dict[str, Any]], path: Path) -> Path:
         if run["method"].startswith("fmvc-iai"):
             cells[(run["method"], run["rate"])].append(run)
     rates = sorted({rate for method, rate in cells if " no M" in method})
-    methods = sorted({method for method, rate in cells if rate in rates})
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    methods = sorted({method for method, rate in cells if rate in rates},
+                     key=lambda method: ("views dropped" in method, method))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
     width = 0.8 / max(len(methods), 1)
     for ax, metric in zip(axes, ("acc", "nmi")):
         low = 1.0
@@ -229,7 +234,7 @@ def plot_ablation(runs: list[dict[str, Any]], path: Path) -> Path:
         ax.set_xticks(np.arange(len(rates)) + width * (len(methods) - 1) / 2)
         ax.set_xticklabels([f"η = {rate:g}" for rate in rates])
         ax.set_title(metric.upper())
-    return _save(fig, axes, path)
+    return _save(fig, axes, path, legend_below=True)
 
 
 def main() -> None:
