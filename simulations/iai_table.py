@@ -30,8 +30,8 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-__all__ = ["collect", "export_runs", "iai_table", "method_name", "plot_ablation", "plot_missing_rates",
-           "variant_name"]
+__all__ = ["collect", "export_runs", "iai_table", "markdown", "method_name", "plot_ablation",
+           "plot_missing_rates", "variant_name"]
 
 METRICS = ("acc", "nmi", "ari")
 
@@ -161,7 +161,7 @@ def _mean_mad(values: list[float]) -> tuple[float, float]:
 
 def iai_table(folders: list[Path], seeds: set[int] | None = None,
               rates: set[float] | None = None) -> str:
-    """Markdown table of the runs found under ``folders``.
+    """Markdown table of the runs found under ``folders``: :func:`markdown` of :func:`collect`.
 
     Parameters
     ----------
@@ -172,17 +172,27 @@ def iai_table(folders: list[Path], seeds: set[int] | None = None,
     Returns
     -------
     str
+    """
+    return markdown(collect(folders, seeds, rates))
+
+
+def markdown(runs: list[dict[str, Any]]) -> str:
+    """Markdown table of ``runs`` (from :func:`collect`).
+
+    Returns
+    -------
+    str
         One row per (data, method, missing rate), sorted by data, rate, then method.
     """
     rows = ["| data | method | missing rate | runs (seeds) | ACC | NMI | ARI | s/run |",
             "|---|---|---|---|---|---|---|---|"]
-    for (data, method, rate), group in sorted(_groups(collect(folders, seeds, rates)).items(),
+    for (data, method, rate), group in sorted(_groups(runs).items(),
                                               key=lambda item: (item[0][0], item[0][2], item[0][1])):
-        seeds = ",".join(str(r["seed"]) for r in sorted(group, key=lambda r: r["seed"]))
+        seed_list = ",".join(str(r["seed"]) for r in sorted(group, key=lambda r: r["seed"]))
         cells = ["{:.3f} ± {:.3f}".format(*_mean_mad([r[m] for r in group])) for m in METRICS]
         times = [r["job_s"] for r in group if r["job_s"] is not None]
         seconds = f"{np.mean(times):.0f}" if times else "–"
-        rows.append(f"| {data} | {method} | {rate:g} | {len(group)} ({seeds}) | "
+        rows.append(f"| {data} | {method} | {rate:g} | {len(group)} ({seed_list}) | "
                     + " | ".join(cells) + f" | {seconds} |")
     return "\n".join(rows)
 
@@ -250,10 +260,10 @@ def main() -> None:
     parser.add_argument("--rates-figure", type=Path, help="PNG: the scores against the missing rate")
     parser.add_argument("--ablation-figure", type=Path, help="PNG: fmvc-iai's ablation variants")
     args = parser.parse_args()
-    table = iai_table(args.folders, args.seeds, args.rates)
+    runs = collect(args.folders, args.seeds, args.rates)
+    table = markdown(runs)
     if args.out:
         args.out.write_text(table + "\n")
-    runs = collect(args.folders, args.seeds, args.rates)
     if args.export:
         export_runs(runs, args.export)
     if args.rates_figure:
