@@ -9,35 +9,35 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from fedmf_app.config import ALGORITHM_NAMES
+from fedmf_app.options import ALGORITHM_NAMES
 
 __all__ = ["ALGORITHMS", "client_class", "strategy_class"]
 
 #: algorithm -> (strategy "module:Class", client "module:Class")
 ALGORITHMS: dict[str, tuple[str, str]] = {
     "fedsonmf": (
-        "fedmf_app.strategies.fedsonmf:FedSONMFStrategy",
-        "fedmf_app.clients.fedsonmf:FedSONMFClient",
+        "fedmf_app.methods.sonmf.strategy:FedSONMFStrategy",
+        "fedmf_app.methods.sonmf.client:FedSONMFClient",
     ),
     "fedmavg": (
-        "fedmf_app.strategies.adapted:FedMAvgStrategy",
-        "fedmf_app.clients.adapted:FedMAvgClient",
+        "fedmf_app.methods.sonmf.strategy:FedMAvgStrategy",
+        "fedmf_app.methods.sonmf.client:FedMAvgClient",
     ),
     "fedmgs": (
-        "fedmf_app.strategies.adapted:FedMGSStrategy",
-        "fedmf_app.clients.adapted:FedMGSClient",
+        "fedmf_app.methods.sonmf.strategy:FedMGSStrategy",
+        "fedmf_app.methods.sonmf.client:FedMGSClient",
     ),
     "fedvra-u": (
-        "fedmf_app.strategies.adapted:FedVRAUStrategy",
-        "fedmf_app.clients.adapted:FedVRAUClient",
+        "fedmf_app.methods.sonmf.strategy:FedVRAUStrategy",
+        "fedmf_app.methods.sonmf.client:FedVRAUClient",
     ),
     "fmvc-imk": (
-        "fedmf_app.strategies.fmvc_imk:FMVCIMKStrategy",
-        "fedmf_app.clients.fmvc_imk:FMVCIMKClient",
+        "fedmf_app.methods.imk.strategy:FMVCIMKStrategy",
+        "fedmf_app.methods.imk.client:FMVCIMKClient",
     ),
     "fmvc-iai": (
-        "fedmf_app.strategies.fmvc_iai:FMVCIAIStrategy",
-        "fedmf_app.clients.fmvc_iai:FMVCIAIClient",
+        "fedmf_app.methods.iai.strategy:FMVCIAIStrategy",
+        "fedmf_app.methods.iai.client:FMVCIAIClient",
     ),
 }
 

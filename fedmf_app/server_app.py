@@ -11,9 +11,9 @@ from flwr.common import Context
 from flwr.common.logger import log
 from flwr.server import Server, ServerApp, ServerAppComponents, ServerConfig, SimpleClientManager
 
-from fedmf_app.config import validate_run_config
+from fedmf_app.options import validate_run_config
 from fedmf_app.registry import strategy_class
-from fedmf_app.results import RunRecorder, default_run_name
+from fedmf_app.federated.results import RunRecorder, default_run_name
 
 __all__ = ["app", "server_fn"]
 
@@ -32,7 +32,7 @@ def server_fn(context: Context) -> ServerAppComponents:
 
     Raises
     ------
-    fedmf_app.config.ConfigError
+    fedmf_app.options.ConfigError
         On an invalid run config, before any client is contacted.
     """
     try:

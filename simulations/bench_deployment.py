@@ -1,7 +1,7 @@
 """Benchmark: seconds per round on a real federation (SuperLink + SuperNodes) vs. the simulation.
 
 For each node count, runs ``fedsonmf`` with the same run config and seed once on
-:class:`~fedmf_app.federation.LocalFederation` and once on Flower's simulation engine, and reports
+:class:`~fedmf_app.deployment.federation.LocalFederation` and once on Flower's simulation engine, and reports
 the median round wall time (rounds 2..), the time to start, hand-shake and stop, and the largest
 relative difference between the two runs' per-round residuals. With ``--breakdown`` it repeats the
 first deployment run with Flower's DEBUG log (timestamps) and splits each round into: waiting for
@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fedmf_app.federation import LocalFederation
-from fedmf_app.local_superlink import LocalSuperLink
-from fedmf_app.results import load_result
+from fedmf_app.deployment.federation import LocalFederation
+from fedmf_app.deployment.superlink import LocalSuperLink
+from fedmf_app.federated.results import load_result
 
 ROOT = Path(__file__).resolve().parents[1]
 _STAMP = re.compile(r"^(?:\x1b\[[0-9;]*m)?\w+ (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")

@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from fedmf_app.local_superlink import LocalSuperLink
-from fedmf_app.results import load_result
+from fedmf_app.deployment.superlink import LocalSuperLink
+from fedmf_app.federated.results import load_result
 
 ROOT = Path(__file__).resolve().parents[1]
 log = logging.getLogger("bench_overhead")

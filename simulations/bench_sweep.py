@@ -1,7 +1,7 @@
 """Benchmark: wall time of a Fig. 2 sweep, jobs one after another vs. side by side, and where
 each job's time goes.
 
-Runs ``python -m simulations.run -m +experiment=fig2`` (with the given overrides) once per launcher
+Runs ``python -m simulations.run -m +experiment=sonmf/fig2`` (with the given overrides) once per launcher
 (``basic``: one job after another; ``joblib``: ``n_jobs`` side by side, each on its own
 SuperLink), times each sweep, and breaks every job down from its ``job_timing.json`` and
 ``result.json``:
@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from fedmf_app.results import load_result
+from fedmf_app.federated.results import load_result
 from simulations.run import TIMING_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,7 +84,7 @@ def main() -> None:
     if not args.existing:
         for launcher in args.launchers:
             sweep_dir = args.out / launcher
-            command = [sys.executable, "-m", "simulations.run", "-m", "+experiment=fig2",
+            command = [sys.executable, "-m", "simulations.run", "-m", "+experiment=sonmf/fig2",
                        f"hydra/launcher={launcher}", f"hydra.sweep.dir={sweep_dir}", *args.overrides]
             log.info("running: %s", " ".join(command))
             started = time.perf_counter()

@@ -4,7 +4,7 @@ Usage::
 
     python -m simulations.run run.heterogeneity=0.9                     # one run
     python -m simulations.run -m run.heterogeneity=0,0.3,0.6,0.9        # a sweep
-    python -m simulations.run -m +experiment=fig2                       # a figure's preset
+    python -m simulations.run -m +experiment=sonmf/fig2                       # a figure's preset
 
 A data file named by a relative ``run.dataset`` path is taken from the folder the command runs in
 (the apps run elsewhere, so the job passes the absolute path). Each job validates its run config
@@ -37,9 +37,9 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from fedmf_app.config import ConfigError, defaults, validate_run_config
-from fedmf_app.local_superlink import LocalSuperLink
-from fedmf_app.results import load_result
+from fedmf_app.options import ConfigError, defaults, validate_run_config
+from fedmf_app.deployment.superlink import LocalSuperLink
+from fedmf_app.federated.results import load_result
 
 ROOT = Path(__file__).resolve().parents[1]
 FAILED_JOB_FILE = "job_failed.json"
@@ -70,7 +70,7 @@ def run_job(cfg: DictConfig, job_dir: Path) -> dict[str, Any]:
 
     Raises
     ------
-    fedmf_app.config.ConfigError
+    fedmf_app.options.ConfigError
         On an invalid run config (before Flower starts).
     JobFailed
         When the run did not complete (or took longer than ``timeout_s``).

@@ -78,7 +78,7 @@ def build_federation(tmp_path, cfg, properties=None, run_name="run", node_config
 
     from fedmf_app.data import load_client_view
     from fedmf_app.registry import client_class, strategy_class
-    from fedmf_app.results import RunRecorder
+    from fedmf_app.federated.results import RunRecorder
 
     strategy = strategy_class(cfg["algorithm"])(cfg, RunRecorder(tmp_path, run_name, cfg))
     manager = SimpleClientManager()
@@ -133,3 +133,19 @@ def run_federation(tmp_path, cfg, run_name="run", node_configs=None):
         parameters = run_round(strategy, manager, clients, parameters, s)
         broadcasts.append(parameters_to_ndarrays(parameters))
     return strategy, broadcasts
+
+
+class ClientProxyToNumPy(FakeProxy):
+    """A proxy that hands every message to a real NumPyClient, as Flower would."""
+
+    def __init__(self, cid, client):
+        super().__init__(cid, properties=None)
+        self.client = client
+
+    def get_properties(self, ins, timeout, group_id):
+        return GetPropertiesRes(status=Status(Code.OK, ""),
+                                properties=self.client.get_properties(ins.config))
+
+    def fit(self, ins, timeout, group_id):
+        arrays, _, metrics = self.client.fit(parameters_to_ndarrays(ins.parameters), ins.config)
+        return fit_res(arrays, metrics)

@@ -1,8 +1,15 @@
-"""A small seeded multi-view clustered data set for the FMVC-IMK tests."""
+"""FMVC-IMK test helpers: a small seeded clustered multi-view data set and an in-process run."""
 
 import numpy as np
+from flwr.server import SimpleClientManager
 
-from fedmf_app.kernels.imk import preprocess_view
+from fakes import ClientProxyToNumPy, client_context, run_evaluate_round
+
+from fedmf_app.data import load_client_view
+from fedmf_app.federated.results import RunRecorder
+from fedmf_app.methods.imk.updates import preprocess_view
+from fedmf_app.options import validate_run_config
+from fedmf_app.registry import client_class, strategy_class
 
 
 def clustered_views(n=120, k=3, dims=(8, 12, 6), noise=1.5, seed=0):
@@ -14,3 +21,36 @@ def clustered_views(n=120, k=3, dims=(8, 12, 6), noise=1.5, seed=0):
         centres = 2.0 * rng.normal(size=(k, d))
         views.append(preprocess_view(centres[y] + noise * rng.normal(size=(n, d)), "zscore", True))
     return views, y
+
+
+BASE = {"algorithm": "fmvc-imk", "num-clients": 3, "num-clusters": 3, "num-samples": 60,
+        "num-server-rounds": 6, "imk-tol": 0.0, "seed": 2}
+
+
+def labelled_file(tmp_path):
+    """The clustered views of the kernel tests as a multi-view ``.npz`` with labels."""
+    views, y = clustered_views(n=90)
+    path = tmp_path / "clustered.npz"
+    np.savez(path, X_0=views[0], X_1=views[1], X_2=views[2], y=y)
+    return str(path), y
+
+
+def run(tmp_path, **overrides):
+    cfg = validate_run_config({**BASE, **overrides})
+    strategy = strategy_class("fmvc-imk")(cfg, RunRecorder(tmp_path, "run", cfg))
+    manager = SimpleClientManager()
+    clients = {}
+    for p in reversed(range(cfg["num-clients"])):  # node order != partition order
+        client = client_class("fmvc-imk")(client_context(cfg, p, cfg["num-clients"]), cfg, p,
+                                          cfg["num-clients"], load_client_view(cfg, p))
+        manager.register(ClientProxyToNumPy(f"node-{p}", client))
+        clients[f"node-{p}"] = client
+    parameters = strategy.initialize_parameters(client_manager=manager)
+    for s in range(1, cfg["num-server-rounds"] + 1):
+        instructions = strategy.configure_fit(server_round=s, parameters=parameters,
+                                              client_manager=manager)
+        if instructions:  # Flower's legacy Server skips the fit of an empty round
+            results = [(proxy, proxy.fit(ins, None, s)) for proxy, ins in instructions]
+            parameters = strategy.aggregate_fit(server_round=s, results=results, failures=[])[0]
+        run_evaluate_round(strategy, manager, clients, parameters, s)
+    return cfg, strategy, list(clients.values())

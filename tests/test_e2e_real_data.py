@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from fedmf_app.data.multiview import load_multiview
-from fedmf_app.kernels.metrics import clustering_scores
-from fedmf_app.local_superlink import LocalSuperLink
+from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.deployment.superlink import LocalSuperLink
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e

@@ -17,7 +17,7 @@ from fedmf_app.data.errors import DataError
 from fedmf_app.data.multiview import load_multiview, load_single_view
 from fedmf_app.data.preprocess import prepare_view
 from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view
-from fedmf_app.kernels.missing_views import fill_missing_rows, missing_view_mask
+from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
 
 __all__ = [
     "ClientView",
@@ -85,13 +85,13 @@ def synthetic_spec(cfg: Mapping[str, Any]) -> SyntheticSpec:
     Parameters
     ----------
     cfg : mapping
-        Output of :func:`fedmf_app.config.validate_run_config`.
+        Output of :func:`fedmf_app.options.validate_run_config`.
 
     Returns
     -------
     SyntheticSpec
     """
-    from fedmf_app.config import synthetic_rank
+    from fedmf_app.options import synthetic_rank
 
     return SyntheticSpec(
         num_samples=cfg["num-samples"],
@@ -198,9 +198,9 @@ def _fill_missing(features: np.ndarray, cfg: Mapping[str, Any], partition_id: in
     """The view with its missing rows filled, for algorithms that need complete views.
 
     Unchanged when ``missing-rate`` is 0 or the algorithm reads the mask itself
-    (:data:`fedmf_app.config.MASK_READING_ALGORITHMS`); otherwise the rows the run's seeded mask
+    (:data:`fedmf_app.options.MASK_READING_ALGORITHMS`); otherwise the rows the run's seeded mask
     marks missing for this view are replaced per ``missing-fill``
-    (:func:`fedmf_app.kernels.missing_views.fill_missing_rows`).
+    (:func:`fedmf_app.data.missing_views.fill_missing_rows`).
 
     Parameters
     ----------
@@ -221,7 +221,7 @@ def _fill_missing(features: np.ndarray, cfg: Mapping[str, Any], partition_id: in
     DataError
         When the run's mask cannot be built for this data (e.g. fewer than 2 views).
     """
-    from fedmf_app.config import MASK_READING_ALGORITHMS
+    from fedmf_app.options import MASK_READING_ALGORITHMS
 
     if cfg["missing-rate"] == 0 or cfg["algorithm"] in MASK_READING_ALGORITHMS:
         return features

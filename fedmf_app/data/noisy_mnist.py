@@ -27,7 +27,7 @@ import numpy as np
 from scipy.ndimage import rotate
 
 from fedmf_app.data import DataError
-from fedmf_app.seeding import Stream, rng_for
+from fedmf_app.common.seeding import Stream, rng_for
 
 __all__ = ["build_noisy_mnist", "read_idx", "write_noisy_mnist"]
 

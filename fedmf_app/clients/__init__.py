@@ -1,1 +1,0 @@
-"""Flower NumPyClient subclasses (client side); no math here."""

@@ -1,0 +1,420 @@
+"""Common server-side Flower plumbing for view-federated algorithms (no math here).
+
+Every algorithm of this app federates *views*: client ``p`` holds view ``p`` of the same samples,
+and every client takes part in every round. :class:`ViewFederationStrategy` does what is common:
+
+* before round 1: waits for exactly ``num-clients`` SuperNodes, asks each for its properties
+  (partition id, shape of its view) in a handshake, checks them, and only then creates the run
+  folder;
+* each round: sends the same instructions to every client, maps the replies to partition ids,
+  hands them to the algorithm's :meth:`~ViewFederationStrategy.aggregate`, records the round in
+  ``result.json`` and logs progress;
+* on any client failure or missing reply: marks ``result.json`` failed (keeping the finished
+  rounds) and stops the run with a message naming the partitions, since the algorithms here need
+  every view in every round;
+* after the last round: asks the algorithm for the predicted cluster of every sample
+  (:meth:`~ViewFederationStrategy.final_labels`), collects the ground truth from the clients'
+  evaluate replies (used only here, to score), and writes the summary, the plots and
+  ``result.json["final"]`` (labels and ACC, NMI, purity, ARI).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import resource
+import time
+from abc import abstractmethod
+from dataclasses import dataclass
+from logging import ERROR, INFO, WARNING
+from typing import Any
+
+import numpy as np
+from flwr.common import (
+    Code,
+    EvaluateIns,
+    EvaluateRes,
+    FitIns,
+    FitRes,
+    GetPropertiesIns,
+    Parameters,
+    Scalar,
+    ndarrays_to_parameters,
+    parameters_to_ndarrays,
+)
+from flwr.common.logger import log
+from flwr.server.client_manager import ClientManager
+from flwr.server.client_proxy import ClientProxy
+from flwr.server.strategy import Strategy
+
+from fedmf_app.data import dataset_view_count
+from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.federated.results import RunRecorder
+
+__all__ = ["ClientReply", "FederationError", "ViewFederationStrategy"]
+
+
+class FederationError(RuntimeError):
+    """The federation cannot run or continue (wrong clients, failed or missing replies)."""
+
+
+@dataclass(frozen=True)
+class ClientReply:
+    """One client's reply to a round, decoded.
+
+    Attributes
+    ----------
+    partition_id : int
+    arrays : list of ndarray
+    metrics : dict
+    """
+
+    partition_id: int
+    arrays: list[np.ndarray]
+    metrics: dict[str, Scalar]
+
+
+class ViewFederationStrategy(Strategy):
+    """Base strategy: full participation of one client per view, results and progress.
+
+    Parameters
+    ----------
+    cfg : dict
+        Validated run config.
+    recorder : RunRecorder
+        Where the run's results go.
+
+    Attributes
+    ----------
+    num_clusters : int or None
+        Clusters of the final clustering, set before round 1: run config ``num-clusters``, or
+        (when that is 0) the number of ground-truth classes the clients report, else ``None``.
+
+    Notes
+    -----
+    Subclasses implement :meth:`initial_arrays`, :meth:`aggregate` and may override
+    :meth:`check_clients`, :meth:`summary`, :meth:`write_plots`, :meth:`final_labels` and
+    :attr:`progress_keys`.
+    """
+
+    #: Record keys shown in the per-round log line, in order.
+    progress_keys: tuple[str, ...] = ()
+
+    def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.recorder = recorder
+        self.num_rounds: int = cfg["num-server-rounds"]
+        self.clients: list[ClientProxy] = []
+        self.client_info: list[dict[str, Scalar]] = []
+        self.num_clusters: int | None = None
+        self._round_start = 0.0
+        self._run_start = 0.0
+        self._summary: dict[str, Any] = {}
+        self._final: dict[str, Any] | None = None
+
+    # ----------------------------------------------------------------- hooks for the algorithms
+    def expected_clients(self) -> int:
+        """Number of clients the run needs (default: ``num-clients``)."""
+        return int(self.cfg["num-clients"])
+
+    def check_clients(self, info: list[dict[str, Scalar]]) -> None:
+        """Check the handshake replies (in partition order); raise :class:`FederationError`.
+
+        Parameters
+        ----------
+        info : list of dict
+            Each client's properties: ``partition-id``, ``num-samples``, ``num-features``, ...
+        """
+        samples = {int(i["num-samples"]) for i in info}
+        if len(samples) != 1:
+            detail = ", ".join(f"partition {i['partition-id']}: {i['num-samples']}" for i in info)
+            raise FederationError(f"the views do not have the same number of samples ({detail})")
+
+    @abstractmethod
+    def initial_arrays(self) -> list[np.ndarray]:
+        """Arrays broadcast in round 1 (called after the handshake)."""
+
+    @abstractmethod
+    def aggregate(
+        self, server_round: int, replies: list[ClientReply]
+    ) -> tuple[list[np.ndarray], dict[str, Any]]:
+        """Combine one round's replies (in partition order).
+
+        Returns
+        -------
+        arrays : list of ndarray
+            Broadcast in the next round.
+        record : dict
+            JSON-serialisable metrics of this round. The base class adds ``round``, ``wall_s``
+            (this round, configure to aggregate), ``elapsed_s``, ``server_s`` (time in
+            :meth:`aggregate`) and ``client_kernel_s_max``/``_sum`` (from each reply's
+            ``kernel_s`` metric, which every client must report).
+        """
+
+    def summary(self) -> dict[str, Any]:
+        """Summary written when the run completes."""
+        return {}
+
+    def final_labels(self) -> np.ndarray | None:
+        """Predicted cluster of every sample after the last round (``None``: no clustering).
+
+        Returns
+        -------
+        ndarray, shape (n,), or None
+            Integer cluster ids; called once, after the last round's :meth:`aggregate`.
+        """
+        return None
+
+    def write_plots(self) -> list[str]:
+        """Write the run's figures into the run folder; return their file names."""
+        return []
+
+    # ------------------------------------------------------------------------ Flower's Strategy
+    def initialize_parameters(self, client_manager: ClientManager) -> Parameters | None:
+        """Handshake with the clients, then return the round-1 broadcast."""
+        self._run_start = time.perf_counter()
+        try:
+            self._check_dataset()
+            self.clients, self.client_info = self._handshake(client_manager)
+            self.num_clusters = self._resolve_num_clusters(self.client_info)
+            self.check_clients(self.client_info)
+            arrays = self.initial_arrays()
+        except Exception as exc:
+            log(ERROR, "run stopped before round 1: %s", exc)
+            raise
+        self.recorder.start([dict(i) for i in self.client_info])
+        log(INFO, "run folder: %s", self.recorder.run_dir)
+        return ndarrays_to_parameters(arrays)
+
+    def configure_fit(
+        self, server_round: int, parameters: Parameters, client_manager: ClientManager
+    ) -> list[tuple[ClientProxy, FitIns]]:
+        """Every client gets the same broadcast."""
+        self._round_start = time.perf_counter()
+        ins = FitIns(parameters=parameters, config={"server-round": server_round})
+        return [(proxy, ins) for proxy in self.clients]
+
+    def aggregate_fit(
+        self,
+        server_round: int,
+        results: list[tuple[ClientProxy, FitRes]],
+        failures: list[tuple[ClientProxy, FitRes] | BaseException],
+    ) -> tuple[Parameters | None, dict[str, Scalar]]:
+        """Decode the replies, aggregate, record and log the round."""
+        replies = self._decode(server_round, results, failures)
+        started = time.perf_counter()
+        try:
+            arrays, record = self.aggregate(server_round, replies)
+        except Exception as exc:
+            self.recorder.fail(f"round {server_round}: server aggregation failed: {exc}")
+            raise
+        now = time.perf_counter()
+        kernel = [float(r.metrics["kernel_s"]) for r in replies]
+        record = {
+            "round": server_round,
+            "wall_s": now - self._round_start,
+            "elapsed_s": now - self._run_start,
+            "server_s": now - started,
+            "client_kernel_s_max": max(kernel),
+            "client_kernel_s_sum": sum(kernel),
+            **record,
+        }
+        self.recorder.record_round(record)
+        self._log_progress(record)
+        if server_round == self.num_rounds:
+            self._summary = self.summary()
+            self._summary["plots"] = self.write_plots()
+            self._summary["wall_s"] = now - self._run_start
+            try:
+                labels = self.final_labels()
+            except Exception as exc:
+                self.recorder.fail(f"final clustering failed: {exc}")
+                raise
+            if labels is None:
+                self._complete()
+            else:
+                self._final = {"labels": [int(c) for c in labels],
+                               "num_clusters": int(len(np.unique(labels)))}
+        return ndarrays_to_parameters(arrays), {}
+
+    def configure_evaluate(
+        self, server_round: int, parameters: Parameters, client_manager: ClientManager
+    ) -> list[tuple[ClientProxy, EvaluateIns]]:
+        """After the last round only: ask every client for its ground truth (to score)."""
+        if server_round != self.num_rounds or self._final is None:
+            return []
+        ins = EvaluateIns(parameters=Parameters(tensors=[], tensor_type="numpy.ndarray"),
+                          config={"server-round": server_round})
+        return [(proxy, ins) for proxy in self.clients]
+
+    def aggregate_evaluate(
+        self,
+        server_round: int,
+        results: list[tuple[ClientProxy, EvaluateRes]],
+        failures: list[tuple[ClientProxy, EvaluateRes] | BaseException],
+    ) -> tuple[float | None, dict[str, Scalar]]:
+        """Score the final clustering against the first partition's ground truth; finish the run."""
+        if server_round != self.num_rounds or self._final is None:
+            return None, {}
+        partition_of = {p.cid: i for i, p in enumerate(self.clients)}
+        truths = sorted(
+            (partition_of[proxy.cid], np.frombuffer(res.metrics["labels"], dtype="<i8"))
+            for proxy, res in results
+            if res.status.code == Code.OK and proxy.cid in partition_of
+            and len(res.metrics.get("labels", b"")) > 0
+        )
+        if failures:
+            log(WARNING, "%d client(s) sent no ground truth for the final scores", len(failures))
+        rss = [float(res.metrics["peak_rss_mb"]) for _, res in results if "peak_rss_mb" in res.metrics]
+        if rss:
+            self._summary["peak_rss_mb_client_max"] = max(rss)
+        predicted = np.asarray(self._final["labels"])
+        if truths:
+            partition, truth = truths[0]
+            if truth.shape != predicted.shape:
+                self._final["error"] = (f"partition {partition}'s ground truth has {truth.size} "
+                                        f"labels for {predicted.size} samples")
+            else:
+                self._final.update(clustering_scores(truth, predicted))
+                self._final["ground_truth_partition"] = partition
+                disagree = [p for p, t in truths[1:] if t.shape != truth.shape or np.any(t != truth)]
+                if disagree:
+                    log(WARNING, "partitions %s hold ground truth that differs from partition %d's; "
+                        "scored against partition %d", disagree, partition, partition)
+        self._complete()
+        return None, {}
+
+    def evaluate(
+        self, server_round: int, parameters: Parameters
+    ) -> tuple[float, dict[str, Scalar]] | None:
+        """No centralised evaluation."""
+        return None
+
+    # ---------------------------------------------------------------------------------- helpers
+    def _complete(self) -> None:
+        self._summary["peak_rss_mb_server"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        self.recorder.finish(self._summary, self._final)
+        final = self._final or {}
+        scores = "  ".join(f"{k}={final[k]:.4f}" for k in ("acc", "nmi", "purity", "ari") if k in final)
+        log(INFO, "run completed%s; results in %s", f" ({scores})" if scores else "",
+            self.recorder.path)
+
+    def _check_dataset(self) -> None:
+        """Before contacting anyone: the data set's view count must be the client count (when
+        this machine can read the data set)."""
+        count = dataset_view_count(self.cfg["dataset"])
+        expected = self.expected_clients()
+        if count is not None and count != expected:
+            raise FederationError(
+                f"data set {self.cfg['dataset']!r} has {count} views but the run needs "
+                f"{expected} clients (run config 'num-clients'): one client per view, so set "
+                f"num-clients = {count}"
+            )
+
+    def _resolve_num_clusters(self, info: list[dict[str, Scalar]]) -> int | None:
+        """Run config ``num-clusters``, else the clients' number of ground-truth classes."""
+        if self.cfg["num-clusters"] > 0:
+            return int(self.cfg["num-clusters"])
+        classes = {int(i.get("num-classes", 0)) for i in info} - {0}
+        if len(classes) > 1:
+            detail = ", ".join(f"partition {i['partition-id']}: {i.get('num-classes', 0)}" for i in info)
+            raise FederationError(f"the clients' ground truth has different numbers of classes "
+                                  f"({detail})")
+        return classes.pop() if classes else None
+
+    def _handshake(
+        self, client_manager: ClientManager
+    ) -> tuple[list[ClientProxy], list[dict[str, Scalar]]]:
+        """Wait for the clients, ask each for its properties, order them by partition id."""
+        expected = self.expected_clients()
+        timeout = float(self.cfg["connect-timeout-s"])
+        deadline = time.monotonic() + timeout
+        available = client_manager.num_available()
+        while available < expected and time.monotonic() < deadline:
+            time.sleep(0.5)
+            available = client_manager.num_available()
+        if available != expected:
+            raise FederationError(
+                f"the run needs exactly {expected} SuperNodes (run config 'num-clients' or the "
+                f"number of views) but {available} are connected after {timeout:.0f} s; in "
+                f"simulation pass --federation-config \"num-supernodes={expected}\""
+            )
+        proxies = list(client_manager.all().values())
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(proxies)) as pool:
+            # The first message to a node also pays for starting its ClientApp (a Ray actor in
+            # simulation), which can take longer than connecting on a busy machine: give the
+            # handshake replies as long as a round's.
+            reply_timeout = float(self.cfg["round-timeout-s"])
+            futures = {pool.submit(self._properties, proxy, reply_timeout): proxy for proxy in proxies}
+            answers = [(futures[f], f.result()) for f in concurrent.futures.as_completed(futures)]
+        answers.sort(key=lambda pair: int(pair[1]["partition-id"]))
+        ids = [int(info["partition-id"]) for _, info in answers]
+        if ids != list(range(expected)):
+            raise FederationError(
+                f"the SuperNodes' partition ids are {ids}; the run needs each of 0..{expected - 1} "
+                "exactly once (node config 'partition-id')"
+            )
+        for _, info in answers:
+            declared = info.get("num-partitions", -1)
+            if int(declared) not in (-1, expected):
+                raise FederationError(
+                    f"partition {info['partition-id']} was started with num-partitions={declared} "
+                    f"but the run has {expected} clients"
+                )
+        return [p for p, _ in answers], [info for _, info in answers]
+
+    @staticmethod
+    def _properties(proxy: ClientProxy, timeout: float) -> dict[str, Scalar]:
+        try:
+            res = proxy.get_properties(GetPropertiesIns(config={}), timeout=timeout, group_id=0)
+        except Exception as exc:  # the client's own message is inside
+            raise FederationError(f"SuperNode {proxy.cid} failed the handshake: {exc}") from exc
+        if res.status.code != Code.OK:
+            raise FederationError(
+                f"SuperNode {proxy.cid} failed the handshake: {res.status.message}"
+            )
+        return dict(res.properties)
+
+    def _decode(
+        self,
+        server_round: int,
+        results: list[tuple[ClientProxy, FitRes]],
+        failures: list[tuple[ClientProxy, FitRes] | BaseException],
+    ) -> list[ClientReply]:
+        partition_of = {p.cid: i for i, p in enumerate(self.clients)}
+        replies: list[ClientReply] = []
+        reasons = [str(f) if isinstance(f, BaseException) else f[1].status.message for f in failures]
+        for proxy, res in results:
+            if proxy.cid not in partition_of:
+                reasons.append(f"reply from unknown node {proxy.cid}")
+            elif res.status.code != Code.OK:
+                reasons.append(f"partition {partition_of[proxy.cid]}: {res.status.message}")
+            else:
+                replies.append(ClientReply(partition_id=partition_of[proxy.cid],
+                                           arrays=parameters_to_ndarrays(res.parameters),
+                                           metrics=dict(res.metrics)))
+        replies.sort(key=lambda r: r.partition_id)
+        missing = sorted(set(range(len(self.clients))) - {r.partition_id for r in replies})
+        if missing or reasons:
+            message = (
+                f"round {server_round}: no valid reply from partition(s) {missing} "
+                f"(every view is needed in every round). Errors: {'; '.join(reasons) or 'none reported'}"
+            )
+            self.recorder.fail(message)
+            log(ERROR, "%s", message)
+            raise FederationError(message)
+        return replies
+
+    def _log_progress(self, record: dict[str, Any]) -> None:
+        shown = "  ".join(
+            f"{key}={record[key]:.3e}" for key in self.progress_keys if record.get(key) is not None
+        )
+        log(
+            INFO,
+            "[%s] round %d/%d  %s  (%.2f s)",
+            self.cfg["algorithm"],
+            record["round"],
+            self.num_rounds,
+            shown,
+            record["wall_s"],
+        )

@@ -1,1 +1,0 @@
-"""Math kernels: pure numpy, no Flower import. Arrays in, arrays out."""

@@ -1,0 +1,105 @@
+"""FMVC-IAI client (paper C): Flower plumbing around :mod:`fedmf_app.methods.iai.client_updates`.
+
+Messages (spec §3.3; every array is a plain ndarray, the sparse ones as index/value pairs):
+
+* round 1, down: nothing; up: ``[kNN indices (n, k) int32]`` of the client's observed rows.
+* round s >= 2, down: ``[A_g neighbours (n, k) int32, Y (n,) int64, P (n, K) or (0, K), anchors
+  (r,) int64]``; up: ``[E^(m) (n, K), G^(m) column indices (n, s) int32, G^(m) values (n, s)]``
+  and the scalar ``emd`` as a metric.
+
+The autoencoder (trained once, in round 1) and the graph autoencoder's weights stay in
+``context.state``; nothing else is kept. The client reads only the rows of its view that the
+run's missing-view mask marks observed. torch is imported here only (other algorithms never load
+this module), and uses one thread per client.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from logging import WARNING
+from typing import Any
+
+import numpy as np
+import torch
+from flwr.common import Context, Scalar
+from flwr.common.logger import log
+
+from fedmf_app.federated.client import ViewClient, load_state, save_state
+from fedmf_app.options import iai_params
+from fedmf_app.data import ClientView
+from fedmf_app.methods.iai.client_updates import client_round, client_setup
+from fedmf_app.data.missing_views import missing_view_mask
+from fedmf_app.common.seeding import Stream, rng_for
+
+__all__ = ["FMVCIAIClient"]
+
+_NAME = "fmvc-iai"
+
+
+def _device(requested: str) -> str:
+    """The run config's device, or the CPU when CUDA is asked for but absent."""
+    if requested == "cuda" and not torch.cuda.is_available():
+        log(WARNING, "run config device = 'cuda' but no GPU is present: training on the CPU")
+        return "cpu"
+    return requested
+
+
+class FMVCIAIClient(ViewClient):
+    """One view of FMVC-IAI.
+
+    Parameters
+    ----------
+    context, cfg, partition_id, num_partitions, view
+        See :class:`~fedmf_app.federated.client.ViewClient`.
+    """
+
+    def __init__(self, context: Context, cfg: dict[str, Any], partition_id: int,
+                 num_partitions: int | None, view: ClientView) -> None:
+        super().__init__(context, cfg, partition_id, num_partitions, view)
+        torch.set_num_threads(1)
+        n = view.features.shape[0]
+        self.observed = missing_view_mask(n, cfg["num-clients"], cfg["missing-rate"], cfg["seed"],
+                                          cfg["missing-views-dropped"])[:, partition_id]
+        self.seed = int(rng_for(cfg["seed"], Stream.IAI_CLIENT, partition_id).integers(2**31 - 1))
+
+    def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
+        """Handshake, plus how many of this view's rows are observed."""
+        return {**super().get_properties(config), "num-observed": int(self.observed.sum())}
+
+    def fit(
+        self, parameters: list[np.ndarray], config: dict[str, Scalar]
+    ) -> tuple[list[np.ndarray], int, dict[str, Scalar]]:
+        """Round 1: autoencoder and kNN graph; later rounds: one training round (spec §3.4)."""
+        server_round = int(config["server-round"])
+        state = load_state(self.context, _NAME, server_round)
+        started = time.perf_counter()
+        x = self.view.features
+        if server_round == 1:
+            params = iai_params(self.cfg, num_clusters=1)
+            neighbours, ae_state = client_setup(x, self.observed, params, self.seed)
+            save_state(self.context, _NAME, server_round, {f"ae.{k}": v for k, v in ae_state.items()})
+            return [neighbours], int(self.observed.sum()), {
+                "kernel_s": time.perf_counter() - started}
+        neighbours, labels, target, anchors = parameters
+        params = replace(iai_params(self.cfg, num_clusters=target.shape[1]),
+                         device=_device(self.cfg["device"]))
+        ae_state = {k[3:]: v for k, v in state.items() if k.startswith("ae.")}
+        gae_state = {k[4:]: v for k, v in state.items() if k.startswith("gae.")} or None
+        upload = client_round(
+            x, self.observed, ae_state, gae_state, neighbours, labels,
+            target if target.shape[0] else None, anchors, params, self.seed + server_round,
+        )
+        save_state(self.context, _NAME, server_round,
+                   {**{f"ae.{k}": v for k, v in ae_state.items()},
+                    **{f"gae.{k}": v for k, v in upload.gae_state.items()}})
+        metrics: dict[str, Scalar] = {
+            "kernel_s": time.perf_counter() - started,
+            "loss_attribute": upload.losses.attribute,
+            "loss_structure": upload.losses.structure,
+            "loss_clustering": upload.losses.clustering,
+        }
+        if upload.emd is not None:
+            metrics["emd"] = upload.emd
+        return ([upload.distances, upload.anchor_indices, upload.anchor_values],
+                int(self.observed.sum()), metrics)

@@ -1,0 +1,226 @@
+"""One FMVC-IAI client's work per round (spec §3.2, §3.4): arrays in, arrays out, no Flower.
+
+Round 1 (:func:`client_setup`): scale the view, pre-train the autoencoder on the observed rows,
+and build the kNN graph of the codes over the observed rows (uploaded as ``n x k`` indices).
+Rounds >= 2 (:func:`client_round`): codes Z (zero rows where missing) -> imputation on the global
+graph -> train the GAT autoencoder with the clustering loss -> anchor graph G^(m), prototype
+distances E^(m) and EMD(P, Q^(m)) to upload.
+
+The networks' weights are returned as ``{name: ndarray}`` so the Flower client can keep them in
+``context.state`` between rounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from fedmf_app.methods.iai.deep_clustering import prototype_distances, prototypes, total_variation_emd
+from fedmf_app.methods.iai.feature_propagation import feature_propagation
+from fedmf_app.methods.iai.graph_autoencoder import (
+    GAELosses,
+    GraphAutoencoder,
+    autoencoder,
+    encode,
+    pretrain_autoencoder,
+    seeded,
+    soft_assignment,
+    train_gae,
+)
+from fedmf_app.common.graphs import adjacency
+from fedmf_app.methods.iai.sample_graphs import anchor_graph, observed_knn
+from fedmf_app.methods.iai.params import IAIParams
+
+__all__ = ["ClientUpload", "client_round", "client_setup", "scale_features"]
+
+
+@dataclass(frozen=True)
+class ClientUpload:
+    """What one client sends after a training round (spec §3.2.8).
+
+    Attributes
+    ----------
+    distances : ndarray, shape (n, K)
+        E^(m).
+    anchor_indices : ndarray of int32, shape (n, s)
+        Column of each nonzero of the row-sparse anchor graph G^(m).
+    anchor_values : ndarray, shape (n, s)
+        Its values (rows sum to one).
+    emd : float or None
+        EMD(P, Q^(m)); ``None`` when there is no P yet.
+    losses : GAELosses
+        Last-epoch losses (reported as metrics).
+    gae_state : dict of ndarray
+        Updated network weights (stay on the client).
+    """
+
+    distances: np.ndarray
+    anchor_indices: np.ndarray
+    anchor_values: np.ndarray
+    emd: float | None
+    losses: GAELosses
+    gae_state: dict[str, np.ndarray]
+
+
+def scale_features(x: np.ndarray, observed: np.ndarray, rule: str) -> np.ndarray:
+    """Scale a view with statistics of its observed rows only.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d)
+    observed : ndarray of bool, shape (n,)
+    rule : {"standard", "none"}
+        ``standard``: subtract the observed mean, divide by the observed standard deviation
+        (constant features are only centred).
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+        Unobserved rows are zero.
+    """
+    x = np.where(observed[:, None], np.asarray(x, dtype=np.float64), 0.0)
+    if rule == "standard":
+        rows = x[observed]
+        std = rows.std(axis=0)
+        x = (x - rows.mean(axis=0)) / np.where(std > 0, std, 1.0)
+        x[~observed] = 0.0
+    return x
+
+
+def _to_numpy(state: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
+    return {k: v.detach().cpu().numpy() for k, v in state.items()}
+
+
+def _to_torch(state: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    return {k: torch.as_tensor(v) for k, v in state.items()}
+
+
+def client_setup(
+    x: np.ndarray, observed: np.ndarray, params: IAIParams, seed: int
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Round 1: pre-train the autoencoder and build the local kNN graph (spec §3.4 init).
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d)
+        The client's view; only rows with ``observed`` are read.
+    observed : ndarray of bool, shape (n,)
+    params : IAIParams
+    seed : int
+        This client's seed.
+
+    Returns
+    -------
+    neighbours : ndarray of int32, shape (n, k)
+        kNN graph over the observed rows in global indices, ``-1`` on unobserved rows.
+    ae_state : dict of ndarray
+        Autoencoder weights.
+    """
+    scaled = scale_features(x, observed, params.feature_scaling)
+    ae = pretrain_autoencoder(scaled[observed], params.ae_hidden, params.embed_dim,
+                              params.ae_epochs, params.ae_lr, params.ae_batch_size, seed)
+    z = encode(ae, scaled)
+    return observed_knn(z, observed, params.knn).astype(np.int32), _to_numpy(ae.state_dict())
+
+
+def client_codes(
+    x: np.ndarray, observed: np.ndarray, ae_state: dict[str, np.ndarray], params: IAIParams
+) -> np.ndarray:
+    """Codes Z^(m) of the frozen autoencoder, zero rows where the view is missing.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d)
+    observed : ndarray of bool, shape (n,)
+    ae_state : dict of ndarray
+    params : IAIParams
+
+    Returns
+    -------
+    ndarray, shape (n, d_z)
+    """
+    ae = autoencoder(x.shape[1], params.ae_hidden, params.embed_dim)
+    ae.load_state_dict(_to_torch(ae_state))
+    z = encode(ae.eval(), scale_features(x, observed, params.feature_scaling))
+    z[~observed] = 0.0
+    return z
+
+
+def client_round(
+    x: np.ndarray,
+    observed: np.ndarray,
+    ae_state: dict[str, np.ndarray],
+    gae_state: dict[str, np.ndarray] | None,
+    neighbours: np.ndarray,
+    labels: np.ndarray,
+    target: np.ndarray | None,
+    anchors: np.ndarray,
+    params: IAIParams,
+    seed: int,
+) -> ClientUpload:
+    """One training round of a client (spec §3.4, steps 1-8 of §3.2).
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d)
+        The client's view (unobserved rows are not read).
+    observed : ndarray of bool, shape (n,)
+    ae_state : dict of ndarray
+        Frozen autoencoder from :func:`client_setup`.
+    gae_state : dict of ndarray or None
+        Graph autoencoder after the previous round (``None``: a fresh, seeded network).
+    neighbours : ndarray of int, shape (n, k)
+        Global graph A_g as neighbour indices (symmetrised here).
+    labels : ndarray of int, shape (n,)
+        Server pseudo-labels Y; the centroids U^(m) are re-initialised to the Y-prototypes of the
+        current embedding every round (spec §3.3b), which keeps Q^(m)'s columns aligned with P.
+    target : ndarray, shape (n, K), or None
+        Server target P; ``None`` trains without the clustering loss.
+    anchors : ndarray of int, shape (r,)
+        Shared anchor sample indices.
+    params : IAIParams
+    seed : int
+        Seed of this client and round.
+
+    Returns
+    -------
+    ClientUpload
+    """
+    device = params.device
+    n, k = x.shape[0], params.num_clusters
+    z = client_codes(x, observed, ae_state, params)
+    graph = adjacency(neighbours, n)
+    if params.imputation == "propagation":
+        z = feature_propagation(z, observed, graph, params.fp_iterations)
+    coo = graph.tocoo()
+    edge_index = np.vstack([coo.row, coo.col]).astype(np.int64)
+    with seeded(seed):
+        model = GraphAutoencoder(z.shape[1], k, params.gae)
+    if gae_state is not None:
+        model.load_state_dict(_to_torch(gae_state))
+    model = model.to(device)
+    xz = torch.as_tensor(z, dtype=torch.float32, device=device)
+    ei = torch.as_tensor(edge_index, device=device)
+
+    def embed() -> torch.Tensor:
+        with torch.no_grad():
+            return model(xz, ei)
+
+    with torch.no_grad():
+        start = embed().double().cpu().numpy()
+        model.centroids.copy_(torch.as_tensor(prototypes(start, labels, k), dtype=torch.float32))
+    losses = train_gae(model, z, edge_index, target, params.gae, seed, device)
+    h_t = embed()
+    q = soft_assignment(h_t, model.centroids.detach()).double().cpu().numpy()
+    h = h_t.double().cpu().numpy()
+    idx, val = anchor_graph(h, h[anchors], params.anchor_neighbours)
+    return ClientUpload(
+        distances=prototype_distances(h, prototypes(h, labels, k)),
+        anchor_indices=idx.astype(np.int32),
+        anchor_values=val,
+        emd=None if target is None else total_variation_emd(target, q),
+        losses=losses,
+        gae_state=_to_numpy(model.cpu().state_dict()),
+    )

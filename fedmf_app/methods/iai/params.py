@@ -1,0 +1,124 @@
+"""Parameters of FMVC-IAI (paper C, spec §3), torch-free so that the run config can build them.
+
+Every field marked [A] is an assumption of ``spec/ALGORITHMS.md`` exposed as a run-config option
+(``fedmf_app.options``); the defaults are the spec's, with the corrections of §3.3b.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["DEVICES", "FEATURE_SCALINGS", "GAEParams", "IAIParams", "IMPUTATIONS", "PSEUDO_LABELS"]
+
+#: Imputation of the missing rows of Z^(m): feature propagation (M1) or zeros (ablation of M1).
+IMPUTATIONS = ("propagation", "zeros")
+#: Pseudo-labels Y: argmin of the summed prototype distances (§3.3b) or spectral clustering of A_g.
+PSEUDO_LABELS = ("prototype-argmin", "spectral")
+#: Per-client scaling of the raw features before the autoencoder.
+FEATURE_SCALINGS = ("standard", "none")
+#: Where the client trains its networks.
+DEVICES = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class GAEParams:
+    """Architecture and training of the client's graph autoencoder ([A] defaults of spec §3.2-3.4).
+
+    Attributes
+    ----------
+    hidden : int
+        Width per attention head of the first GAT layer (64).
+    heads : int
+        Heads of the first layer, concatenated (4).
+    out_dim : int
+        Embedding d_h (64); the second GAT layer has one head and no activation (spec §3.3b).
+    decoder_hidden : int
+        Hidden width of the attribute decoder d_h -> 256 -> d_z and of the structure head.
+    structure_head : str
+        ``mlp``: H_s = MLP_s(H) (d_h -> decoder_hidden -> d_h); ``identity``: H_s = H.
+    epochs : int
+        Full-batch epochs per round (100).
+    lr : float
+        Adam step (1e-3).
+    alpha : float
+        Weight of the clustering loss (1).
+    negative_ratio : float
+        Sampled non-edges per edge of A_g + I in the structure loss (1.0, uniform sampling).
+    attribute_loss : bool
+        Include MSE(Ẑ, Ẑ_rec) (ablation M3 when false).
+    structure_loss : bool
+        Include the BCE on edges and sampled non-edges (ablation M4 when false).
+    """
+
+    hidden: int = 64
+    heads: int = 4
+    out_dim: int = 64
+    decoder_hidden: int = 256
+    structure_head: str = "mlp"
+    epochs: int = 100
+    lr: float = 1e-3
+    alpha: float = 1.0
+    negative_ratio: float = 1.0
+    attribute_loss: bool = True
+    structure_loss: bool = True
+
+
+@dataclass(frozen=True)
+class IAIParams:
+    """Everything else of FMVC-IAI (spec §3.2-§3.4).
+
+    Attributes
+    ----------
+    num_clusters : int
+        K.
+    knn : int
+        Neighbours k of every kNN graph (20).
+    anchors : int
+        Shared anchor indices r, drawn once by the server at random (200).
+    anchor_neighbours : int
+        Anchors per sample s of the parameter-free anchor graph (10, spec §3.3b).
+    fp_iterations : int
+        Feature-propagation steps T (40).
+    imputation : str
+        One of :data:`IMPUTATIONS` (``propagation``).
+    start_graph : str
+        ``support`` (top-k by supporting views, §3.3b) or ``union`` (the literal reading).
+    fusion : str
+        ``inverse-emd``, ``softmax`` or ``uniform`` (M2 ablation).
+    fusion_temperature : float
+        Temperature of ``softmax`` fusion.
+    pseudo_labels : str
+        One of :data:`PSEUDO_LABELS` (``prototype-argmin``, §3.3b).
+    feature_scaling : str
+        ``standard``: z-score each feature on the client's observed rows; ``none``.
+    ae_hidden : tuple of int
+        Autoencoder widths ((256, 128), §3.3b).
+    embed_dim : int
+        d_z (64).
+    ae_epochs : int
+        Autoencoder epochs (100, §3.3b).
+    ae_lr : float
+    ae_batch_size : int
+    device : str
+        ``cpu`` or ``cuda`` (falls back to the CPU, with a warning, when no GPU is present).
+    gae : GAEParams
+    """
+
+    num_clusters: int
+    knn: int = 20
+    anchors: int = 200
+    anchor_neighbours: int = 10
+    fp_iterations: int = 40
+    imputation: str = "propagation"
+    start_graph: str = "support"
+    fusion: str = "inverse-emd"
+    fusion_temperature: float = 0.1
+    pseudo_labels: str = "prototype-argmin"
+    feature_scaling: str = "standard"
+    ae_hidden: tuple[int, ...] = (256, 128)
+    embed_dim: int = 64
+    ae_epochs: int = 100
+    ae_lr: float = 1e-3
+    ae_batch_size: int = 256
+    device: str = "cpu"
+    gae: GAEParams = field(default_factory=GAEParams)

@@ -1,0 +1,125 @@
+"""Server side of FMVC-IAI (paper C, ``algorithm = "fmvc-iai"``): a Flower Strategy.
+
+Round 1 is the set-up round of spec §3.4: each client pre-trains its autoencoder and uploads its
+kNN graph (``n x k`` indices); the server builds A_g⁰, draws the shared anchors and computes Y⁰.
+Rounds 2..``num-server-rounds`` are training rounds (so R = ``num-server-rounds`` - 1): the server
+receives E^(m), the row-sparse anchor graph G^(m) and EMD_m, and broadcasts the kNN graph A_g (as
+``n x k`` neighbour indices), the pseudo-labels Y, the target P and the anchor indices. The math
+is in :mod:`fedmf_app.methods.iai.server_updates`. The final clustering is the last Y.
+"""
+
+from __future__ import annotations
+
+from logging import WARNING
+from typing import Any
+
+import numpy as np
+from flwr.common.logger import log
+
+from fedmf_app.options import iai_params
+from fedmf_app.methods.iai.params import IAIParams
+from fedmf_app.methods.iai import server_updates as iai_server
+from fedmf_app.methods.iai.server_updates import ServerState
+from fedmf_app.data.missing_views import views_dropped
+from fedmf_app.federated.results import RunRecorder
+from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
+
+__all__ = ["FMVCIAIStrategy"]
+
+
+class FMVCIAIStrategy(ViewFederationStrategy):
+    """Federated multi-view graph clustering with incomplete attribute imputation (server).
+
+    Parameters
+    ----------
+    cfg : dict
+        Validated run config.
+    recorder : RunRecorder
+
+    Attributes
+    ----------
+    state : ServerState or None
+        The latest broadcast (A_g, Y, P, anchors); ``None`` before round 1's replies.
+    """
+
+    progress_keys = ("emd_mean", "label_change", "components")
+
+    def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
+        super().__init__(cfg, recorder)
+        self.state: ServerState | None = None
+        self.params: IAIParams | None = None
+
+    def initial_arrays(self) -> list[np.ndarray]:
+        """Nothing: round 1 is the clients' set-up round.
+
+        Raises
+        ------
+        FederationError
+            When the number of clusters is unknown, or the data cannot hold the anchors or the
+            missing views.
+        """
+        if self.num_clusters is None:
+            raise FederationError(
+                "fmvc-iai needs the number of clusters: set run config 'num-clusters', or give "
+                "the clients ground-truth labels (their class count is used)"
+            )
+        self.params = iai_params(self.cfg, self.num_clusters)
+        n = int(self.client_info[0]["num-samples"])
+        if self.params.anchors > n:
+            raise FederationError(f"run config 'iai-anchors' = {self.params.anchors} exceeds the "
+                                  f"{n} samples")
+        if self.cfg["missing-rate"] > 0:
+            try:
+                views_dropped(len(self.client_info), self.cfg["missing-views-dropped"])
+            except ValueError as exc:
+                raise FederationError(str(exc)) from exc
+        return []
+
+    def aggregate(
+        self, server_round: int, replies: list[ClientReply]
+    ) -> tuple[list[np.ndarray], dict[str, Any]]:
+        """Round 1: set up A_g⁰, Y⁰ and the anchors; later: P, Y and A_g (spec §3.3)."""
+        assert self.params is not None
+        seed = int(self.cfg["seed"])
+        record: dict[str, Any]
+        if server_round == 1:
+            self.state = iai_server.server_setup([r.arrays[0] for r in replies], self.params,
+                                      rng_for(seed, Stream.IAI_SERVER), seed)
+            record = {"phase": "setup", "components": self.state.components}
+        else:
+            assert self.state is not None
+            has_emd = all("emd" in r.metrics for r in replies)
+            emd = [float(r.metrics["emd"]) for r in replies] if has_emd else None
+            previous = self.state.labels
+            self.state, weights = iai_server.server_round(
+                self.state, [r.arrays[0] for r in replies],
+                [(r.arrays[1], r.arrays[2]) for r in replies], emd, self.params, seed + server_round,
+            )
+            record = {
+                "phase": "train",
+                "components": self.state.components,
+                "label_change": float(np.mean(self.state.labels != previous)),
+                "emd": emd,
+                "emd_mean": None if emd is None else float(np.mean(emd)),
+                "weights": weights.tolist(),
+                **{key: float(np.mean([r.metrics[key] for r in replies]))
+                   for key in ("loss_attribute", "loss_structure", "loss_clustering")},
+            }
+        state = self.state
+        if self.params.pseudo_labels == "spectral" and state.components > self.params.num_clusters:
+            log(WARNING, "round %d: the global graph A_g has %d connected components for %d "
+                "clusters; spectral pseudo-labels will follow the components (consider "
+                "iai-pseudo-labels = prototype-argmin or a larger iai-knn)", server_round,
+                state.components, self.params.num_clusters)
+        target = state.target if state.target is not None else np.zeros((0, self.params.num_clusters))
+        return [state.neighbours, state.labels, target, state.anchors], record
+
+    def final_labels(self) -> np.ndarray | None:
+        """The last pseudo-labels Y (spec §3.4 output)."""
+        return None if self.state is None else self.state.labels
+
+    def summary(self) -> dict[str, Any]:
+        """Training rounds and the last graph's connectivity."""
+        return {"training_rounds": self.num_rounds - 1,
+                "components": None if self.state is None else self.state.components}

@@ -1,0 +1,232 @@
+"""Server side of paper B's FMVC-IMK (``algorithm = "fmvc-imk"``): a Flower Strategy.
+
+Before round 1 (inside :meth:`initialize_parameters`, after the base handshake) the strategy runs
+the secure sum of the clients' graphs (:mod:`fedmf_app.common.secure_sum`):
+
+1. ``get_properties(imk-stage = "keys")`` to every client: each answers an X25519 public key;
+2. ``fit(imk-stage = "setup")`` to every client with all public keys: each answers its masked
+   similarity encoding, its initial :math:`H^{(m)}` and (if it has them) its labels;
+3. the server adds the masked uploads mod :math:`2^{32}` (only the sum is ever decoded), forms
+   :math:`\\tilde L = \\sum_m L^{(m)}/(Mp)` (sparse) and the first :math:`H`
+   (:func:`~fedmf_app.methods.imk.updates.initial_global_h`).
+
+Each round: down :math:`H` (``N x k``); up :math:`H^{(m)}` (``N x k``) and three scalars
+(:math:`\\|R^{(m)}\\|_F`, :math:`\\|H^{(m)\\top}H^{(m)} - I\\|_F^2`, :math:`\\alpha^{(m)}`). The
+server keeps a copy of every :math:`\\Phi^{(m)}` (it applies the same multiplier step as the
+client), solves (20) and records the objective, the consensus gap and, when the clients sent
+labels, ACC/NMI/purity/ARI of the labels extracted from the new :math:`H`. The run stops early
+when the objective's relative change is at most ``imk-tol``; the remaining Flower rounds are
+skipped (no client is contacted).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import time
+from logging import INFO, WARNING
+from typing import Any
+
+import numpy as np
+from flwr.common import (
+    Code,
+    FitIns,
+    GetPropertiesIns,
+    Parameters,
+    Scalar,
+    ndarrays_to_parameters,
+    parameters_to_ndarrays,
+)
+from flwr.common.logger import log
+from flwr.server.client_manager import ClientManager
+from flwr.server.client_proxy import ClientProxy
+
+from fedmf_app.options import imk_params
+from fedmf_app.common.graphs import laplacian
+from fedmf_app.methods.imk.updates import (
+    ServerSolver,
+    extract_labels,
+    initial_global_h,
+    multiplier_step,
+    normalised_laplacian_sum,
+    objective,
+)
+from fedmf_app.methods.imk.reference import label_rng, server_rng
+from fedmf_app.common.secure_sum import decode_upper, sum_uploads
+from fedmf_app.methods.imk.plots import plot_convergence
+from fedmf_app.federated.results import RunRecorder
+from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
+
+__all__ = ["FMVCIMKStrategy"]
+
+
+class FMVCIMKStrategy(ViewFederationStrategy):
+    """FMVC-IMK server: secure graph sum, the ``H`` update (20), multipliers, stopping rule.
+
+    Parameters
+    ----------
+    cfg : dict
+        Validated run config.
+    recorder : RunRecorder
+
+    Attributes
+    ----------
+    h : ndarray, shape (N, k)
+        The global indicator :math:`H`.
+    laplacian : scipy.sparse.csr_matrix, shape (N, N)
+        :math:`\\tilde L` (known only as the sum over clients).
+    """
+
+    progress_keys = ("objective", "consensus", "acc")
+
+    def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
+        super().__init__(cfg, recorder)
+        self.params = imk_params(cfg)
+        self.k = 0
+        self.h: np.ndarray | None = None
+        self.laplacian = None
+        self.solver: ServerSolver | None = None
+        self.phis: list[np.ndarray] = []
+        self.h_locals: list[np.ndarray] = []
+        self.truth: np.ndarray | None = None
+        self.setup: dict[str, Any] = {}
+        self.converged_round: int | None = None
+
+    # ------------------------------------------------------------------------------ handshake
+    def check_clients(self, info: list[dict[str, Scalar]]) -> None:
+        """Same samples everywhere, and more samples than kNN neighbours."""
+        super().check_clients(info)
+        n = int(info[0]["num-samples"])
+        if not self.cfg["imk-neighbours"] < n:
+            raise FederationError(
+                f"run config 'imk-neighbours' = {self.cfg['imk-neighbours']} must be below the "
+                f"number of samples ({n})"
+            )
+
+    def initial_arrays(self) -> list[np.ndarray]:
+        """Secure sum of the graphs, initial ``H`` (see the module docstring)."""
+        if self.num_clusters is None:
+            raise FederationError(
+                "fmvc-imk needs the number of clusters: set run config 'num-clusters' (the clients "
+                "have no ground truth to take it from)"
+            )
+        self.k = self.num_clusters
+        started = time.perf_counter()
+        config: dict[str, Scalar] = {"imk-stage": "setup", "num-clusters": self.k}
+        if self.cfg["imk-secure-sum"] == "masking":
+            keys = self._parallel(lambda p: self._properties_stage(p, {"imk-stage": "keys"}))
+            config.update({f"public-key-{i}": bytes(info["public-key"]) for i, info in enumerate(keys)})
+            config["mask-context"] = os.urandom(16)
+        else:
+            log(WARNING, "fmvc-imk: imk-secure-sum = none: the server receives every client's graph")
+        replies = self._parallel(lambda p: self._fit_stage(p, config))
+        n = replies[0][0][1].shape[0]
+        sum_started = time.perf_counter()
+        total = decode_upper(sum_uploads([arrays[0] for arrays, _ in replies]), n,
+                             self.cfg["imk-mask-frac-bits"])
+        m = len(replies)
+        self.laplacian = normalised_laplacian_sum(laplacian(total), m, self.cfg["imk-neighbours"])
+        self.solver = ServerSolver(self.laplacian, m, self.params, self.cfg["imk-server-solver"])
+        sum_s = time.perf_counter() - sum_started
+        h_inits = [arrays[1] for arrays, _ in replies]
+        self.h = initial_global_h(h_inits, self.cfg["imk-server-init"], server_rng(self.cfg["seed"]))
+        self.h_locals = h_inits
+        self.phis = [np.zeros_like(self.h) for _ in replies]
+        truths = [arrays[2] for arrays, _ in replies if len(arrays) > 2]
+        self.truth = truths[0] if truths else None
+        for reply in replies:
+            reply[0].clear()  # drop the masked uploads (N^2/2 words each)
+        self.setup = {
+            "secure_sum": self.cfg["imk-secure-sum"],
+            "upload_bytes_per_client": int(replies[0][1]["upload_bytes"]),
+            "client_mask_s_max": max(float(r[1]["mask_s"]) for r in replies),
+            "client_setup_s_max": max(float(r[1]["kernel_s"]) for r in replies),
+            "server_sum_s": sum_s,
+            "setup_s": time.perf_counter() - started,
+            "graph_edges": int(total.nnz // 2),
+            "num_clusters": self.k,
+        }
+        log(INFO, "fmvc-imk setup: %s", self.setup)
+        return [self.h]
+
+    # ---------------------------------------------------------------------------------- rounds
+    def configure_fit(
+        self, server_round: int, parameters: Parameters, client_manager: ClientManager
+    ) -> list[tuple[ClientProxy, FitIns]]:
+        """After convergence no client is contacted (Flower's remaining rounds are empty)."""
+        if self.converged_round is not None:
+            return []
+        return super().configure_fit(server_round, parameters, client_manager)
+
+    def aggregate(
+        self, server_round: int, replies: list[ClientReply]
+    ) -> tuple[list[np.ndarray], dict[str, Any]]:
+        """Multiplier copies, (20), objective, scores and the stopping rule."""
+        h_locals = [r.arrays[0] for r in replies]
+        if server_round > 1:
+            self.phis = [multiplier_step(phi, hl, self.h, self.params.rho)
+                         for phi, hl in zip(self.phis, self.h_locals)]
+        self.h = self.solver.update(self.phis, h_locals, self.h)
+        self.h_locals = h_locals
+        record: dict[str, Any] = objective(
+            [float(r.metrics["residual"]) for r in replies],
+            [float(r.metrics["ortho"]) for r in replies], self.h, self.laplacian, self.params)
+        record["consensus"] = float(np.sqrt(sum(np.sum((hl - self.h) ** 2) for hl in h_locals)))
+        record["alpha"] = [float(r.metrics["alpha"]) for r in replies]
+        if self.truth is not None:
+            record.update(self._scores(self._labels(server_round)))
+        previous = self.recorder.data["rounds"][-1]["objective"] if self.recorder.data["rounds"] else None
+        tol = self.cfg["imk-tol"]
+        if (previous is not None and tol > 0
+                and abs(record["objective"] - previous) <= tol * abs(previous)):
+            self.converged_round = server_round
+            self.num_rounds = server_round  # the base class finishes the run after this round
+            log(INFO, "fmvc-imk: converged in round %d (relative change <= %g)", server_round, tol)
+        return [self.h], record
+
+    def _labels(self, server_round: int) -> np.ndarray:
+        return extract_labels(self.h, self.cfg["imk-labels"], label_rng(self.cfg["seed"], server_round))
+
+    def _scores(self, labels: np.ndarray) -> dict[str, float]:
+        from fedmf_app.common.metrics import clustering_scores
+
+        return clustering_scores(self.truth, labels)
+
+    def final_labels(self) -> np.ndarray | None:
+        """Labels of the final global ``H`` (``imk-labels`` rule; the last round's labels)."""
+        return self._labels(self.recorder.data["rounds"][-1]["round"])
+
+    def summary(self) -> dict[str, Any]:
+        """Setup costs, rounds run, convergence and the final objective and scores."""
+        last = self.recorder.data["rounds"][-1]
+        out = {"setup": self.setup, "rounds_run": last["round"],
+               "converged_round": self.converged_round, "objective": last["objective"]}
+        for key in ("acc", "nmi", "purity", "ari"):
+            if key in last:
+                out[key] = last[key]
+        return out
+
+    def write_plots(self) -> list[str]:
+        """Objective and ACC against rounds (the paper's Fig. 2)."""
+        plot_convergence(self.recorder.data, self.recorder.run_dir / "convergence.png")
+        return ["convergence.png"]
+
+    # ---------------------------------------------------------------------------------- helpers
+    def _parallel(self, call) -> list[Any]:
+        """``call(proxy)`` for every client at once; results in partition order."""
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(self.clients)) as pool:
+            return list(pool.map(call, self.clients))
+
+    def _properties_stage(self, proxy: ClientProxy, config: dict[str, Scalar]) -> dict[str, Scalar]:
+        res = proxy.get_properties(GetPropertiesIns(config=config),
+                                   timeout=float(self.cfg["round-timeout-s"]), group_id=0)
+        if res.status.code != Code.OK:
+            raise FederationError(f"SuperNode {proxy.cid} failed the key stage: {res.status.message}")
+        return dict(res.properties)
+
+    def _fit_stage(self, proxy: ClientProxy, config: dict[str, Scalar]) -> tuple[list[np.ndarray], dict]:
+        ins = FitIns(parameters=ndarrays_to_parameters([]), config=config)
+        res = proxy.fit(ins, timeout=float(self.cfg["round-timeout-s"]), group_id=0)
+        if res.status.code != Code.OK:
+            raise FederationError(f"SuperNode {proxy.cid} failed the setup: {res.status.message}")
+        return parameters_to_ndarrays(res.parameters), dict(res.metrics)

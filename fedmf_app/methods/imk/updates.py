@@ -1,0 +1,609 @@
+"""FMVC-IMK (paper B): integrated matrix factorisation and k-means, pure numpy/scipy math.
+
+Model (``spec/ALGORITHMS.md`` 2.1, objective (10) [D]) for ``M`` clients, client ``m`` holding the
+view :math:`X^{(m)}` (``N x d_m``, samples x features):
+
+.. math::
+
+    \\min \\sum_m \\alpha^{(m)}\\|X^{(m)} - H^{(m)}W^{(m)}F^{(m)}\\|_F^2
+    + \\mu\\sum_m\\|H^{(m)\\top}H^{(m)} - I_k\\|_F^2 + \\lambda\\,\\mathrm{Tr}(H^\\top \\tilde L H)
+    \\quad\\text{s.t. } F^{(m)}F^{(m)\\top} = I,\\; H^{(m)} = H,
+
+with :math:`F^{(m)}` (``c_m x d_m``, :math:`c_m = \\min(c, d_m)`), :math:`W^{(m)}` (``k x c_m``),
+:math:`H^{(m)}` and the global :math:`H` (``N x k``), and :math:`\\tilde L = \\sum_m L^{(m)}/(Mp)`
+(correction 5 of spec 2.2b). With :math:`\\alpha^{(m)} = 1/(2\\|R^{(m)}\\|_F)` (16) the data term
+is the unsquared :math:`\\sum_m\\|R^{(m)}\\|_F` (Theorem 1), which is what :func:`objective` reports.
+
+Client round (Algorithm 1, after the multiplier step :math:`\\Phi^{(m)} \\leftarrow \\Phi^{(m)} +
+\\rho(H^{(m)} - H)` [A]):
+
+* (24) :math:`F = \\tilde U\\tilde V^\\top`, thin SVD :math:`\\tilde U\\Sigma\\tilde V^\\top =
+  W^\\top H^{(m)\\top}X` (orthogonal Procrustes), :func:`update_f`;
+* (25) :math:`W = (H^{(m)\\top}H^{(m)} + \\epsilon I)^{-1}H^{(m)\\top}XF^\\top`, :func:`update_w`;
+* (27) :math:`\\Delta = [2\\alpha RB^\\top - 4\\mu H^{(m)}(H^{(m)\\top}H^{(m)} - I) - \\Phi + \\rho(H -
+  H^{(m)})](2\\alpha\\sigma' WW^\\top + (\\rho + \\ell)I)^{-1}`, :math:`B = WF`,
+  :math:`\\ell = 4\\mu(3\\|H^{(m)}\\|_2^2 - 1)_+` (the majoriser of correction 3, optional),
+  :math:`H^{(m)} \\leftarrow H^{(m)} + \\beta\\Delta`, :func:`h_step`;
+* (16) :math:`\\alpha = 1/(2\\|X - H^{(m)}WF\\|_F)`, :func:`update_alpha`.
+
+Server (20): :math:`H = (2\\lambda\\tilde L + M\\rho I)^{-1}\\sum_m(\\Phi^{(m)} + \\rho H^{(m)})`,
+solved column by column with conjugate gradients warm-started at the previous :math:`H` (or a
+sparse LU factorisation made once), :class:`ServerSolver`; never a dense ``N x N`` matrix.
+
+[A] ``ortho_placement = "global"`` moves the orthogonality penalty to the global :math:`H`: the
+clients drop it and the server subtracts :math:`4\\mu H_{prev}(H_{prev}^\\top H_{prev} - I)`
+(linearised at the previous :math:`H`) from the right-hand side of (20).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from fedmf_app.common.clustering import kmeans_labels
+
+__all__ = [
+    "CLIENT_INITS",
+    "LABEL_RULES",
+    "ORTHO_PLACEMENTS",
+    "SERVER_INITS",
+    "SERVER_SOLVERS",
+    "STANDARDISATIONS",
+    "ClientState",
+    "ClientStats",
+    "IMKParams",
+    "ServerSolver",
+    "client_round",
+    "extract_labels",
+    "graph_term",
+    "h_step",
+    "init_client",
+    "initial_global_h",
+    "multiplier_step",
+    "normalised_indicator",
+    "normalised_laplacian_sum",
+    "objective",
+    "ortho_penalty",
+    "preprocess_view",
+    "residual_norm",
+    "server_rhs",
+    "update_alpha",
+    "update_f",
+    "update_w",
+]
+
+ORTHO_PLACEMENTS = ("local", "global")
+CLIENT_INITS = ("normalised-indicator", "onehot-plus-0.2")
+SERVER_INITS = ("kmeans-concat", "mean")
+LABEL_RULES = ("argmax", "kmeans")
+SERVER_SOLVERS = ("cg", "splu")
+STANDARDISATIONS = ("zscore", "row-l2", "none")
+
+
+@dataclass(frozen=True)
+class IMKParams:
+    """Steps and weights of FMVC-IMK (defaults: spec 2.2b).
+
+    Attributes
+    ----------
+    lam : float
+        :math:`\\lambda`, weight of the graph term (0 switches it off).
+    mu : float
+        :math:`\\mu`, weight of the orthogonality penalty.
+    rho : float
+        :math:`\\rho`, ADMM penalty of :math:`H^{(m)} = H`.
+    beta : float
+        :math:`\\beta`, step on :math:`\\Delta H^{(m)}`.
+    sigma : float
+        :math:`\\sigma'`, CoCoA's curvature factor (1; the literal reading is ``M``).
+    ridge : float
+        :math:`\\epsilon` of the ``W`` update.
+    ortho_placement : {"local", "global"}
+    ortho_curvature : bool
+        Add the majoriser :math:`\\ell` to the ``H`` step (false: the literal, unsafe reading).
+    nonneg : bool
+        [A] project :math:`H^{(m)} \\leftarrow \\max(H^{(m)}, 0)` after the step (FedMVL).
+    """
+
+    lam: float = 0.1
+    mu: float = 0.1
+    rho: float = 5.0
+    beta: float = 1.0
+    sigma: float = 1.0
+    ridge: float = 1e-8
+    ortho_placement: str = "local"
+    ortho_curvature: bool = True
+    nonneg: bool = False
+
+    @property
+    def local_mu(self) -> float:
+        """:math:`\\mu` as the clients see it (0 when the penalty sits on the global ``H``)."""
+        return self.mu if self.ortho_placement == "local" else 0.0
+
+
+@dataclass
+class ClientState:
+    """One client's private variables.
+
+    Attributes
+    ----------
+    f : ndarray, shape (c_m, d_m)
+        Orthonormal rows.
+    w : ndarray, shape (k, c_m)
+    h : ndarray, shape (N, k)
+        :math:`H^{(m)}`.
+    phi : ndarray, shape (N, k)
+        :math:`\\Phi^{(m)}` (the server keeps an identical copy).
+    alpha : float
+    """
+
+    f: np.ndarray
+    w: np.ndarray
+    h: np.ndarray
+    phi: np.ndarray
+    alpha: float
+
+
+@dataclass(frozen=True)
+class ClientStats:
+    """Scalars a client reports after its round.
+
+    Attributes
+    ----------
+    residual : float
+        :math:`\\|X - H^{(m)}WF\\|_F` after the ``H`` step.
+    ortho : float
+        :math:`\\|H^{(m)\\top}H^{(m)} - I\\|_F^2`.
+    alpha : float
+        The new :math:`\\alpha^{(m)}`.
+    """
+
+    residual: float
+    ortho: float
+    alpha: float
+
+
+# ------------------------------------------------------------------------------------------ data
+def preprocess_view(x: np.ndarray, standardise: str, unit_norm: bool) -> np.ndarray:
+    """Standardise a view and scale it to :math:`\\|X\\|_F = 1` (correction 4 of spec 2.2b).
+
+    Parameters
+    ----------
+    x : ndarray, shape (N, d)
+    standardise : {"zscore", "row-l2", "none"}
+        Per-feature z-score (constant features become 0), per-sample l2 normalisation (for
+        nonnegative text), or nothing.
+    unit_norm : bool
+        Divide by the Frobenius norm afterwards.
+
+    Returns
+    -------
+    ndarray, shape (N, d), float64
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if standardise == "zscore":
+        std = x.std(axis=0)
+        x = (x - x.mean(axis=0)) / np.where(std > 0, std, 1.0)
+    elif standardise == "row-l2":
+        norms = np.linalg.norm(x, axis=1, keepdims=True)
+        x = x / np.where(norms > 0, norms, 1.0)
+    elif standardise != "none":
+        raise ValueError(f"standardise {standardise!r} is not one of {STANDARDISATIONS}")
+    if unit_norm:
+        total = np.linalg.norm(x)
+        if total > 0:
+            x = x / total
+    return x
+
+
+# ------------------------------------------------------------------------------- client updates
+def update_f(x: np.ndarray, h: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(24): :math:`\\arg\\max_{FF^\\top = I}\\mathrm{Tr}(F X^\\top H W)`, orthogonal Procrustes.
+
+    Parameters
+    ----------
+    x : ndarray, shape (N, d)
+    h : ndarray, shape (N, k)
+    w : ndarray, shape (k, c)
+
+    Returns
+    -------
+    ndarray, shape (c, d)
+        :math:`\\tilde U\\tilde V^\\top` from the thin SVD of :math:`W^\\top H^\\top X`.
+    """
+    u, _, vt = np.linalg.svd(w.T @ (h.T @ x), full_matrices=False)
+    return u @ vt
+
+
+def update_w(x: np.ndarray, h: np.ndarray, f: np.ndarray, ridge: float) -> np.ndarray:
+    """(25): :math:`W = (H^\\top H + \\epsilon I)^{-1}H^\\top X F^\\top`, least squares in ``W``.
+
+    Parameters
+    ----------
+    x : ndarray, shape (N, d)
+    h : ndarray, shape (N, k)
+    f : ndarray, shape (c, d)
+    ridge : float
+
+    Returns
+    -------
+    ndarray, shape (k, c)
+    """
+    k = h.shape[1]
+    return np.linalg.solve(h.T @ h + ridge * np.eye(k), h.T @ (x @ f.T))
+
+
+def residual_norm(x: np.ndarray, h: np.ndarray, w: np.ndarray, f: np.ndarray) -> float:
+    """:math:`\\|X - HWF\\|_F`."""
+    return float(np.linalg.norm(x - h @ (w @ f)))
+
+
+def update_alpha(x: np.ndarray, h: np.ndarray, w: np.ndarray, f: np.ndarray) -> float:
+    """(16): :math:`\\alpha = 1/(2\\|X - HWF\\|_F)` (floored at a tiny residual)."""
+    return 1.0 / (2.0 * max(residual_norm(x, h, w, f), 1e-12))
+
+
+def ortho_penalty(h: np.ndarray) -> float:
+    """:math:`\\|H^\\top H - I\\|_F^2`."""
+    g = h.T @ h
+    return float(np.linalg.norm(g - np.eye(g.shape[0])) ** 2)
+
+
+def h_step(
+    x: np.ndarray,
+    state: ClientState,
+    h_global: np.ndarray,
+    params: IMKParams,
+) -> np.ndarray:
+    """(26)-(27): minimiser :math:`\\Delta` of the client's quadratic model (see module docstring).
+
+    Parameters
+    ----------
+    x : ndarray, shape (N, d)
+    state : ClientState
+        Current :math:`F, W, H^{(m)}, \\Phi^{(m)}, \\alpha`.
+    h_global : ndarray, shape (N, k)
+        Broadcast :math:`H`.
+    params : IMKParams
+
+    Returns
+    -------
+    ndarray, shape (N, k)
+        :math:`\\Delta H^{(m)}`.
+    """
+    h, w, f, alpha = state.h, state.w, state.f, state.alpha
+    k = h.shape[1]
+    mu = params.local_mu
+    b = w @ f
+    rbt = x @ b.T - h @ (w @ w.T)  # R B^T with B B^T = W W^T
+    gram = h.T @ h
+    grad_orth = 4.0 * mu * h @ (gram - np.eye(k))
+    numerator = 2.0 * alpha * rbt - grad_orth - state.phi + params.rho * (h_global - h)
+    curvature = 0.0
+    if params.ortho_curvature and mu > 0:
+        curvature = max(4.0 * mu * (3.0 * np.linalg.norm(h, 2) ** 2 - 1.0), 0.0)
+    denominator = 2.0 * alpha * params.sigma * (w @ w.T) + (params.rho + curvature) * np.eye(k)
+    return np.linalg.solve(denominator, numerator.T).T  # denominator is symmetric
+
+
+def multiplier_step(phi: np.ndarray, h_local: np.ndarray, h_global: np.ndarray, rho: float) -> np.ndarray:
+    """[A] ADMM multiplier step :math:`\\Phi + \\rho(H^{(m)} - H)` (same on client and server)."""
+    return phi + rho * (h_local - h_global)
+
+
+def client_round(
+    x: np.ndarray,
+    state: ClientState,
+    h_global: np.ndarray,
+    params: IMKParams,
+    first: bool,
+) -> tuple[ClientState, ClientStats]:
+    """One client round of Algorithm 1.
+
+    Parameters
+    ----------
+    x : ndarray, shape (N, d)
+        Preprocessed view.
+    state : ClientState
+        After the previous round (or :func:`init_client`).
+    h_global : ndarray, shape (N, k)
+        The broadcast :math:`H`.
+    params : IMKParams
+    first : bool
+        True in round 1, where no multiplier step precedes the updates (:math:`\\Phi = 0`).
+
+    Returns
+    -------
+    state : ClientState
+    stats : ClientStats
+    """
+    phi = state.phi if first else multiplier_step(state.phi, state.h, h_global, params.rho)
+    f = update_f(x, state.h, state.w)
+    w = update_w(x, state.h, f, params.ridge)
+    current = ClientState(f=f, w=w, h=state.h, phi=phi, alpha=state.alpha)
+    h = state.h + params.beta * h_step(x, current, h_global, params)
+    if params.nonneg:
+        h = np.maximum(h, 0.0)
+    alpha = update_alpha(x, h, w, f)
+    new = ClientState(f=f, w=w, h=h, phi=phi, alpha=alpha)
+    return new, ClientStats(residual=residual_norm(x, h, w, f), ortho=ortho_penalty(h), alpha=alpha)
+
+
+# ------------------------------------------------------------------------------- initialisation
+def normalised_indicator(labels: np.ndarray, k: int) -> np.ndarray:
+    """Column-normalised indicator, entries :math:`1/\\sqrt{n_j}` (correction 1 of spec 2.2b).
+
+    Parameters
+    ----------
+    labels : ndarray of int, shape (N,)
+        Values in ``0..k-1``.
+    k : int
+
+    Returns
+    -------
+    ndarray, shape (N, k)
+        Orthonormal columns (empty clusters give zero columns).
+    """
+    h = np.zeros((labels.size, k))
+    h[np.arange(labels.size), labels] = 1.0
+    counts = h.sum(axis=0)
+    return h / np.sqrt(np.where(counts > 0, counts, 1.0))
+
+
+def init_client(
+    x: np.ndarray,
+    k: int,
+    latent_dim: int,
+    num_clients: int,
+    init: str,
+    params: IMKParams,
+    rng: np.random.Generator,
+) -> ClientState:
+    """[A] Initial private state of a client.
+
+    :math:`H^{(m)}` from k-means on the view (``normalised-indicator``: entries
+    :math:`1/\\sqrt{n_j}`; ``onehot-plus-0.2``: FedMVL's one-hot + 0.2); :math:`F` random
+    orthonormal rows (QR); :math:`W` by (25); :math:`\\Phi = 0`; :math:`\\alpha = 1/M` [P].
+
+    Parameters
+    ----------
+    x : ndarray, shape (N, d)
+        Preprocessed view.
+    k : int
+        Clusters.
+    latent_dim : int
+        ``c``; the client uses :math:`c_m = \\min(c, d_m)`.
+    num_clients : int
+    init : {"normalised-indicator", "onehot-plus-0.2"}
+    params : IMKParams
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ClientState
+    """
+    labels = kmeans_labels(x, k, rng)
+    if init == "normalised-indicator":
+        h = normalised_indicator(labels, k)
+    elif init == "onehot-plus-0.2":
+        h = np.eye(k)[labels] + 0.2
+    else:
+        raise ValueError(f"client init {init!r} is not one of {CLIENT_INITS}")
+    c = min(latent_dim, x.shape[1])
+    q, _ = np.linalg.qr(rng.standard_normal((x.shape[1], c)))
+    f = q.T
+    w = update_w(x, h, f, params.ridge)
+    return ClientState(f=f, w=w, h=h, phi=np.zeros_like(h), alpha=1.0 / num_clients)
+
+
+def initial_global_h(h_inits: list[np.ndarray], mode: str, rng: np.random.Generator) -> np.ndarray:
+    """[A] The server's first :math:`H` from the clients' initial :math:`H^{(m)}`.
+
+    ``kmeans-concat`` (correction 2 of spec 2.2b): k-means on the concatenated
+    :math:`[H^{(1)}, \\dots, H^{(M)}]`, as a normalised indicator (per-view cluster numbers are
+    permuted, so averaging would mix clusters); ``mean``: :math:`\\frac1M\\sum_m H^{(m)}`.
+
+    Parameters
+    ----------
+    h_inits : list of ndarray, each shape (N, k)
+    mode : {"kmeans-concat", "mean"}
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray, shape (N, k)
+    """
+    if mode == "mean":
+        return np.mean(np.stack(h_inits), axis=0)
+    if mode != "kmeans-concat":
+        raise ValueError(f"server init {mode!r} is not one of {SERVER_INITS}")
+    k = h_inits[0].shape[1]
+    return normalised_indicator(kmeans_labels(np.hstack(h_inits), k, rng), k)
+
+
+# -------------------------------------------------------------------------------------- server
+def normalised_laplacian_sum(laplacian_sum: sp.spmatrix, num_clients: int, neighbours: int) -> sp.csr_matrix:
+    """:math:`\\tilde L = \\sum_m L^{(m)}/(Mp)` (correction 5 of spec 2.2b)."""
+    return (laplacian_sum / float(num_clients * neighbours)).tocsr()
+
+
+def graph_term(laplacian: sp.spmatrix, h: np.ndarray) -> float:
+    """:math:`\\mathrm{Tr}(H^\\top L H)`."""
+    return float(np.sum(h * (laplacian @ h)))
+
+
+def server_rhs(phis: list[np.ndarray], h_locals: list[np.ndarray], rho: float) -> np.ndarray:
+    """Right-hand side of (20): :math:`\\sum_m(\\Phi^{(m)} + \\rho H^{(m)})`."""
+    return sum(phi + rho * h for phi, h in zip(phis, h_locals))
+
+
+@dataclass
+class ServerSolver:
+    """Solves (20), :math:`(2\\lambda\\tilde L + M\\rho I)H = \\text{rhs}`, keeping everything sparse.
+
+    Parameters
+    ----------
+    laplacian : sparse matrix, shape (N, N)
+        :math:`\\tilde L`.
+    num_clients : int
+    params : IMKParams
+    method : {"cg", "splu"}
+        Conjugate gradients per column, warm-started and Jacobi-preconditioned (default; the matrix
+        is symmetric positive definite), or a sparse LU factorisation made once (fill-in makes it
+        slow beyond a few thousand samples).
+    tol : float
+        Relative residual of CG.
+    """
+
+    laplacian: sp.spmatrix
+    num_clients: int
+    params: IMKParams
+    method: str = "cg"
+    tol: float = 1e-10
+    _matrix: sp.csr_matrix = field(init=False, repr=False)
+    _lu: object = field(init=False, default=None, repr=False)
+    _precond: spla.LinearOperator = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.method not in SERVER_SOLVERS:
+            raise ValueError(f"server solver {self.method!r} is not one of {SERVER_SOLVERS}")
+        n = self.laplacian.shape[0]
+        shift = self.num_clients * self.params.rho
+        self._matrix = (2.0 * self.params.lam * self.laplacian + shift * sp.identity(n)).tocsr()
+        if self.method == "splu":
+            self._lu = spla.splu(self._matrix.tocsc())
+        inv_diag = 1.0 / self._matrix.diagonal()
+        self._precond = spla.LinearOperator((n, n), matvec=lambda v: inv_diag * v)
+
+    @property
+    def matrix(self) -> sp.csr_matrix:
+        """:math:`2\\lambda\\tilde L + M\\rho I` (sparse)."""
+        return self._matrix
+
+    def solve(self, rhs: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
+        """Solve for ``H``.
+
+        Parameters
+        ----------
+        rhs : ndarray, shape (N, k)
+        start : ndarray, shape (N, k), optional
+            Warm start for CG (the previous ``H``).
+
+        Returns
+        -------
+        ndarray, shape (N, k)
+
+        Raises
+        ------
+        FloatingPointError
+            When ``rhs`` is not finite or CG fails (a diverged client step).
+        """
+        if not np.all(np.isfinite(rhs)):
+            raise FloatingPointError(
+                "the clients' H^(m) are not finite: the local H step diverged (keep the orthogonality "
+                "curvature on, or lower mu)"
+            )
+        if self._lu is not None:
+            return self._lu.solve(rhs)
+        out = np.empty_like(rhs)
+        for j in range(rhs.shape[1]):
+            x0 = None if start is None else start[:, j]
+            out[:, j], info = spla.cg(self._matrix, rhs[:, j], x0=x0, rtol=self.tol, atol=0.0,
+                                      M=self._precond, maxiter=10 * rhs.shape[0])
+            if info != 0:
+                # the system is well conditioned (eigenvalues in [M rho, M rho + 2 lam ||L||]):
+                # only overflowing uploads stop CG
+                raise FloatingPointError(
+                    f"CG did not converge on column {j} of the server H system (|H^(m)| up to "
+                    f"{np.abs(rhs).max():.1e}: the local H step diverged)"
+                )
+        return out
+
+    def update(
+        self,
+        phis: list[np.ndarray],
+        h_locals: list[np.ndarray],
+        h_prev: np.ndarray,
+    ) -> np.ndarray:
+        """(20), with the global orthogonality gradient subtracted when it sits on :math:`H`.
+
+        Parameters
+        ----------
+        phis : list of ndarray, each shape (N, k)
+            The multipliers the clients used this round.
+        h_locals : list of ndarray, each shape (N, k)
+            The uploaded :math:`H^{(m)}`.
+        h_prev : ndarray, shape (N, k)
+            The previous global :math:`H` (CG warm start; linearisation point).
+
+        Returns
+        -------
+        ndarray, shape (N, k)
+        """
+        rhs = server_rhs(phis, h_locals, self.params.rho)
+        if self.params.ortho_placement == "global" and self.params.mu > 0:
+            k = h_prev.shape[1]
+            rhs = rhs - 4.0 * self.params.mu * h_prev @ (h_prev.T @ h_prev - np.eye(k))
+        return self.solve(rhs, h_prev)
+
+
+def objective(
+    residuals: list[float],
+    orthos: list[float],
+    h_global: np.ndarray,
+    laplacian: sp.spmatrix,
+    params: IMKParams,
+) -> dict[str, float]:
+    """Objective (11) form: :math:`\\sum_m\\|R^{(m)}\\|_F + \\mu\\cdot\\text{orth} +
+    \\lambda\\mathrm{Tr}(H^\\top\\tilde LH)`.
+
+    Parameters
+    ----------
+    residuals : list of float
+        :math:`\\|X^{(m)} - H^{(m)}W^{(m)}F^{(m)}\\|_F` per client.
+    orthos : list of float
+        :math:`\\|H^{(m)\\top}H^{(m)} - I\\|_F^2` per client (used with local placement).
+    h_global : ndarray, shape (N, k)
+    laplacian : sparse matrix, shape (N, N)
+        :math:`\\tilde L`.
+    params : IMKParams
+
+    Returns
+    -------
+    dict
+        ``objective``, ``data_term``, ``ortho_term``, ``graph_term``.
+    """
+    data = float(sum(residuals))
+    if params.ortho_placement == "local":
+        ortho = params.mu * float(sum(orthos))
+    else:
+        ortho = params.mu * ortho_penalty(h_global)
+    graph = params.lam * graph_term(laplacian, h_global)
+    return {"objective": data + ortho + graph, "data_term": data, "ortho_term": ortho,
+            "graph_term": graph}
+
+
+def extract_labels(h: np.ndarray, rule: str, rng: np.random.Generator) -> np.ndarray:
+    """[A] Cluster labels from the global :math:`H`.
+
+    Parameters
+    ----------
+    h : ndarray, shape (N, k)
+    rule : {"argmax", "kmeans"}
+        :math:`\\arg\\max_j H_{ij}`, or k-means on the row-normalised :math:`H` (FedMVL).
+    rng : numpy.random.Generator
+        Used by ``kmeans``.
+
+    Returns
+    -------
+    ndarray of int64, shape (N,)
+    """
+    if rule == "argmax":
+        return np.argmax(h, axis=1).astype(np.int64)
+    if rule != "kmeans":
+        raise ValueError(f"label rule {rule!r} is not one of {LABEL_RULES}")
+    norms = np.linalg.norm(h, axis=1, keepdims=True)
+    return kmeans_labels(h / np.where(norms > 0, norms, 1.0), h.shape[1], rng)

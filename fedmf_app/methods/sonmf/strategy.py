@@ -1,0 +1,360 @@
+"""Server side shared by every method on paper A's sparse ONMF model (no math here).
+
+The proposed method (``fedsonmf``, with its ablation variants) and the adapted FedMAvg, FedMGS and
+FedVRA-U hold one global :math:`V` (``r x n``) and differ only in what the clients upload and how
+the server turns the uploads into :math:`V^{s+1}`. :class:`SparseONMFStrategy` does the rest, the
+same way for all of them, so that their records can be compared:
+
+* before round 1: checks ``rank <= d_p`` for every view; draws :math:`\\bar V^1 = c\\,|N(0,1)|`
+  (``v-init-scale`` = c, the server's seed stream) and sets :math:`V^1 = P_{t\\mu}(\\bar V^1)` with
+  the method's server prox step ``t``;
+* each round, with ``diagnostics = true`` (every client then appends
+  :math:`\\nabla_V f_p(U_p^{s,0}, V^s)` to its upload and reports its loss and ``U`` residual):
+  the objective at :math:`(U^{s,0}, V^s)`, :math:`R_U`, and :math:`R_V` in two forms
+  (:mod:`fedmf_app.methods.sonmf.residuals`):
+
+  - ``residual_v``: with the subgradient the server's own prox produces at :math:`V^{s+1}` when
+    the update ends in one (``fedsonmf``, ``fedmgs``, ``fedvra-u`` with ``d = 1``), otherwise
+    (``fedmavg``: averaging after the clients' proxes; ``fedvra-u`` with ``d < 1``) the min-norm
+    subgradient;
+  - ``residual_v_min``: the min-norm subgradient for every method,
+    :math:`\\operatorname{dist}^2(0, \\bar g^s + \\partial h(V^{s+1})) \\le` ``residual_v``;
+
+  ``residual = residual_v + residual_u`` and ``residual_min = residual_v_min + residual_u``, with
+  the per-round ratio and the printed running average of ``residual``;
+* after the last round: the summary (rounds to 1e-2 per normalisation), ``residuals.png``, and
+  the final labels by k-means on :math:`V^T` (paper A's protocol, spec 1.11: 10 replicates x 300
+  iterations, seeded; ``k`` = :attr:`num_clusters`, else the rank).
+
+**The proposed method** (``algorithm = "fedsonmf"``, :class:`FedSONMFStrategy`) owns the global
+state:
+
+* :math:`\\bar V^s` (pre-proximal, broadcast), :math:`V^s` (post-proximal), :math:`V^{s-1}`;
+* :math:`\\tilde\\eta = \\eta_g\\tau\\alpha`;
+* the global part of the drift correction, :math:`(V^{s} - \\bar V^{s+1})/\\tilde\\eta`, which equals
+  the clients' mean average gradient :math:`\\frac1m\\sum_p G_p^s` (clients recover it from the
+  broadcast and their stored :math:`V^s`, so it never travels).
+
+Messages per round: down :math:`\\bar V^s` (``r x n``); up :math:`\\hat V_p^{s,\\tau}`
+(``r x n``), plus, with ``diagnostics = true``, :math:`\\nabla_V f_p(U_p^{s,0}, V^s)` (``r x n``)
+and two scalars, from which the server computes the objective and the stationarity residual.
+
+Ablation variants are run configs of this strategy: ``drift-correction = false`` (uncorrected
+local copies), ``local-steps = 1``, and ``v-update = "server"`` (clients upload their average
+gradient at fixed :math:`V^s`; the server takes one prox-gradient step of size ``server-step``
+and broadcasts its pre-proximal :math:`\\bar V^{s+1}`).
+
+**The compared methods**, adapted to paper A's model: FedMAvg and FedVRA-U broadcast :math:`V^s`
+itself; FedMGS, which is the proposed method's server-only ``V`` update with its own step,
+broadcasts :math:`\\bar V^{s}` like it. All record the same diagnostics as the proposed method.
+The math is in :mod:`fedmf_app.methods.sonmf.adapted_updates` and
+:mod:`fedmf_app.methods.sonmf.updates`.
+
+============  ===================================  =====================================  ===========================
+algorithm     upload                               server update                          ``residual_v`` subgradient
+============  ===================================  =====================================  ===========================
+``fedmavg``   :math:`V_p` after its local steps    :math:`V^{s+1} = \\mathrm{mean}_p V_p`  min-norm (no server prox)
+``fedmgs``    :math:`G_p` at fixed :math:`V^s`      :math:`P_{\\eta\\mu}(V^s - \\eta\\bar G)`  server prox, step ``eta``
+``fedvra-u``  :math:`Z_p = V_p + \\Lambda_p/\\rho`     :math:`V^s + d(P_{\\mu/\\rho}(\\bar Z) - V^s)`  server prox (``d = 1``), else min-norm
+============  ===================================  =====================================  ===========================
+"""
+
+from __future__ import annotations
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import Any
+import numpy as np
+from flwr.common import Scalar
+from fedmf_app.options import resolve_rank, sonmf_params
+from fedmf_app.common.clustering import kmeans_labels
+from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
+from fedmf_app.methods.sonmf.residuals import (
+    gradient_mapping,
+    normalised_residuals,
+    residual_v,
+    residual_v_min_norm,
+    rounds_to_target,
+)
+from fedmf_app.methods.sonmf.updates import SONMFParams, regulariser
+from fedmf_app.methods.sonmf.plots import plot_residuals
+from fedmf_app.federated.results import RunRecorder
+from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
+from fedmf_app.methods.sonmf.updates import prox_gradient_step, server_step
+from fedmf_app.options import fedmgs_params, fedvra_params
+from fedmf_app.methods.sonmf.adapted_updates import fedmavg_server_step, fedvra_server_step
+from fedmf_app.methods.sonmf.updates import SONMFParams
+
+__all__ = ['FedMAvgStrategy', 'FedMGSStrategy', 'FedSONMFStrategy', 'FedVRAUStrategy', 'ServerUpdate', 'SparseONMFStrategy']
+
+
+@dataclass(frozen=True)
+class ServerUpdate:
+    """What one server update produced.
+
+    Attributes
+    ----------
+    v_next : ndarray, shape (r, n)
+        :math:`V^{s+1}`.
+    broadcast : list of ndarray
+        Sent to every client in the next round.
+    prox_input : ndarray, shape (r, n), or None
+        ``Z`` when :math:`V^{s+1} = P_{t\\mu}(Z)`; ``None`` when the update is not a prox step.
+    prox_step : float or None
+        ``t`` of that prox.
+    """
+
+    v_next: np.ndarray
+    broadcast: list[np.ndarray]
+    prox_input: np.ndarray | None = None
+    prox_step: float | None = None
+
+
+class SparseONMFStrategy(ViewFederationStrategy):
+    """Base strategy of paper A's model: global ``V``, diagnostics, residuals, summary, plots.
+
+    Parameters
+    ----------
+    cfg : dict
+        Validated run config.
+    recorder : RunRecorder
+
+    Attributes
+    ----------
+    params : SONMFParams
+        Kernel parameters (:meth:`make_params`).
+    v : ndarray, shape (r, n)
+        :math:`V^s`, the current post-proximal global variable (set before round 1).
+    rank : int
+        ``r`` of this run (:func:`~fedmf_app.options.resolve_rank`, set before round 1).
+
+    Notes
+    -----
+    Subclasses implement :meth:`server_update` and :attr:`initial_prox_step`, and may override
+    :meth:`make_params` and :meth:`initial_broadcast`. Client uploads: ``arrays[0]`` is the
+    method's upload; with diagnostics the last array is :math:`\\nabla_V f_p(U_p^{s,0}, V^s)`.
+    """
+
+    progress_keys = ("residual", "residual_ratio", "normalized_residual", "objective")
+
+    def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
+        super().__init__(cfg, recorder)
+        self.params = self.make_params(cfg)
+        self.v: np.ndarray | None = None
+        self.rank: int = 0
+        self._residuals: list[float] = []
+
+    # ----------------------------------------------------------------- hooks for the methods
+    def make_params(self, cfg: dict[str, Any]) -> SONMFParams:
+        """Kernel parameters from the run config (default: the proposed method's)."""
+        return sonmf_params(cfg)
+
+    @property
+    @abstractmethod
+    def initial_prox_step(self) -> float:
+        """Step ``t`` of :math:`V^1 = P_{t\\mu}(\\bar V^1)` (the method's server prox step)."""
+
+    def initial_broadcast(self, v_bar: np.ndarray) -> list[np.ndarray]:
+        """Round-1 broadcast (default: :math:`V^1` itself)."""
+        return [self.v]
+
+    @abstractmethod
+    def server_update(self, server_round: int, uploads: list[np.ndarray]) -> ServerUpdate:
+        """Turn the clients' uploads (partition order) into :math:`V^{s+1}`; ``self.v`` is :math:`V^s`."""
+
+    # ---------------------------------------------------------------------------- base hooks
+    def check_clients(self, info: list[dict[str, Scalar]]) -> None:
+        """Equal sample counts; sets :attr:`rank` (option ``rank``, 0 = auto) and checks
+        ``rank <= d_p`` for every view."""
+        super().check_clients(info)
+        self.rank = resolve_rank(self.cfg, self.num_clusters, [int(i["num-features"]) for i in info])
+        rank = self.rank
+        small = [i for i in info if int(i["num-features"]) < rank]
+        if small:
+            detail = ", ".join(
+                f"partition {i['partition-id']} ({i['source']}) has {i['num-features']}"
+                for i in small
+            )
+            raise FederationError(
+                f"run config 'rank' = {rank} is invalid: every view needs at least {rank} features "
+                f"for a nonnegative orthonormal basis, but {detail}"
+            )
+
+    def initial_arrays(self) -> list[np.ndarray]:
+        """:math:`\\bar V^1 = c\\,|N(0,1)|^{r \\times n}` ([A] ``v-init-scale``), :math:`V^1 = P_{t\\mu}(\\bar V^1)`."""
+        n = int(self.client_info[0]["num-samples"])
+        rng = rng_for(self.cfg["seed"], Stream.SERVER_INIT)
+        v_bar = self.cfg["v-init-scale"] * np.abs(rng.standard_normal((self.rank, n)))
+        self.v = prox_l21_nonneg(v_bar, self.initial_prox_step * self.params.mu)
+        return self.initial_broadcast(v_bar)
+
+    def aggregate(
+        self, server_round: int, replies: list[ClientReply]
+    ) -> tuple[list[np.ndarray], dict[str, Any]]:
+        """Server update; with diagnostics, the objective and the residuals of round ``s``."""
+        update = self.server_update(server_round, [r.arrays[0] for r in replies])
+        record: dict[str, Any] = {}
+        if update.prox_step is not None:
+            record["gradient_mapping"] = gradient_mapping(self.v, update.v_next, update.prox_step)
+        if self.cfg["diagnostics"]:
+            mean_grad = np.mean([r.arrays[-1] for r in replies], axis=0)
+            r_v_min = residual_v_min_norm(update.v_next, mean_grad, self.params.mu)
+            if update.prox_input is None:
+                r_v = r_v_min
+            else:
+                r_v = residual_v(update.prox_input, update.v_next, mean_grad, update.prox_step)
+            r_u = float(np.mean([float(r.metrics["basis_residual"]) for r in replies]))
+            self._residuals.append(r_v + r_u)
+            ratio, running = normalised_residuals(self._residuals, self.cfg["residual-eps"])
+            loss = float(np.mean([float(r.metrics["loss"]) for r in replies]))
+            record.update(
+                objective=loss + regulariser(self.v, self.params.mu),
+                residual=r_v + r_u,
+                residual_v=r_v,
+                residual_u=r_u,
+                residual_ratio=ratio,
+                normalized_residual=running,
+                residual_min=r_v_min + r_u,
+                residual_v_min=r_v_min,
+            )
+        self.v = update.v_next
+        return update.broadcast, record
+
+    def summary(self) -> dict[str, Any]:
+        """The rank used, final residuals and rounds to 1e-2 under each normalisation."""
+        rounds = self.recorder.data["rounds"]
+        last = rounds[-1]
+        if not self.cfg["diagnostics"]:
+            return {"rank": self.rank, "final_gradient_mapping": last.get("gradient_mapping")}
+        eps = self.cfg["residual-eps"]
+        min_norm = [r["residual_min"] for r in rounds]
+        return {
+            "rank": self.rank,
+            "final": {k: last[k] for k in ("objective", "residual", "residual_v", "residual_u",
+                                           "residual_ratio", "normalized_residual",
+                                           "residual_min")},
+            "rounds_to_1e-2": {
+                "ratio": rounds_to_target([r["residual_ratio"] for r in rounds]),
+                "running-average": rounds_to_target([r["normalized_residual"] for r in rounds]),
+                "min-norm ratio": rounds_to_target([x / max(min_norm[0], eps) for x in min_norm]),
+            },
+            "headline_normalisation": self.cfg["residual-normalisation"],
+        }
+
+    def final_labels(self) -> np.ndarray | None:
+        """k-means on the columns of the final :math:`V` (``k`` = :attr:`num_clusters` or the rank).
+
+        Returns
+        -------
+        ndarray, shape (n,)
+        """
+        k = self.num_clusters or self.rank
+        n = self.v.shape[1]
+        if k > n:
+            raise FederationError(f"cannot form {k} clusters from {n} samples (run config "
+                                  "'num-clusters')")
+        return kmeans_labels(self.v.T, k, rng_for(self.cfg["seed"], Stream.FINAL_CLUSTERING))
+
+    def write_plots(self) -> list[str]:
+        """``residuals.png``: residual curves and objective against rounds."""
+        path = plot_residuals(self.recorder.data, self.recorder.run_dir / "residuals.png")
+        return [path.name]
+
+
+class FedSONMFStrategy(SparseONMFStrategy):
+    """Federated sparse ONMF with variable splitting and drift correction (server).
+
+    Parameters
+    ----------
+    cfg : dict
+        Validated run config.
+    recorder : RunRecorder
+
+    Attributes
+    ----------
+    v_bar, v, v_prev : ndarray, shape (r, n)
+        :math:`\\bar V^{s}`, :math:`V^{s}`, :math:`V^{s-1}` (``v_prev`` is ``None`` before round 2).
+    global_correction : ndarray, shape (r, n) or None
+        :math:`(V^{s-1} - \\bar V^{s})/\\tilde\\eta` after the latest round (local copies only).
+    """
+
+    def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
+        super().__init__(cfg, recorder)
+        self.effective_lr = self.params.effective_lr
+        self.v_bar: np.ndarray | None = None
+        self.v_prev: np.ndarray | None = None
+        self.global_correction: np.ndarray | None = None
+
+    @property
+    def initial_prox_step(self) -> float:
+        """:math:`\\tilde\\eta` (the server-only variant: its ``server-step``)."""
+        return self.params.server_lr
+
+    def initial_broadcast(self, v_bar: np.ndarray) -> list[np.ndarray]:
+        """:math:`\\bar V^1`; clients compute :math:`V^1` themselves."""
+        self.v_bar = v_bar
+        return [v_bar]
+
+    def server_update(self, server_round: int, uploads: list[np.ndarray]) -> ServerUpdate:
+        """Local copies: :func:`~fedmf_app.methods.sonmf.updates.server_step` on the :math:`\\hat V_p`;
+        server-only variant: :func:`~fedmf_app.methods.sonmf.updates.prox_gradient_step` on the mean
+        :math:`G_p`."""
+        lr = self.params.server_lr
+        if self.params.v_update == "server":
+            mean_grad = np.mean(np.stack(uploads), axis=0)
+            v_bar_next, v_next = prox_gradient_step(self.v, mean_grad, lr, self.params.mu)
+        else:
+            v_bar_next, v_next = server_step(self.v, uploads, self.params)
+            self.global_correction = (self.v - v_bar_next) / self.effective_lr
+        self.v_prev, self.v_bar = self.v, v_bar_next
+        return ServerUpdate(v_next=v_next, broadcast=[v_bar_next], prox_input=v_bar_next,
+                            prox_step=lr)
+
+
+class FedMAvgStrategy(SparseONMFStrategy):
+    """Adapted FedMAvg: the server averages the clients' post-proximal copies."""
+
+    @property
+    def initial_prox_step(self) -> float:
+        """:math:`\\alpha`, the clients' prox step."""
+        return self.params.local_lr
+
+    def server_update(self, server_round: int, uploads: list[np.ndarray]) -> ServerUpdate:
+        """:math:`V^{s+1} = \\frac1m\\sum_p V_p`: not a prox step, so no prox subgradient."""
+        v_next = fedmavg_server_step(uploads)
+        return ServerUpdate(v_next=v_next, broadcast=[v_next])
+
+
+class FedMGSStrategy(FedSONMFStrategy):
+    """Adapted FedMGS: the proposed method's server-only ``V`` update with step ``fedmgs-step``.
+
+    Clients upload :math:`G_p` at fixed :math:`V^s`; the server broadcasts
+    :math:`\\bar V^{s+1} = V^s - \\eta\\,\\frac1m\\sum_p G_p` and keeps
+    :math:`V^{s+1} = P_{\\eta\\mu}(\\bar V^{s+1})` (clients apply the same prox).
+    """
+
+    def make_params(self, cfg: dict[str, Any]) -> SONMFParams:
+        """The server-only ``V`` update with step ``fedmgs-step``."""
+        return fedmgs_params(cfg)
+
+
+class FedVRAUStrategy(SparseONMFStrategy):
+    """Adapted FedVRA-U: prox of the mean of :math:`V_p + \\Lambda_p/\\rho`, relaxed by ``d``."""
+
+    def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
+        super().__init__(cfg, recorder)
+        self.vra = fedvra_params(cfg)
+
+    @property
+    def initial_prox_step(self) -> float:
+        """:math:`1/\\rho`."""
+        return 1.0 / self.vra.rho
+
+    def server_update(self, server_round: int, uploads: list[np.ndarray]) -> ServerUpdate:
+        """With ``d = 1`` :math:`V^{s+1} = P_{\\mu/\\rho}(\\bar Z)` is a prox step (subgradient
+        :math:`\\rho(\\bar Z - V^{s+1})`); with ``d < 1`` it is not."""
+        z_mean, _, v_next = fedvra_server_step(self.v, uploads, self.params.mu, self.vra)
+        if self.vra.aggregation_step == 1.0:
+            return ServerUpdate(v_next=v_next, broadcast=[v_next], prox_input=z_mean,
+                                prox_step=1.0 / self.vra.rho)
+        return ServerUpdate(v_next=v_next, broadcast=[v_next])

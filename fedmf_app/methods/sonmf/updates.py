@@ -1,0 +1,396 @@
+"""Federated sparse ONMF with variable splitting and drift correction (paper A, Algorithm 1).
+
+Problem (3): with ``m`` clients each holding a view ``X_p`` (``d_p x n``),
+
+.. math::
+    \\min_{\\{U_p\\}, V} \\; \\frac1m \\sum_p \\|X_p - U_p V\\|_F^2 + \\mu\\|V\\|_{2,1}
+    \\quad \\text{s.t. } U_p \\ge 0,\\; U_p^\\top U_p = I,\\; V \\ge 0 .
+
+One round ``s`` (``spec/ALGORITHMS.md`` Sections 1.4-1.5), with :math:`\\tilde\\eta = \\eta_g\\tau\\alpha`:
+
+client ``p`` (:func:`local_round`)
+    :math:`V^s = P_{\\tilde\\eta\\mu}(\\bar V^s)`;
+    correction :math:`C_p^s = (V^{s-1} - \\bar V^s)/\\tilde\\eta - G_p^{s-1}` (``C_p^1 = 0``);
+    :math:`\\hat V^0 = V^0 = V^s`; for ``k < tau``: ``U`` step (:func:`solve_basis`),
+    :math:`g_k = \\nabla_V f_p(U^{k+1}, V^k)`, :math:`\\hat V^{k+1} = \\hat V^k - \\alpha(g_k + C_p^s)`,
+    :math:`V^{k+1} = P_{(k+1)\\alpha\\mu}(\\hat V^{k+1})`; upload :math:`\\hat V^\\tau`;
+    keep :math:`G_p^s = \\frac1\\tau\\sum_k g_k` and :math:`V^s`.
+
+server (:func:`server_step`)
+    :math:`\\bar V^{s+1} = V^s + \\eta_g(\\frac1m\\sum_p \\hat V_p - V^s)`,
+    :math:`V^{s+1} = P_{\\tilde\\eta\\mu}(\\bar V^{s+1})`.
+
+The corrections average to zero over the clients (given full participation and one
+:math:`\\tilde\\eta` for all), so :math:`\\bar V^{s+1} = V^s - \\tilde\\eta \\frac1m\\sum_p G_p^s`.
+
+Ablation "V updated only at the server" (``v_update = "server"``, spec 1.10 (i)): client ``p``
+runs ``tau`` ``U`` steps with ``V`` fixed at :math:`V^s` (:func:`fixed_v_round`) and uploads
+:math:`G_p^s = \\frac1\\tau\\sum_k \\nabla_V f_p(U_p^{s,k+1}, V^s)`; the server takes one
+proximal gradient step :math:`\\bar V^{s+1} = V^s - \\eta\\,\\frac1m\\sum_p G_p^s`,
+:math:`V^{s+1} = P_{\\eta\\mu}(\\bar V^{s+1})` (:func:`prox_gradient_step`) with
+:math:`\\eta = \\eta_g\\alpha` (``server_step = "global-times-local"``, the spec's ablation reading:
+local copies gain through the larger :math:`\\tilde\\eta`) or :math:`\\eta = \\tilde\\eta`
+(``"effective"``). Adapted FedMGS (spec 1.10) is this update with its own step choice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions, basis_residual, solve_basis
+from fedmf_app.methods.sonmf.prox import l21_norm, prox_l21_nonneg
+
+__all__ = [
+    "SERVER_STEPS",
+    "V_UPDATES",
+    "SONMFParams",
+    "LocalRoundResult",
+    "ClientDiagnostics",
+    "client_diagnostics",
+    "drift_correction",
+    "fixed_v_round",
+    "grad_v",
+    "local_round",
+    "local_loss",
+    "prox_gradient_step",
+    "regulariser",
+    "server_step",
+]
+
+#: Where V is updated: on local pre-/post-proximal copies (the method) or only at the server.
+V_UPDATES = ("local-copies", "server")
+#: Step of a server-only V update: eta_g * alpha, or the effective step eta~ = eta_g * tau * alpha.
+SERVER_STEPS = ("global-times-local", "effective")
+
+
+@dataclass(frozen=True)
+class SONMFParams:
+    """Step sizes and weights of the proposed method.
+
+    Parameters
+    ----------
+    local_steps : int
+        ``tau``, local steps per round.
+    local_lr : float
+        ``alpha``, local step size.
+    global_lr : float
+        ``eta_g``, server step size.
+    mu : float
+        Weight of ``||V||_{2,1}``.
+    rho1 : float
+        Proximal weight of the basis subproblem.
+    drift_correction : bool
+        Apply the correction ``C_p`` (``False`` gives the uncorrected ablation variant).
+    v_update : {"local-copies", "server"}
+        ``"server"``: the ablation in which only the server updates ``V`` (module docstring).
+    server_step : {"global-times-local", "effective"}
+        Step of the server-only update: :math:`\\eta_g\\alpha` or :math:`\\tilde\\eta`.
+    basis : BasisSolverOptions
+        Options of the basis solver.
+    """
+
+    local_steps: int = 10
+    local_lr: float = 0.01
+    global_lr: float = 1.5
+    mu: float = 1e-2
+    rho1: float = 1.0
+    drift_correction: bool = True
+    v_update: str = "local-copies"
+    server_step: str = "global-times-local"
+    basis: BasisSolverOptions = field(default_factory=BasisSolverOptions)
+
+    def __post_init__(self) -> None:
+        if self.v_update not in V_UPDATES:
+            raise ValueError(f"v_update must be one of {V_UPDATES}, got {self.v_update!r}")
+        if self.server_step not in SERVER_STEPS:
+            raise ValueError(f"server_step must be one of {SERVER_STEPS}, got {self.server_step!r}")
+
+    @property
+    def effective_lr(self) -> float:
+        """Effective global step :math:`\\tilde\\eta = \\eta_g \\tau \\alpha`."""
+        return self.global_lr * self.local_steps * self.local_lr
+
+    @property
+    def server_lr(self) -> float:
+        """Step of the server's prox, :math:`V^{s+1} = P_{t\\mu}(\\bar V^{s+1})`.
+
+        :math:`\\tilde\\eta` with local copies; with ``v_update = "server"``,
+        :math:`\\eta_g\\alpha` or :math:`\\tilde\\eta` according to ``server_step``.
+        """
+        if self.v_update == "server" and self.server_step == "global-times-local":
+            return self.global_lr * self.local_lr
+        return self.effective_lr
+
+
+@dataclass(frozen=True)
+class LocalRoundResult:
+    """What one client's round produces.
+
+    Attributes
+    ----------
+    v_hat : ndarray, shape (r, n)
+        Pre-proximal local copy after ``tau`` steps (the only upload).
+    u : ndarray, shape (d, r)
+        Basis after the round (private; the next round's warm start).
+    grad_avg : ndarray, shape (r, n)
+        :math:`G_p^s`, average local gradient (private; next round's correction).
+    v : ndarray, shape (r, n)
+        :math:`V^s = P_{\\tilde\\eta\\mu}(\\bar V^s)` (private; next round's correction).
+    correction : ndarray, shape (r, n)
+        :math:`C_p^s` used in this round.
+    """
+
+    v_hat: np.ndarray
+    u: np.ndarray
+    grad_avg: np.ndarray
+    v: np.ndarray
+    correction: np.ndarray
+
+
+def local_loss(x: np.ndarray, u: np.ndarray, v: np.ndarray) -> float:
+    """:math:`f_p(U, V) = \\|X - UV\\|_F^2`.
+
+    Parameters
+    ----------
+    x : ndarray, shape (d, n)
+    u : ndarray, shape (d, r)
+    v : ndarray, shape (r, n)
+
+    Returns
+    -------
+    float
+    """
+    return float(np.linalg.norm(x - u @ v) ** 2)
+
+
+def grad_v(x: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """:math:`\\nabla_V f_p(U, V) = 2U^\\top(UV - X)`.
+
+    Parameters
+    ----------
+    x : ndarray, shape (d, n)
+    u : ndarray, shape (d, r)
+    v : ndarray, shape (r, n)
+
+    Returns
+    -------
+    ndarray, shape (r, n)
+    """
+    return 2.0 * (u.T @ (u @ v - x))
+
+
+def regulariser(v: np.ndarray, mu: float) -> float:
+    """:math:`h(V) = \\mu\\|V\\|_{2,1}` for ``V >= 0``.
+
+    Parameters
+    ----------
+    v : ndarray, shape (r, n)
+    mu : float
+
+    Returns
+    -------
+    float
+    """
+    return mu * l21_norm(v)
+
+
+def drift_correction(
+    v_prev: np.ndarray, v_bar: np.ndarray, grad_prev: np.ndarray, effective_lr: float
+) -> np.ndarray:
+    """:math:`C_p^s = (V^{s-1} - \\bar V^s)/\\tilde\\eta - G_p^{s-1}`.
+
+    The first term is the global average gradient of the previous round, recovered from the
+    broadcast; the second is this client's own.
+
+    Parameters
+    ----------
+    v_prev : ndarray, shape (r, n)
+        Post-proximal global variable of the previous round, :math:`V^{s-1}`.
+    v_bar : ndarray, shape (r, n)
+        Pre-proximal global variable just received, :math:`\\bar V^s`.
+    grad_prev : ndarray, shape (r, n)
+        This client's average local gradient of the previous round, :math:`G_p^{s-1}`.
+    effective_lr : float
+        :math:`\\tilde\\eta`.
+
+    Returns
+    -------
+    ndarray, shape (r, n)
+    """
+    return (v_prev - v_bar) / effective_lr - grad_prev
+
+
+def local_round(
+    x: np.ndarray,
+    u: np.ndarray,
+    v_bar: np.ndarray,
+    params: SONMFParams,
+    v_prev: np.ndarray | None = None,
+    grad_prev: np.ndarray | None = None,
+) -> LocalRoundResult:
+    """Run one client's ``tau`` local steps (Algorithm 1, client part).
+
+    Parameters
+    ----------
+    x : ndarray, shape (d, n)
+        Client data.
+    u : ndarray, shape (d, r)
+        Feasible basis :math:`U_p^{s,0}`.
+    v_bar : ndarray, shape (r, n)
+        Broadcast pre-proximal global variable :math:`\\bar V^s`.
+    params : SONMFParams
+    v_prev, grad_prev : ndarray, shape (r, n), optional
+        :math:`V^{s-1}` and :math:`G_p^{s-1}` from this client's previous round; ``None`` in the
+        first round (then :math:`C_p^1 = 0`).
+
+    Returns
+    -------
+    LocalRoundResult
+    """
+    eta = params.effective_lr
+    alpha, mu = params.local_lr, params.mu
+    v = prox_l21_nonneg(v_bar, eta * mu)
+    if params.drift_correction and v_prev is not None and grad_prev is not None:
+        corr = drift_correction(v_prev, v_bar, grad_prev, eta)
+    else:
+        corr = np.zeros_like(v_bar)
+    v_hat = v.copy()
+    v_local = v
+    grad_sum = np.zeros_like(v_bar)
+    for k in range(params.local_steps):
+        u, _ = solve_basis(x, v_local, u, params.rho1, params.basis)
+        g = grad_v(x, u, v_local)
+        grad_sum += g
+        v_hat -= alpha * (g + corr)
+        v_local = prox_l21_nonneg(v_hat, (k + 1) * alpha * mu)
+    return LocalRoundResult(
+        v_hat=v_hat, u=u, grad_avg=grad_sum / params.local_steps, v=v, correction=corr
+    )
+
+
+def server_step(
+    v: np.ndarray, v_hats: list[np.ndarray], params: SONMFParams
+) -> tuple[np.ndarray, np.ndarray]:
+    """Server aggregation (Algorithm 1, server part).
+
+    Parameters
+    ----------
+    v : ndarray, shape (r, n)
+        Current post-proximal global variable :math:`V^s`.
+    v_hats : list of ndarray, shape (r, n)
+        The clients' uploads :math:`\\hat V_p^{s,\\tau}`, one per client.
+    params : SONMFParams
+
+    Returns
+    -------
+    v_bar_next : ndarray, shape (r, n)
+        :math:`\\bar V^{s+1}` (broadcast next).
+    v_next : ndarray, shape (r, n)
+        :math:`V^{s+1} = P_{\\tilde\\eta\\mu}(\\bar V^{s+1})`.
+    """
+    mean_hat = np.mean(np.stack(v_hats), axis=0)
+    v_bar_next = v + params.global_lr * (mean_hat - v)
+    return v_bar_next, prox_l21_nonneg(v_bar_next, params.effective_lr * params.mu)
+
+
+def fixed_v_round(
+    x: np.ndarray, u: np.ndarray, v: np.ndarray, params: SONMFParams
+) -> tuple[np.ndarray, np.ndarray]:
+    """``tau`` basis steps with ``V`` fixed at :math:`V^s` (server-only ``V`` update, FedMGS).
+
+    .. math::
+        U^{k+1} = \\arg\\min_{U \\ge 0,\\ U^\\top U = I} f_p(U, V^s) + \\tfrac{\\rho_1}{2}\\|U - U^k\\|_F^2,
+        \\qquad G_p^s = \\frac1\\tau\\sum_{k<\\tau} \\nabla_V f_p(U^{k+1}, V^s).
+
+    Parameters
+    ----------
+    x : ndarray, shape (d, n)
+    u : ndarray, shape (d, r)
+        Feasible :math:`U_p^{s,0}`.
+    v : ndarray, shape (r, n)
+        :math:`V^s`.
+    params : SONMFParams
+        ``local_steps``, ``rho1`` and ``basis`` are used.
+
+    Returns
+    -------
+    u : ndarray, shape (d, r)
+        :math:`U_p^{s,\\tau}`.
+    grad_avg : ndarray, shape (r, n)
+        :math:`G_p^s` (the upload).
+    """
+    grad_sum = np.zeros_like(v)
+    for _ in range(params.local_steps):
+        u, _ = solve_basis(x, v, u, params.rho1, params.basis)
+        grad_sum += grad_v(x, u, v)
+    return u, grad_sum / params.local_steps
+
+
+def prox_gradient_step(
+    v: np.ndarray, grad: np.ndarray, lr: float, mu: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """One proximal gradient step on ``V``: :math:`\\bar V^{+} = V - t\\,G`, :math:`V^{+} = P_{t\\mu}(\\bar V^{+})`.
+
+    Parameters
+    ----------
+    v : ndarray, shape (r, n)
+        :math:`V^s`.
+    grad : ndarray, shape (r, n)
+        Aggregated gradient, e.g. :math:`\\frac1m\\sum_p G_p^s`.
+    lr : float
+        Step ``t``.
+    mu : float
+
+    Returns
+    -------
+    v_bar_next, v_next : ndarray, shape (r, n)
+    """
+    v_bar_next = v - lr * grad
+    return v_bar_next, prox_l21_nonneg(v_bar_next, lr * mu)
+
+
+@dataclass(frozen=True)
+class ClientDiagnostics:
+    """Per-client quantities for the stationarity residual (diagnostics only).
+
+    Attributes
+    ----------
+    loss : float
+        :math:`f_p(U_p^{s,0}, V^s)`.
+    grad : ndarray, shape (r, n)
+        :math:`\\nabla_V f_p(U_p^{s,0}, V^s)`.
+    basis_residual : float
+        :math:`r_p^{s,\\tau}` proxy at :math:`(U_p^{s,\\tau}, V^s)`.
+    """
+
+    loss: float
+    grad: np.ndarray
+    basis_residual: float
+
+
+def client_diagnostics(
+    x: np.ndarray, u_start: np.ndarray, u_end: np.ndarray, v: np.ndarray
+) -> ClientDiagnostics:
+    """Diagnostics of one client's round (spec Section 1.8).
+
+    Parameters
+    ----------
+    x : ndarray, shape (d, n)
+    u_start : ndarray, shape (d, r)
+        :math:`U_p^{s,0}`.
+    u_end : ndarray, shape (d, r)
+        :math:`U_p^{s,\\tau}`.
+    v : ndarray, shape (r, n)
+        :math:`V^s`.
+
+    Returns
+    -------
+    ClientDiagnostics
+    """
+    return ClientDiagnostics(
+        loss=local_loss(x, u_start, v),
+        grad=grad_v(x, u_start, v),
+        basis_residual=basis_residual(x, v, u_end),
+    )

@@ -1,1 +1,0 @@
-"""Flower Strategy subclasses (server side); no math here."""

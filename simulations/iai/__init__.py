@@ -1,0 +1,1 @@
+"""Drivers for paper C's method: sweeps' tables, figures and benchmarks."""

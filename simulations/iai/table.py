@@ -1,0 +1,277 @@
+"""Paper C's results on incomplete views: table and figures, ACC/NMI/ARI as mean ± mean absolute
+deviation over seeds.
+
+Reads every ``*.json`` under the given folders that holds a run config and final scores (a
+``result.json`` of a Flower run, or a ``simulations.iai.bench --out`` file), groups the runs by data
+set, method and missing rate, and prints one Markdown row per group. A method is the algorithm;
+fmvc-iai runs are further split by the ablation switches (M1 imputation, M2 weighted fusion, M3
+attribute loss, M4 structure loss), the complete-view algorithms by how they filled missing rows
+(run config ``missing-fill``). ``s/run`` is the mean wall time of a hydra job (its
+``job_timing.json``), when there is one::
+
+    python -m simulations.iai.table multirun/iai_hw_missing/<time> multirun/iai_hw_baselines/<time> \
+        --out docs/iai/hw_missing_rates.md --rates-figure docs/iai/hw_missing_rates.png
+    python -m simulations.iai.table <folders> --seeds 0,1,2 --rates 0.1,0.9 \
+        --ablation-figure docs/iai/hw_ablation.png          # the ablation's cells only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+__all__ = ["collect", "export_runs", "iai_table", "markdown", "method_name", "plot_ablation",
+           "plot_missing_rates", "variant_name"]
+
+METRICS = ("acc", "nmi", "ari")
+
+
+def variant_name(cfg: dict[str, Any]) -> str:
+    """``full`` or the removed modules, e.g. ``no M1``, from a run config."""
+    removed = [name for name, off in (
+        ("M1", cfg.get("iai-imputation") == "zeros"),
+        ("M2", cfg.get("iai-fusion") == "uniform"),
+        ("M3", cfg.get("iai-attribute-loss") is False),
+        ("M4", cfg.get("iai-structure-loss") is False),
+    ) if off]
+    return "full" if not removed else "no " + "+".join(removed)
+
+
+def method_name(cfg: dict[str, Any]) -> str:
+    """The algorithm, with fmvc-iai's ablation variant or a complete-view method's row filling.
+
+    Examples: ``fmvc-iai``, ``fmvc-iai no M4``, ``fedsonmf (mean fill)``; a run that drops other
+    than the default number of views per selected sample says so (``fmvc-iai, 5 views dropped``).
+    """
+    dropped = int(cfg.get("missing-views-dropped", 0))
+    protocol = f", {dropped} views dropped" if dropped else ""
+    if cfg["algorithm"] == "fmvc-iai":
+        variant = variant_name(cfg)
+        return ("fmvc-iai" if variant == "full" else f"fmvc-iai {variant}") + protocol
+    if float(cfg.get("missing-rate", 0.0)) > 0:
+        return f"{cfg['algorithm']} ({cfg.get('missing-fill', 'mean')} fill{protocol})"
+    return cfg["algorithm"]
+
+
+def collect(folders: list[Path], seeds: set[int] | None = None,
+            rates: set[float] | None = None) -> list[dict[str, Any]]:
+    """Every finished run under ``folders``.
+
+    Parameters
+    ----------
+    folders : list of Path
+    seeds : set of int, optional
+        Keep only runs with these seeds (e.g. to compare ablation variants on the same seeds).
+    rates : set of float, optional
+        Keep only runs at these missing rates.
+
+    Returns
+    -------
+    list of dict
+        ``data``, ``method``, ``rate``, ``seed``, ``config``, ``acc``, ``nmi``, ``ari`` and
+        ``job_s`` (the file's own ``job_s``, else the ``job_timing.json`` next to it, else None).
+    """
+    runs = []
+    for path in sorted(p for folder in folders for p in Path(folder).rglob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        cfg, final = data.get("config"), data.get("final")
+        if not cfg or not final or "algorithm" not in cfg or "acc" not in final:
+            continue
+        if seeds is not None and cfg["seed"] not in seeds:
+            continue
+        if rates is not None and float(cfg.get("missing-rate", 0.0)) not in rates:
+            continue
+        timing = path.parent / "job_timing.json"
+        job_s = data.get("job_s")
+        if job_s is None and timing.is_file():
+            job_s = json.loads(timing.read_text()).get("job_s")
+        runs.append({"data": Path(str(cfg["dataset"])).stem, "method": method_name(cfg),
+                     "rate": float(cfg.get("missing-rate", 0.0)), "seed": cfg["seed"],
+                     "job_s": job_s, "config": cfg, **{m: float(final[m]) for m in METRICS}})
+    return runs
+
+
+def export_runs(runs: list[dict[str, Any]], folder: Path) -> list[Path]:
+    """Write each run as a small JSON (its config, scores and job time; no labels) that
+    :func:`collect` reads back, so tables can be rebuilt from a committed folder.
+
+    Parameters
+    ----------
+    runs : list of dict
+        From :func:`collect`.
+    folder : Path
+        Created if missing.
+
+    Returns
+    -------
+    list of Path
+        One file per run, named ``<data>_<method>_<rate>_seed<seed>.json``.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for run in runs:
+        name = f"{run['data']}_{run['method']}_{run['rate']:g}_seed{run['seed']}"
+        path = folder / ("".join(c if c.isalnum() or c in "-_." else "-" for c in name) + ".json")
+        path.write_text(json.dumps({"config": run["config"], "job_s": run["job_s"],
+                                    "final": {m: run[m] for m in METRICS}}, indent=1) + "\n")
+        paths.append(path)
+    return paths
+
+
+def _groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, float], list[dict[str, Any]]]:
+    groups: dict[tuple[str, str, float], list[dict[str, Any]]] = defaultdict(list)
+    for run in runs:
+        groups[(run["data"], run["method"], run["rate"])].append(run)
+    return groups
+
+
+def _save(fig: Any, axes: Any, path: Path, legend_below: bool = False) -> Path:
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    if legend_below:
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8)
+        fig.tight_layout(rect=(0, 0.15, 1, 1))
+    else:
+        axes[0].legend(fontsize=7)
+        fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _mean_mad(values: list[float]) -> tuple[float, float]:
+    x = np.asarray(values)
+    return float(x.mean()), float(np.abs(x - x.mean()).mean())
+
+
+def iai_table(folders: list[Path], seeds: set[int] | None = None,
+              rates: set[float] | None = None) -> str:
+    """Markdown table of the runs found under ``folders``: :func:`markdown` of :func:`collect`.
+
+    Parameters
+    ----------
+    folders : list of Path
+    seeds, rates : set, optional
+        See :func:`collect`.
+
+    Returns
+    -------
+    str
+    """
+    return markdown(collect(folders, seeds, rates))
+
+
+def markdown(runs: list[dict[str, Any]]) -> str:
+    """Markdown table of ``runs`` (from :func:`collect`).
+
+    Returns
+    -------
+    str
+        One row per (data, method, missing rate), sorted by data, rate, then method.
+    """
+    rows = ["| data | method | missing rate | runs (seeds) | ACC | NMI | ARI | s/run |",
+            "|---|---|---|---|---|---|---|---|"]
+    for (data, method, rate), group in sorted(_groups(runs).items(),
+                                              key=lambda item: (item[0][0], item[0][2], item[0][1])):
+        seed_list = ",".join(str(r["seed"]) for r in sorted(group, key=lambda r: r["seed"]))
+        cells = ["{:.3f} ± {:.3f}".format(*_mean_mad([r[m] for r in group])) for m in METRICS]
+        times = [r["job_s"] for r in group if r["job_s"] is not None]
+        seconds = f"{np.mean(times):.0f}" if times else "–"
+        rows.append(f"| {data} | {method} | {rate:g} | {len(group)} ({seed_list}) | "
+                    + " | ".join(cells) + f" | {seconds} |")
+    return "\n".join(rows)
+
+
+def plot_missing_rates(runs: list[dict[str, Any]], path: Path) -> Path:
+    """ACC, NMI and ARI against the missing rate, one line per method, MAD as error bars;
+    ablation variants and runs with a non-default ``missing-views-dropped`` are left to
+    :func:`plot_ablation` and the table. ``runs`` from :func:`collect`; returns the PNG ``path``."""
+    groups = _groups([r for r in runs
+                      if " no M" not in r["method"] and "views dropped" not in r["method"]])
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(13, 4), sharex=True)
+    for (data, method) in sorted({(d, m) for d, m, _ in groups}):
+        rates = sorted(r for d, m, r in groups if (d, m) == (data, method))
+        for ax, metric in zip(axes, METRICS):
+            stats = np.array([_mean_mad([r[metric] for r in groups[(data, method, rate)]])
+                              for rate in rates])
+            ax.errorbar(rates, stats[:, 0], yerr=stats[:, 1], marker="o", capsize=3,
+                        label=f"{method} ({data})")
+    for ax, metric in zip(axes, METRICS):
+        ax.set_xlabel("missing rate η")
+        ax.set_title(metric.upper())
+    return _save(fig, axes, path)
+
+
+def plot_ablation(runs: list[dict[str, Any]], path: Path) -> Path:
+    """fmvc-iai's ACC and NMI per ablation variant, grouped by missing rate, MAD as error bars.
+
+    Only rates at which some variant ran are drawn; runs on different data sets are pooled (pass
+    one data set's folders). ``runs`` from :func:`collect`; returns the PNG ``path``.
+    """
+    cells: dict[tuple[str, float], list[dict[str, Any]]] = defaultdict(list)
+    for run in runs:
+        if run["method"].startswith("fmvc-iai"):
+            cells[(run["method"], run["rate"])].append(run)
+    rates = sorted({rate for method, rate in cells if " no M" in method})
+    methods = sorted({method for method, rate in cells if rate in rates},
+                     key=lambda method: ("views dropped" in method, method))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    width = 0.8 / max(len(methods), 1)
+    for ax, metric in zip(axes, ("acc", "nmi")):
+        low = 1.0
+        for i, method in enumerate(methods):
+            stats = np.array([_mean_mad([r[metric] for r in cells[(method, rate)]])
+                              if cells.get((method, rate)) else (np.nan, 0.0) for rate in rates])
+            ax.bar(np.arange(len(rates)) + i * width, stats[:, 0], width, yerr=stats[:, 1],
+                   capsize=2, label=method)
+            low = min(low, float(np.nanmin(stats[:, 0] - stats[:, 1])))
+        ax.set_ylim(max(0.0, low - 0.05), None)  # a zoomed axis: the differences are small
+        ax.set_xticks(np.arange(len(rates)) + width * (len(methods) - 1) / 2)
+        ax.set_xticklabels([f"η = {rate:g}" for rate in rates])
+        ax.set_title(metric.upper())
+    return _save(fig, axes, path, legend_below=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("folders", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, help="write the Markdown table here too")
+    parser.add_argument("--seeds", type=lambda text: {int(t) for t in text.split(",")},
+                        help="comma-separated seeds to keep (default: all)")
+    parser.add_argument("--rates", type=lambda text: {float(t) for t in text.split(",")},
+                        help="comma-separated missing rates to keep (default: all)")
+    parser.add_argument("--export", type=Path,
+                        help="also write one small JSON per run here (readable by this script)")
+    parser.add_argument("--rates-figure", type=Path, help="PNG: the scores against the missing rate")
+    parser.add_argument("--ablation-figure", type=Path, help="PNG: fmvc-iai's ablation variants")
+    args = parser.parse_args()
+    runs = collect(args.folders, args.seeds, args.rates)
+    table = markdown(runs)
+    if args.out:
+        args.out.write_text(table + "\n")
+    if args.export:
+        export_runs(runs, args.export)
+    if args.rates_figure:
+        plot_missing_rates(runs, args.rates_figure)
+    if args.ablation_figure:
+        plot_ablation(runs, args.ablation_figure)
+    sys.stdout.write(table + "\n")
+
+
+if __name__ == "__main__":
+    main()

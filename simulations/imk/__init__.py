@@ -1,0 +1,1 @@
+"""Drivers for paper B's method: sweeps' tables, figures and benchmarks."""

@@ -1,0 +1,1 @@
+"""Drivers for paper A's method: sweeps' tables, figures and benchmarks."""

@@ -1,0 +1,151 @@
+"""The local federation's parts without a federation: certificates and keys, owned processes, the
+ClientApp's data errors, the command line's checks, and the command line stopped by SIGTERM."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import load_ssh_private_key
+from flwr.cli.supernode.register import try_load_public_key
+from flwr.common import Context, RecordDict
+
+from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys
+from fedmf_app.client_app import client_fn
+from fedmf_app.options import ConfigError
+from fedmf_app.data import DataError
+from fedmf_app.deployment.federation import federation_run_config, main
+from fedmf_app.deployment.processes import OwnedProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_server_certificate_is_signed_by_the_ca_for_loopback_and_given_hosts(tmp_path):
+    files = make_certificates(tmp_path, hosts=("superlink.example.org", "10.0.0.7"))
+    ca = x509.load_pem_x509_certificate(files.ca_cert.read_bytes())
+    server = x509.load_pem_x509_certificate(files.server_cert.read_bytes())
+    server.verify_directly_issued_by(ca)
+    san = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert set(san.get_values_for_type(x509.DNSName)) == {"localhost", "superlink.example.org"}
+    assert {str(a) for a in san.get_values_for_type(x509.IPAddress)} == {"127.0.0.1", "10.0.0.7"}
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+
+
+def test_supernode_keys_are_p384_pairs_that_flower_accepts(tmp_path):
+    pairs = make_supernode_keys(tmp_path, 2)
+    assert [p.name for pair in pairs for p in pair] == [
+        "supernode-0.key", "supernode-0.pub", "supernode-1.key", "supernode-1.pub"]
+    for private, public in pairs:
+        key = load_ssh_private_key(private.read_bytes(), password=None)
+        assert isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp384r1"
+        assert try_load_public_key(public)  # what `flwr supernode register` runs
+    assert pairs[0][1].read_bytes() != pairs[1][1].read_bytes()
+
+
+def test_owned_process_stop_ends_descendants_that_left_its_group(tmp_path):
+    code = ("import subprocess, time; "
+            "subprocess.Popen(['sleep', '60'], start_new_session=True); time.sleep(60)")
+    proc = OwnedProcess("test", [sys.executable, "-c", code], {}, tmp_path / "log")
+    deadline = time.monotonic() + 20
+    children = []
+    while not children and time.monotonic() < deadline:
+        children = psutil.Process(proc.pid).children(recursive=True)
+        time.sleep(0.05)
+    assert children and os.getsid(children[0].pid) != os.getsid(proc.pid)  # left the group
+    proc.stop()
+    assert proc.exit_code() is None  # stopped and forgotten
+    assert not psutil.pid_exists(proc.pid)
+    gone, alive = psutil.wait_procs(children, timeout=5)
+    assert not alive
+
+
+def _context(node_config, **run_config):
+    return Context(run_id=1, node_id=4242, node_config=node_config, state=RecordDict(),
+                   run_config={"num-clients": 3, **run_config})
+
+
+@pytest.mark.parametrize("problem", ["missing", "folder", "malformed"])
+def test_clientapp_data_errors_name_the_node_and_the_file(tmp_path, problem):
+    path = tmp_path / "view.npy"
+    if problem == "folder":
+        path.mkdir()
+    elif problem == "malformed":
+        path.write_text("not an array")
+    with pytest.raises(DataError) as info:
+        client_fn(_context({"partition-id": 1, "num-partitions": 3, "data-file": str(path)}))
+    message = str(info.value)
+    assert message.startswith("SuperNode 4242 (node config: partition-id=1 num-partitions=3 ")
+    assert f"data-file='{path}'" in message and message.count(str(path)) >= 2
+
+
+def test_clientapp_rejects_a_partition_without_a_view_naming_the_node():
+    with pytest.raises(DataError, match=r"SuperNode 4242 .*partition-id=5.* has no view"):
+        client_fn(_context({"partition-id": 5, "num-partitions": 3}))
+
+
+def test_clientapp_loads_a_good_data_file(tmp_path):
+    np.save(tmp_path / "view.npy", np.abs(np.random.default_rng(0).standard_normal((30, 8))))
+    client = client_fn(_context({"partition-id": 0, "data-file": str(tmp_path / "view.npy")},
+                                rank=2))
+    assert client is not None
+
+
+def test_run_config_must_have_one_client_per_supernode():
+    assert federation_run_config(3, {"seed": 2}) == {"num-clients": 3, "seed": 2}
+    with pytest.raises(ConfigError, match="'num-clients' = 2 but the federation has 3 SuperNodes"):
+        federation_run_config(3, {"num-clients": 2})
+    with pytest.raises(ConfigError, match="'rank' = 30 is invalid"):
+        federation_run_config(3, {"rank": 30})
+
+
+@pytest.mark.parametrize("argv", [
+    ["--num-nodes", "3", "--run-config", "num-clients=2"],
+    ["--num-nodes", "2", "--data-file", "a.npy"],
+    ["--num-nodes", "3", "--run-config", "nonsense-key=1"],
+])
+def test_command_line_rejects_bad_arguments_before_starting_anything(argv):
+    assert main(argv) == 2
+
+
+@pytest.mark.e2e
+def test_command_line_stops_everything_it_started_on_sigterm(tmp_path):
+    command = [sys.executable, "-m", "fedmf_app.deployment.federation", "--num-nodes", "2", "--app-dir",
+               str(ROOT), "--workdir", str(tmp_path / "work"), "--run-config",
+               f'num-server-rounds=50 out-dir="{tmp_path}"']
+    cli = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    pids, lines = [], []
+    deadline = time.monotonic() + 60
+    for line in cli.stdout:
+        lines.append(line)
+        pids += [int(p) for p in re.findall(r"\(pid (\d+)", line)]
+        if "SuperNode 1 (pid" in line or time.monotonic() > deadline:
+            break
+    assert len(pids) == 3, "".join(lines)
+    time.sleep(2)  # let Flower start its own child processes
+    owned = [psutil.Process(p) for p in pids]
+    owned += [c for p in owned for c in p.children(recursive=True)]
+    cli.send_signal(signal.SIGTERM)
+    out, _ = cli.communicate(timeout=60)
+    assert cli.returncode == 143, "".join(lines) + out
+    assert "terminated; stopped every process this command started" in out
+    alive = [p for p in owned if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not alive
+
+
+def test_clientapp_message_path_does_not_import_torch():
+    # a deployed SuperNode starts a fresh ClientApp process for every message: an import of
+    # torch there (several seconds) would be paid by every node in every round
+    code = ("import sys, fedmf_app.client_app; from fedmf_app.registry import client_class; "
+            "client_class('fedsonmf'); print(sorted({m.split('.')[0] for m in sys.modules} "
+            "& {'torch', 'torch_geometric', 'sklearn', 'matplotlib'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,94 @@
+"""End-of-run clustering: labels from the algorithm, ground truth from the clients, only to score."""
+
+import json
+
+import numpy as np
+import pytest
+import scipy.io
+
+from fakes import build_federation, run_federation
+from fedmf_app.options import resolve_rank, validate_run_config
+from fedmf_app.data import DataError
+from fedmf_app.common.clustering import kmeans_labels
+from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.federated.strategy import FederationError
+
+N_PER_CLASS, K = 10, 3
+
+
+def _separable_views(tmp_path):
+    """Three nonnegative views whose samples form K well-separated groups, labels 1-based."""
+    rng = np.random.default_rng(3)
+    truth = np.repeat(np.arange(K), N_PER_CLASS)
+    views = []
+    for d in (6, 5, 4):
+        centres = 5.0 * np.eye(K, d) + 0.1
+        views.append(centres[truth] + 0.05 * rng.random((truth.size, d)))
+    cell = np.empty((1, 3), dtype=object)
+    for i, v in enumerate(views):
+        cell[0, i] = v.T if i == 1 else v  # one view stored d x N
+    scipy.io.savemat(tmp_path / "toy.mat", {"X": cell, "Y": (truth + 1)[:, None]})
+    return str(tmp_path / "toy.mat"), truth
+
+
+def _cfg(path, **overrides):
+    return validate_run_config({"dataset": path, "num-clients": 3, "rank": K,
+                                "num-server-rounds": 3, "seed": 2, **overrides})
+
+
+def test_final_labels_are_scored_against_the_clients_ground_truth(tmp_path):
+    path, truth = _separable_views(tmp_path)
+    strategy, _ = run_federation(tmp_path, _cfg(path))
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["status"] == "completed"
+    final = result["final"]
+    assert len(final["labels"]) == truth.size and final["num_clusters"] == K
+    assert strategy.num_clusters == K
+    # paper A's protocol: seeded k-means on V^T, scored against the 1-based labels remapped to 0..k-1
+    expected = kmeans_labels(strategy.v.T, K, rng_for(2, Stream.FINAL_CLUSTERING))
+    np.testing.assert_array_equal(final["labels"], expected)
+    scores = clustering_scores(truth, expected)
+    assert {k: final[k] for k in scores} == pytest.approx(scores)
+    assert [c["num-classes"] for c in result["clients"]] == [K, K, K]
+
+
+def test_without_ground_truth_the_run_keeps_only_labels(tmp_path):
+    strategy, _ = run_federation(tmp_path, validate_run_config(
+        {"num-clients": 2, "num-samples": 30, "num-server-rounds": 2}))
+    final = json.loads((tmp_path / "run" / "result.json").read_text())["final"]
+    assert len(final["labels"]) == 30 and final["num_clusters"] <= 6
+    assert "acc" not in final
+
+
+def test_a_node_data_file_replaces_the_run_dataset(tmp_path):
+    path, truth = _separable_views(tmp_path)
+    np.save(tmp_path / "own.npy", np.ones((truth.size, 4)) + np.eye(truth.size, 4))
+    run_federation(tmp_path, _cfg(path), node_configs={2: {"data-file": str(tmp_path / "own.npy")}})
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert "own.npy" in result["clients"][2]["source"] and result["clients"][2]["num-classes"] == 0
+    assert result["final"]["ground_truth_partition"] == 0
+
+
+def test_client_count_must_match_the_views_before_round_one(tmp_path):
+    path, _ = _separable_views(tmp_path)
+    with pytest.raises(DataError, match="toy.mat has 3 views but run config num-clients = 2"):
+        build_federation(tmp_path, _cfg(path, **{"num-clients": 2}))
+    strategy, manager, _ = build_federation(tmp_path, _cfg(path))
+    strategy.cfg = {**strategy.cfg, "num-clients": 4}
+    with pytest.raises(FederationError, match="has 3 views but the run needs 4 clients"):
+        strategy.initialize_parameters(client_manager=manager)
+    assert not (tmp_path / "run").exists()
+
+
+def test_auto_rank_is_the_cluster_count_capped_by_the_smallest_view(tmp_path):
+    path, _ = _separable_views(tmp_path)
+    auto = validate_run_config({"dataset": path, "num-clients": 3})
+    assert resolve_rank(auto, 3, [6, 5, 4]) == 3
+    assert resolve_rank(auto, 10, [216, 6, 64]) == 6  # HW: the 6-feature view bounds U_p^T U_p = I
+    assert resolve_rank(auto, None, [50, 40]) == 6
+    assert resolve_rank({**auto, "rank": 2}, 10, [6, 5]) == 2
+    assert resolve_rank(validate_run_config({"view-dim": 8}), None, [8]) == 6  # synthetic: paper's r
+    strategy, _ = run_federation(tmp_path, _cfg(path, rank=0))
+    assert strategy.rank == 3 and strategy.v.shape == (3, 3 * N_PER_CLASS)
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["summary"]["rank"] == 3

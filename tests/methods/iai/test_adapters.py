@@ -1,0 +1,122 @@
+"""FMVC-IAI Flower adapters, driven in process (no Ray): messages, client state, a whole run."""
+
+import numpy as np
+import pytest
+
+from fedmf_app.federated.client import ClientStateError
+from fedmf_app.options import iai_params, validate_run_config
+from fedmf_app.data import load_client_view
+from fedmf_app.methods.iai.client_updates import client_round, client_setup
+from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.data.missing_views import missing_view_mask
+from fedmf_app.registry import client_class
+from fakes import client_context, run_federation
+from iai_data import SMALL
+
+def _client(cfg, p, context=None):
+    context = context or client_context(cfg, p, cfg["num-clients"])
+    return client_class("fmvc-iai")(context, cfg, p, cfg["num-clients"], load_client_view(cfg, p)), context
+
+
+def test_only_the_spec_arrays_travel(tmp_path):
+    cfg = validate_run_config({**SMALL, "out-dir": str(tmp_path)})
+    strategy, broadcasts = run_federation(tmp_path, cfg)
+    n, k, r = 120, 3, 30
+    assert broadcasts[0] == []
+    for arrays in broadcasts[1:]:
+        neighbours, labels, target, anchors = arrays
+        assert neighbours.shape == (n, 5) and neighbours.dtype == np.int32
+        assert labels.shape == (n,) and labels.dtype == np.int64 and labels.max() < k
+        assert anchors.shape == (r,) and np.unique(anchors).size == r
+        assert target.shape in ((0, k), (n, k))
+    # P exists from the first training round on, rows sum to one
+    assert broadcasts[1][2].shape == (0, k)
+    np.testing.assert_allclose(broadcasts[-1][2].sum(axis=1), 1.0)
+    rounds = strategy.recorder.data["rounds"]
+    assert [r["phase"] for r in rounds] == ["setup", "train", "train", "train"]
+    assert rounds[1]["emd"] is None and len(rounds[2]["emd"]) == 3
+    np.testing.assert_allclose(sum(rounds[2]["weights"]), 1.0)
+    np.testing.assert_array_equal(strategy.final_labels(), broadcasts[-1][1])
+
+
+def test_uploads_are_the_spec_arrays_and_the_client_sees_only_observed_rows():
+    cfg = validate_run_config(SMALL)
+    client, _ = _client(cfg, 1)
+    observed = missing_view_mask(120, 3, 0.5, 2)[:, 1]
+    np.testing.assert_array_equal(client.observed, observed)
+    assert client.get_properties({})["num-observed"] == observed.sum()
+    (knn,), count, _ = client.fit([], {"server-round": 1})
+    assert knn.shape == (120, 5) and knn.dtype == np.int32 and count == observed.sum()
+    assert np.all(knn[~observed] == -1) and np.all(observed[knn[observed]])
+
+
+def test_model_state_survives_across_rounds_in_context_state():
+    cfg = validate_run_config(SMALL)
+    params = iai_params(cfg, 3)
+    n, k = 120, 3
+    rng = np.random.default_rng(0)
+    neighbours = np.stack([rng.choice(n, 5, replace=False) for _ in range(n)]).astype(np.int32)
+    labels = rng.integers(0, k, n)
+    target = rng.dirichlet(np.ones(k), size=n)
+    anchors = np.sort(rng.choice(n, 30, replace=False))
+    down = [neighbours, labels, target, anchors]
+
+    # the client: a new object for every message, one Context kept by the SuperNode
+    client, context = _client(cfg, 0)
+    client.fit([], {"server-round": 1})
+    _client(cfg, 0, context)[0].fit(down, {"server-round": 2})
+    up3, _, _ = _client(cfg, 0, context)[0].fit(down, {"server-round": 3})
+    stored = context.state.array_records["fmvc-iai.arrays"]
+    assert any(key.startswith("ae.") for key in stored) and any(key.startswith("gae.") for key in stored)
+
+    # the same rounds with the state passed along by hand, and round 3 from scratch
+    view = load_client_view(cfg, 0).features
+    seed = client.seed
+    _, ae = client_setup(view, client.observed, params, seed)
+    two = client_round(view, client.observed, ae, None, neighbours, labels, target, anchors, params,
+                       seed + 2)
+    three = client_round(view, client.observed, ae, two.gae_state, neighbours, labels, target,
+                         anchors, params, seed + 3)
+    fresh = client_round(view, client.observed, ae, None, neighbours, labels, target, anchors,
+                         params, seed + 3)
+    np.testing.assert_allclose(up3[0], three.distances, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(up3[0], fresh.distances, rtol=1e-3)
+
+    # a SuperNode that lost its state (or missed a round) is refused
+    with pytest.raises(ClientStateError, match="stored state is from round 0"):
+        _client(cfg, 0)[0].fit(down, {"server-round": 3})
+
+
+def test_hw_with_half_the_samples_incomplete_clusters_well(tmp_path):
+    cfg = validate_run_config({"algorithm": "fmvc-iai", "dataset": "hw", "num-clients": 6,
+                               "missing-rate": 0.5, "iai-ae-epochs": 15, "iai-epochs": 5,
+                               "num-server-rounds": 3, "out-dir": str(tmp_path)})
+    strategy, _ = run_federation(tmp_path, cfg)
+    truth = load_client_view(cfg, 0).labels
+    scores = clustering_scores(truth, strategy.final_labels())
+    # spec 3.3a: 0.85-0.93 after 10 rounds of 20 epochs; this is a short run
+    assert scores["acc"] > 0.7, scores
+
+
+def test_cuda_is_used_only_when_present(monkeypatch):
+    import torch
+
+    from fedmf_app.methods.iai import client as fmvc_iai
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert fmvc_iai._device("cuda") == "cpu"
+    assert fmvc_iai._device("cpu") == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert fmvc_iai._device("cuda") == "cuda"
+
+
+def test_other_algorithms_do_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from fedmf_app.registry import client_class, strategy_class; "
+            "[(client_class(a), strategy_class(a)) for a in ('fedsonmf', 'fedmavg')]; "
+            "strategy_class('fmvc-iai'); import fedmf_app.client_app, fedmf_app.server_app; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr

@@ -1,0 +1,191 @@
+"""FMVC-IAI kernels (paper C): the mathematical properties spec §3 states."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from fedmf_app.methods.iai.deep_clustering import (
+    fusion_weights,
+    label_alignment,
+    prototype_distances,
+    prototypes,
+    student_t,
+    target_distribution,
+    total_variation_emd,
+)
+from fedmf_app.methods.iai.feature_propagation import feature_propagation, normalised_adjacency
+from fedmf_app.common.graphs import adjacency, knn_indices
+from fedmf_app.methods.iai.sample_graphs import anchor_graph, observed_knn, start_graph
+from fedmf_app.data.missing_views import missing_view_mask
+
+
+def _random_graph(n, k, seed):
+    rng = np.random.default_rng(seed)
+    return adjacency(knn_indices(rng.normal(size=(n, 3)), k))
+
+
+def test_feature_propagation_keeps_observed_rows_and_reaches_the_harmonic_solution():
+    rng = np.random.default_rng(0)
+    n = 15
+    a = _random_graph(n, 3, 0)
+    x = rng.normal(size=(n, 4))
+    observed = np.zeros(n, dtype=bool)
+    observed[rng.choice(n, 6, replace=False)] = True
+    out = feature_propagation(x, observed, a, iterations=3000)
+    np.testing.assert_array_equal(out[observed], x[observed])
+    # harmonic extension: (I - Ã)_uu x_u = Ã_uo x_o
+    at = normalised_adjacency(a).toarray()
+    u, o = ~observed, observed
+    expected = np.linalg.solve(np.eye(u.sum()) - at[np.ix_(u, u)], at[np.ix_(u, o)] @ x[o])
+    np.testing.assert_allclose(out[u], expected, rtol=1e-8, atol=1e-10)
+    # the rows that feature_propagation must not read do not matter
+    garbage = np.where(observed[:, None], x, 1e6)
+    np.testing.assert_allclose(feature_propagation(garbage, observed, a, 3000), out)
+
+
+def test_feature_propagation_leaves_isolated_missing_rows_at_zero():
+    a = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 0], [0, 0, 0]], dtype=float))
+    out = feature_propagation(np.ones((3, 2)), np.array([True, False, False]), a, 10)
+    np.testing.assert_allclose(out, [[1, 1], [1, 1], [0, 0]])
+
+
+def _circulant_assignment(rng, k):
+    """Q with rows summing to one and equal column sums (balanced clusters)."""
+    row = rng.dirichlet(np.ones(k))
+    return np.stack([np.roll(row, j) for j in range(k)])
+
+
+def test_target_distribution_rows_sum_to_one_and_sharpen_q():
+    rng = np.random.default_rng(1)
+    q = np.vstack([_circulant_assignment(rng, 5) for _ in range(20)])
+    p = target_distribution(q)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    assert np.all(p.max(axis=1) > q.max(axis=1))
+
+    def entropy(m):
+        return -(m * np.log(m)).sum(axis=1)
+
+    assert np.all(entropy(p) < entropy(q))
+    # on unbalanced data too: rows sum to one, the mean entropy drops
+    q2 = student_t(rng.exponential(size=(200, 4)) * 5)
+    p2 = target_distribution(q2)
+    np.testing.assert_allclose(p2.sum(axis=1), 1.0)
+    assert entropy(p2).mean() < entropy(q2).mean()
+
+
+def test_student_t_rows_sum_to_one_and_prefer_the_nearest_prototype():
+    rng = np.random.default_rng(2)
+    h = rng.normal(size=(50, 3))
+    labels = rng.integers(0, 4, 50)
+    e = prototype_distances(h, prototypes(h, labels, 4))
+    direct = ((h[:, None, :] - prototypes(h, labels, 4)[None]) ** 2).sum(-1)
+    np.testing.assert_allclose(e, direct, atol=1e-10)
+    q = student_t(e)
+    np.testing.assert_allclose(q.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(q.argmax(axis=1), e.argmin(axis=1))
+
+
+def test_anchor_graph_rows_sum_to_one_on_the_nearest_anchors():
+    rng = np.random.default_rng(3)
+    h = rng.normal(size=(40, 5))
+    anchors = h[rng.choice(40, 12, replace=False)]
+    idx, val = anchor_graph(h, anchors, 4)
+    np.testing.assert_allclose(val.sum(axis=1), 1.0)
+    assert np.all(val >= 0)
+    sq = ((h[:, None, :] - anchors[None]) ** 2).sum(-1)
+    np.testing.assert_array_equal(np.sort(idx, axis=1), np.sort(np.argsort(sq, axis=1)[:, :4], axis=1))
+    # nearer anchors weigh more
+    assert np.all(np.diff(val, axis=1) <= 1e-12)
+    with pytest.raises(ValueError, match="at least 13 anchors"):
+        anchor_graph(h, anchors, 12)
+
+
+def test_fusion_weights_decrease_with_emd():
+    emd = np.array([0.4, 0.1, 0.25, 0.7])
+    for rule in ("inverse-emd", "softmax"):
+        w = fusion_weights(emd, rule, temperature=0.1)
+        np.testing.assert_allclose(w.sum(), 1.0)
+        order = np.argsort(emd)
+        assert np.all(np.diff(w[order]) < 0), rule
+    np.testing.assert_allclose(fusion_weights(emd, "uniform"), 0.25)
+    with pytest.raises(ValueError, match="unknown fusion rule"):
+        fusion_weights(emd, "max")
+
+
+def test_total_variation_emd_is_zero_on_equal_and_one_on_disjoint_assignments():
+    p = np.eye(3)
+    assert total_variation_emd(p, p) == 0.0
+    assert total_variation_emd(p, np.roll(p, 1, axis=1)) == 1.0
+
+
+def test_label_alignment_undoes_a_permutation():
+    rng = np.random.default_rng(4)
+    reference = rng.integers(0, 5, 100)
+    perm = rng.permutation(5)
+    mapping = label_alignment(perm[reference], reference, 5)
+    np.testing.assert_array_equal(mapping[perm[reference]], reference)
+
+
+@pytest.mark.parametrize("m, rate", [(6, 0.5), (2, 0.9), (3, 0.1)])
+def test_missing_view_mask_follows_the_protocol(m, rate):
+    n = 200
+    mask = missing_view_mask(n, m, rate, seed=7)
+    assert mask.shape == (n, m) and mask.any(axis=1).all()
+    incomplete = ~mask.all(axis=1)
+    assert incomplete.sum() == round(rate * n)
+    np.testing.assert_array_equal((~mask[incomplete]).sum(axis=1), m // 2)
+    np.testing.assert_array_equal(mask, missing_view_mask(n, m, rate, seed=7))
+    assert not np.array_equal(mask, missing_view_mask(n, m, rate, seed=8))
+
+
+def test_missing_view_mask_rejects_impossible_settings():
+    with pytest.raises(ValueError, match="at least 2 views"):
+        missing_view_mask(10, 1, 0.5, 0)
+    with pytest.raises(ValueError, match="keep at least one view"):
+        missing_view_mask(10, 3, 0.5, 0, dropped=3)
+    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+        missing_view_mask(10, 3, 1.0, 0)
+    assert missing_view_mask(10, 1, 0.0, 0).all()
+
+
+def test_observed_knn_and_start_graph():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(30, 2))
+    observed = np.ones(30, dtype=bool)
+    observed[:5] = False
+    g = observed_knn(x, observed, 4)
+    assert np.all(g[:5] == -1) and np.all(g[5:] >= 5)
+    # support rule: a neighbour listed by both views beats one listed by a single view
+    a = np.array([[1, 2], [0, 2], [0, 1], [0, 1]])
+    b = np.array([[2, 3], [2, 3], [3, 1], [2, 1]])
+    merged = start_graph([a, b], 1, "support")
+    np.testing.assert_array_equal(merged[:, 0], [2, 2, 1, 1])
+    union = start_graph([a, b], 1, "union")
+    assert set(union[0][union[0] >= 0]) == {1, 2, 3}
+    adj = adjacency(merged)
+    assert (adj != adj.T).nnz == 0 and adj.diagonal().sum() == 0
+
+
+def test_structure_loss_scores_edges_and_sampled_non_edges_only():
+    from fedmf_app.methods.iai.graph_autoencoder import GraphAutoencoder, train_gae
+    from fedmf_app.methods.iai.params import GAEParams
+
+    n = 400
+    a = _random_graph(n, 4, 6).tocoo()
+    edges = np.vstack([a.row, a.col])
+    params = GAEParams(hidden=4, heads=1, out_dim=4, decoder_hidden=8, epochs=2, negative_ratio=2.0)
+    model = GraphAutoencoder(3, 2, params)
+    scored = []
+    original = model.edge_logits
+
+    def spy(h, pairs):
+        scored.append(pairs)
+        return original(h, pairs)
+
+    model.edge_logits = spy
+    losses = train_gae(model, np.random.default_rng(0).normal(size=(n, 3)), edges, None, params, 0)
+    positives = edges.shape[1] + n  # A_g + I
+    assert [p.shape[1] for p in scored] == [positives, 2 * positives] * 2
+    negatives = scored[1].numpy()
+    assert not set(zip(*negatives)) & set(zip(*edges)) and np.all(negatives[0] != negatives[1])
+    assert losses.structure > 0 and losses.clustering == 0.0

@@ -1,0 +1,98 @@
+"""FMVC-IMK's Strategy and NumPyClient driven in process (no Ray): same numbers as the kernels,
+the server sees only masked graph uploads, the stopping rule ends the run."""
+
+import numpy as np
+import pytest
+from flwr.common import Code, GetPropertiesRes, Status, parameters_to_ndarrays
+from flwr.server import SimpleClientManager
+
+from fakes import FakeProxy, client_context, fit_res, run_evaluate_round
+from fedmf_app.options import imk_params, validate_run_config
+from fedmf_app.data import load_client_view
+from fedmf_app.common.graphs import knn_similarity
+from fedmf_app.methods.imk.updates import preprocess_view
+from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
+from fedmf_app.common.secure_sum import decode_upper, encode_upper, sum_uploads
+from fedmf_app.registry import client_class, strategy_class
+from fedmf_app.federated.results import RunRecorder
+from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
+from imk_data import BASE, clustered_views, labelled_file, run
+
+def reference_views(cfg):
+    return [preprocess_view(load_client_view(cfg, p).features, cfg["imk-standardise"],
+                            cfg["imk-unit-norm"]) for p in range(cfg["num-clients"])]
+
+
+def test_labelled_data_gives_per_round_and_final_scores(tmp_path):
+    path, y = labelled_file(tmp_path)
+    cfg, strategy, _ = run(tmp_path, **{"dataset": path, "num-clusters": 0, "imk-tol": 1e-4,
+                                        "num-server-rounds": 30})
+    result = strategy.recorder.data
+    assert result["status"] == "completed" and strategy.k == 3
+    rounds = result["rounds"]
+    assert all({"acc", "nmi", "purity"} <= set(r) for r in rounds)
+    # the final scores (base class, from the clients' evaluate replies) are the last round's
+    final = result["final"]
+    assert all(final[key] == rounds[-1][key] for key in ("acc", "nmi", "purity"))
+    assert final["acc"] > 0.95 and final["nmi"] > 0.85
+    assert result["summary"]["converged_round"] == rounds[-1]["round"] < 30
+
+
+def test_rounds_match_the_in_process_kernels(tmp_path):
+    cfg, strategy, _ = run(tmp_path)
+    result = strategy.recorder.data
+    assert result["status"] == "completed"
+    ref = IMKReference(reference_views(cfg), imk_params(cfg),
+                       IMKSettings(k=3, seed=cfg["seed"]))
+    for _ in range(cfg["num-server-rounds"]):
+        ref.round()
+    for key in ("objective", "graph_term", "consensus"):
+        np.testing.assert_allclose([r[key] for r in result["rounds"]],
+                                   [h[key] for h in ref.history], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(strategy.h, ref.h, atol=1e-10)
+    assert result["summary"]["setup"]["upload_bytes_per_client"] == 4 * 60 * 59 // 2
+    assert (tmp_path / "run" / "convergence.png").exists()
+    assert strategy.final_labels().shape == (60,)
+
+
+def test_server_receives_only_masked_graphs_whose_sum_is_the_true_sum(tmp_path, monkeypatch):
+    seen = []
+    original = FMVCIMKStrategy._fit_stage
+
+    def spy(self, proxy, config):
+        arrays, metrics = original(self, proxy, config)
+        seen.append(arrays[0].copy())
+        return arrays, metrics
+
+    monkeypatch.setattr(FMVCIMKStrategy, "_fit_stage", spy)
+    cfg, strategy, _ = run(tmp_path, **{"num-server-rounds": 1})
+    graphs = [knn_similarity(x, cfg["imk-neighbours"]) for x in reference_views(cfg)]
+    plain = [encode_upper(s, cfg["imk-mask-frac-bits"]) for s in graphs]
+    assert len(seen) == 3
+    for upload in seen:
+        assert upload.dtype == np.uint32 and upload.size == plain[0].size
+        assert np.count_nonzero(upload) >= upload.size - 2  # dense: no sparsity pattern
+        assert all(np.count_nonzero(upload == p) < 10 for p in plain)
+    assert (decode_upper(sum_uploads(seen), 60, 16) != sum(graphs[1:], graphs[0])).nnz == 0
+    # with imk-secure-sum = none the uploads are the plain encodings (the comparison option)
+    seen.clear()
+    run(tmp_path / "plain", **{"num-server-rounds": 1, "imk-secure-sum": "none"})
+    assert sorted(u.tobytes() for u in seen) == sorted(p.tobytes() for p in plain)
+
+
+def test_stopping_rule_ends_the_run_and_skips_the_remaining_rounds(tmp_path):
+    cfg, strategy, clients = run(tmp_path, **{"imk-tol": 1e-2, "num-server-rounds": 50})
+    result = strategy.recorder.data
+    rounds = [r["round"] for r in result["rounds"]]
+    assert result["status"] == "completed" and rounds[-1] < 50
+    assert result["summary"]["converged_round"] == rounds[-1]
+    last, before = result["rounds"][-1]["objective"], result["rounds"][-2]["objective"]
+    assert abs(last - before) <= 1e-2 * before
+    # the clients' private state is from the last round they ran
+    assert all(c.context.state.config_records["fmvc-imk.meta"]["round"] == rounds[-1] for c in clients)
+
+
+def test_missing_cluster_count_stops_before_round_one(tmp_path):
+    with pytest.raises(Exception, match="num-clusters"):
+        run(tmp_path, **{"num-clusters": 0})
+    assert not (tmp_path / "run").exists()

@@ -1,0 +1,175 @@
+"""The fedsonmf Strategy and NumPyClient, driven without Ray: handshake, aggregation, state."""
+
+import json
+
+import numpy as np
+import pytest
+from flwr.common import parameters_to_ndarrays
+from flwr.server import SimpleClientManager
+
+from fedmf_app.federated.client import ClientStateError
+from fedmf_app.methods.sonmf.client import FedSONMFClient
+from fedmf_app.options import sonmf_params, validate_run_config
+from fedmf_app.data import load_client_view
+from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
+from fedmf_app.methods.sonmf.updates import server_step
+from fedmf_app.federated.results import RunRecorder
+from fedmf_app.federated.strategy import FederationError
+from fedmf_app.methods.sonmf.strategy import FedSONMFStrategy
+from fakes import FakeProxy, build_federation, client_context, fit_res, run_client_round, run_round
+from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
+
+CFG = {"num-clients": 3, "num-samples": 40, "num-server-rounds": 4, "heterogeneity": 0.6,
+       "local-steps": 3, "seed": 5, "connect-timeout-s": 0.2}
+
+
+def _federation(tmp_path, overrides=None, properties=None):
+    cfg = validate_run_config({**CFG, **(overrides or {})})
+    strategy, manager, clients = build_federation(tmp_path, cfg, properties)
+    return cfg, strategy, manager, clients
+
+
+_run_round = run_round
+
+
+def test_adapters_reproduce_the_kernel_reference_run(tmp_path):
+    cfg, strategy, manager, clients = _federation(tmp_path)
+    parameters = strategy.initialize_parameters(client_manager=manager)
+    views = synthetic_views(m=3, h=0.6, seed=5, num_samples=40)
+    reference = KernelFederation([v.x for v in views], sonmf_params(cfg), seed=5)
+    for s in range(1, cfg["num-server-rounds"] + 1):
+        parameters = _run_round(strategy, manager, clients, parameters, s)
+        reference.round()
+        np.testing.assert_array_equal(parameters_to_ndarrays(parameters)[0], reference.v_bar)
+        np.testing.assert_array_equal(strategy.v, reference.v)
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["status"] == "completed"
+    assert [r["round"] for r in result["rounds"]] == [1, 2, 3, 4]
+    np.testing.assert_allclose([r["residual"] for r in result["rounds"]],
+                               [h["residual"] for h in reference.history], rtol=1e-12)
+    np.testing.assert_allclose([r["objective"] for r in result["rounds"]],
+                               [h["objective"] for h in reference.history], rtol=1e-12)
+    assert result["clients"][2]["partition-id"] == 2
+    assert (tmp_path / "run" / "residuals.png").stat().st_size > 0
+
+
+def test_global_correction_is_the_mean_client_gradient(tmp_path):
+    cfg, strategy, manager, clients = _federation(tmp_path)
+    parameters = strategy.initialize_parameters(client_manager=manager)
+    for s in (1, 2):
+        parameters = _run_round(strategy, manager, clients, parameters, s)
+        grads = [c.context.state.array_records["fedsonmf.arrays"]["grad_prev"].numpy()
+                 for c in clients.values()]
+        np.testing.assert_allclose(strategy.global_correction, np.mean(grads, axis=0), atol=1e-10)
+
+
+def test_aggregation_of_constructed_replies(tmp_path):
+    cfg, strategy, manager, _ = _federation(tmp_path)
+    strategy.initialize_parameters(client_manager=manager)
+    rng = np.random.default_rng(0)
+    v_hats = [rng.standard_normal(strategy.v.shape) for _ in range(3)]
+    grads = [rng.standard_normal(strategy.v.shape) for _ in range(3)]
+    results = [
+        (proxy, fit_res([v_hats[p], grads[p]],
+                        {"partition-id": p, "kernel_s": 0.1, "loss": float(p), "basis_residual": 2.0}))
+        for p, proxy in enumerate(strategy.clients)
+    ]
+    v_before = strategy.v.copy()
+    params = strategy.aggregate_fit(server_round=1, results=results[::-1], failures=[])[0]
+    v_bar, v_next = server_step(v_before, v_hats, sonmf_params(cfg))
+    np.testing.assert_allclose(parameters_to_ndarrays(params)[0], v_bar)
+    np.testing.assert_allclose(strategy.v, v_next)
+    record = strategy.recorder.data["rounds"][0]
+    eta = sonmf_params(cfg).effective_lr
+    expected_rv = np.linalg.norm((v_bar - v_next) / eta + np.mean(grads, axis=0)) ** 2
+    assert record["residual_v"] == pytest.approx(expected_rv)
+    assert record["residual_u"] == pytest.approx(2.0)
+    assert record["residual_ratio"] == 1.0
+    assert record["objective"] == pytest.approx(1.0 + cfg["mu"] * np.linalg.norm(v_before, axis=1).sum())
+    assert record["client_kernel_s_sum"] == pytest.approx(0.3)
+
+
+def test_a_failed_client_fails_the_run_and_keeps_finished_rounds(tmp_path):
+    cfg, strategy, manager, clients = _federation(tmp_path)
+    parameters = strategy.initialize_parameters(client_manager=manager)
+    parameters = _run_round(strategy, manager, clients, parameters, 1)
+    instructions = strategy.configure_fit(server_round=2, parameters=parameters, client_manager=manager)
+    results = [(proxy, run_client_round(clients[proxy.cid], ins.parameters, 2))
+               for proxy, ins in instructions[1:]]
+    with pytest.raises(FederationError, match=r"no valid reply from partition\(s\) \[0\].*disk on fire"):
+        strategy.aggregate_fit(server_round=2, results=results, failures=[RuntimeError("disk on fire")])
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["status"] == "failed" and "partition(s) [0]" in result["error"]
+    assert len(result["rounds"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("overrides", "properties", "fragment"),
+    [
+        ({"num-clients": 4}, None, 'needs exactly 4 SuperNodes'),
+        ({}, [{"partition-id": 0, "num-samples": 40, "num-features": 20, "source": "a"}] * 3,
+         "partition ids are [0, 0, 0]"),
+        ({}, [{"partition-id": p, "num-samples": 40 + p, "num-features": 20, "source": "a"} for p in range(3)],
+         "same number of samples (partition 0: 40, partition 1: 41"),
+        ({}, [{"partition-id": p, "num-samples": 40, "num-features": 4 if p == 1 else 20, "source": f"f{p}.mat"}
+              for p in range(3)],
+         "'rank' = 6 is invalid: every view needs at least 6 features for a nonnegative orthonormal basis, "
+         "but partition 1 (f1.mat) has 4"),
+        ({}, [{"partition-id": p, "num-samples": 40, "num-features": 20, "source": "a", "num-partitions": 2}
+              for p in range(3)], "started with num-partitions=2 but the run has 3 clients"),
+    ],
+)
+def test_handshake_problems_stop_the_run_before_round_one(tmp_path, overrides, properties, fragment):
+    cfg, strategy, manager, _ = _federation(tmp_path, overrides, properties)
+    if overrides.get("num-clients") == 4:  # only 3 of 4 nodes connected
+        manager.unregister(manager.all()["node-7"])
+    with pytest.raises(FederationError) as err:
+        strategy.initialize_parameters(client_manager=manager)
+    assert fragment in str(err.value)
+    assert not (tmp_path / "run").exists()  # nothing half-written
+
+
+def test_handshake_error_names_the_node(tmp_path):
+    cfg = validate_run_config({**CFG, "num-clients": 1})
+    strategy = FedSONMFStrategy(cfg, RunRecorder(tmp_path, "run", cfg))
+    manager = SimpleClientManager()
+    manager.register(FakeProxy("node-7", {}, fail_handshake="cannot read /data/view0.mat"))
+    with pytest.raises(FederationError, match="SuperNode node-7 failed the handshake: cannot read /data/view0.mat"):
+        strategy.initialize_parameters(client_manager=manager)
+
+
+def test_client_state_persists_and_missed_rounds_are_refused(tmp_path):
+    cfg = validate_run_config(CFG)
+    view = load_client_view(cfg, 1)
+    context = client_context(cfg, 1, 3)
+    v_bar = np.abs(np.random.default_rng(0).standard_normal((6, 40)))
+    first = FedSONMFClient(context, cfg, 1, 3, view)  # Flower rebuilds the client every message
+    arrays, n, metrics = first.fit([v_bar], {"server-round": 1})
+    assert n == 40 and metrics["partition-id"] == 1 and len(arrays) == 2
+    stored = context.state.array_records["fedsonmf.arrays"]
+    np.testing.assert_array_equal(stored["v_prev"].numpy(),
+                                  prox_l21_nonneg(v_bar, sonmf_params(cfg).effective_lr * cfg["mu"]))
+    second = FedSONMFClient(context, cfg, 1, 3, view)
+    second.fit([v_bar], {"server-round": 2})
+    with pytest.raises(ClientStateError, match="partition 1: asked for round 4 but its stored state is from round 2"):
+        FedSONMFClient(context, cfg, 1, 3, view).fit([v_bar], {"server-round": 4})
+
+
+def test_without_diagnostics_only_the_local_copy_travels(tmp_path):
+    cfg = validate_run_config({**CFG, "diagnostics": False})
+    client = FedSONMFClient(client_context(cfg, 0, 3), cfg, 0, 3, load_client_view(cfg, 0))
+    arrays, _, metrics = client.fit([np.ones((6, 40))], {"server-round": 1})
+    assert len(arrays) == 1 and arrays[0].shape == (6, 40)
+    assert set(metrics) == {"partition-id", "kernel_s"}
+
+
+def test_handshake_replies_get_a_rounds_timeout_not_the_connect_timeout(tmp_path):
+    # starting a node's ClientApp (a Ray actor) can outlast connect-timeout-s on a busy machine
+    cfg, strategy, manager, _ = _federation(tmp_path, {"connect-timeout-s": 0.2, "round-timeout-s": 77.0})
+    seen = []
+    for proxy in manager.all().values():
+        answer = proxy.get_properties
+        proxy.get_properties = lambda ins, timeout, group_id, answer=answer: (
+            seen.append(timeout), answer(ins, timeout, group_id))[1]
+    strategy.initialize_parameters(client_manager=manager)
+    assert seen == [77.0] * 3

@@ -1,0 +1,130 @@
+"""The nonnegative-orthogonal basis solver: feasibility, descent, optimality, recovery."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view
+from fedmf_app.methods.sonmf.nonneg_orth import (
+    BasisSolverOptions,
+    basis_objective,
+    basis_residual,
+    is_feasible_basis,
+    polish_on_supports,
+    project_oblique_nonneg,
+    random_feasible_basis,
+    round_to_feasible,
+    solve_basis,
+)
+
+
+def _problem(rng, d=12, r=3, n=40):
+    x = np.abs(rng.standard_normal((d, n)))
+    v = np.abs(rng.standard_normal((r, n)))
+    return x, v, random_feasible_basis(d, r, rng)
+
+
+def test_random_feasible_basis_is_feasible():
+    rng = np.random.default_rng(0)
+    for d, r in [(6, 6), (7, 6), (20, 6), (50, 10)]:
+        u = random_feasible_basis(d, r, rng)
+        assert is_feasible_basis(u, tol=1e-12)
+        assert np.all(np.count_nonzero(u, axis=0) >= 1)
+
+
+def test_projection_gives_nonnegative_unit_columns():
+    rng = np.random.default_rng(1)
+    u = rng.standard_normal((8, 4))
+    u[:, 2] = -np.abs(u[:, 2])  # no positive entry
+    p = project_oblique_nonneg(u)
+    assert np.all(p >= 0)
+    np.testing.assert_allclose(np.linalg.norm(p, axis=0), 1.0)
+    assert np.count_nonzero(p[:, 2]) == 1 and p[np.argmax(u[:, 2]), 2] == 1.0
+
+
+def test_rounding_is_feasible_or_declines():
+    rng = np.random.default_rng(2)
+    u = np.abs(rng.standard_normal((10, 3)))
+    assert is_feasible_basis(round_to_feasible(u), tol=1e-12)
+    u[:, 1] = 0.0  # column 1 can win no row
+    assert round_to_feasible(u) is None
+
+
+@pytest.mark.parametrize("rho1", [0.0, 1.0, 10.0])
+def test_solver_returns_feasible_basis_without_increasing_objective(rho1):
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        x, v, u0 = _problem(rng)
+        u, info = solve_basis(x, v, u0, rho1)
+        assert is_feasible_basis(u, tol=1e-12)
+        assert basis_objective(x, v, u, u0, rho1) <= basis_objective(x, v, u0, u0, rho1) + 1e-12
+        assert info.objective == pytest.approx(basis_objective(x, v, u, u0, rho1))
+
+
+def test_polish_is_the_exact_minimiser_on_fixed_supports():
+    rng = np.random.default_rng(4)
+    x, v, u0 = _problem(rng, d=10, r=3)
+    a = 2 * x @ v.T + 1.0 * u0
+    u = polish_on_supports(u0, a)
+    assert is_feasible_basis(u, tol=1e-12)
+    support = u0 > 0
+    for _ in range(300):  # any unit nonnegative columns on the same supports do no better
+        w = project_oblique_nonneg(np.where(support, np.abs(rng.standard_normal(u.shape)), 0.0))
+        assert basis_objective(x, v, w, u0, 1.0) >= basis_objective(x, v, u, u0, 1.0) - 1e-9
+
+
+def _brute_force_minimum(x, v, u0, rho1):
+    """Minimum of phi over all assignments of rows to columns (each column >= 1 row)."""
+    d, r = u0.shape
+    a = 2 * x @ v.T + rho1 * u0
+    best = np.inf
+    for owners in itertools.product(range(r), repeat=d):
+        if len(set(owners)) < r:
+            continue
+        support = np.zeros((d, r))
+        support[np.arange(d), owners] = 1.0
+        u = polish_on_supports(support, a)
+        best = min(best, basis_objective(x, v, u, u0, rho1))
+    return best
+
+
+def test_solver_reaches_the_global_minimum_on_small_problems():
+    # The exact-penalty method is a heuristic for a combinatorial problem: it must find the
+    # brute-force optimum in most small random instances from a random start (rho1 = 0).
+    rng = np.random.default_rng(5)
+    hits = 0
+    trials = 15
+    for _ in range(trials):
+        x, v, u0 = _problem(rng, d=6, r=2, n=15)
+        u, _ = solve_basis(x, v, u0, 0.0)
+        best = _brute_force_minimum(x, v, u0, 0.0)
+        value = basis_objective(x, v, u, u0, 0.0)
+        assert value >= best - 1e-9
+        hits += value <= best + 1e-8 * abs(best)
+    assert hits >= 0.8 * trials
+
+
+def test_solver_recovers_planted_basis_given_true_coefficients():
+    view = make_synthetic_view(SyntheticSpec(seed=7), 0)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        u0 = random_feasible_basis(20, 6, rng)
+        u, _ = solve_basis(view.x, view.v_true, u0, 0.0)
+        # Same supports as the truth (V is given, so no column permutation is possible).
+        np.testing.assert_array_equal(u > 0, view.u_true > 0)
+        np.testing.assert_allclose(u, view.u_true, atol=0.05)
+
+
+def test_basis_residual_vanishes_at_an_exact_factorisation_only():
+    view = make_synthetic_view(SyntheticSpec(noise=0.0, seed=8), 0)
+    assert basis_residual(view.x, view.v_true, view.u_true) == pytest.approx(0.0, abs=1e-18)
+    other = random_feasible_basis(20, 6, np.random.default_rng(0))
+    assert basis_residual(view.x, view.v_true, other) > 1e-3
+
+
+def test_options_reach_the_solver():
+    rng = np.random.default_rng(9)
+    x, v, u0 = _problem(rng)
+    _, info = solve_basis(x, v, u0, 1.0, BasisSolverOptions(max_outer=2))
+    assert info.outer_iterations <= 2
