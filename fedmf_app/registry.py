@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from fedmf_app.options import ALGORITHM_NAMES
+from fedmf_app.options.run_config import ALGORITHM_NAMES
 
 __all__ = ["ALGORITHMS", "client_class", "strategy_class"]
 

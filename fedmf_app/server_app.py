@@ -11,7 +11,7 @@ from flwr.common import Context
 from flwr.common.logger import log
 from flwr.server import Server, ServerApp, ServerAppComponents, ServerConfig, SimpleClientManager
 
-from fedmf_app.options import validate_run_config
+from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import strategy_class
 from fedmf_app.federated.results import RunRecorder, default_run_name
 

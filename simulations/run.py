@@ -28,16 +28,18 @@ import logging
 import subprocess
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import hydra
+from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from fedmf_app.options import ConfigError, defaults, validate_run_config
+from fedmf_app.options.run_config import ConfigError, defaults, validate_run_config
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.federated.results import load_result
 
@@ -46,8 +48,24 @@ FAILED_JOB_FILE = "job_failed.json"
 TIMING_FILE = "job_timing.json"
 log = logging.getLogger(__name__)
 
-__all__ = ["FAILED_JOB_FILE", "TIMING_FILE", "FailedJobsCallback", "JobFailed", "failed_jobs",
-           "run_job"]
+__all__ = ["FAILED_JOB_FILE", "TIMING_FILE", "FailedJobsCallback", "JobFailed", "app_run_config",
+           "failed_jobs", "run_job"]
+
+
+def app_run_config() -> dict[str, Any]:
+    """The app's run-config defaults as Flower reads them: ``pyproject.toml``'s ``[tool.flwr.app.config]``.
+
+    Returns
+    -------
+    dict
+        Shared keys at the top, one nested table per method family.
+    """
+    with (ROOT / "pyproject.toml").open("rb") as file:
+        return tomllib.load(file)["tool"]["flwr"]["app"]["config"]
+
+
+# conf/config.yaml's defaults list starts with this node: the hydra `run` block is pyproject's table.
+ConfigStore.instance().store(name="app_run_config", node={"run": app_run_config()})
 
 
 class JobFailed(RuntimeError):

@@ -8,7 +8,7 @@ from fakes import ClientProxyToNumPy, client_context, run_evaluate_round
 from fedmf_app.data import load_client_view
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.methods.imk.updates import preprocess_view
-from fedmf_app.options import validate_run_config
+from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class, strategy_class
 
 
@@ -24,7 +24,7 @@ def clustered_views(n=120, k=3, dims=(8, 12, 6), noise=1.5, seed=0):
 
 
 BASE = {"algorithm": "fmvc-imk", "num-clients": 3, "num-clusters": 3, "num-samples": 60,
-        "num-server-rounds": 6, "imk-tol": 0.0, "seed": 2}
+        "num-server-rounds": 6, "imk.tol": 0.0, "seed": 2}
 
 
 def labelled_file(tmp_path):

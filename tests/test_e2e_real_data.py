@@ -16,7 +16,7 @@ pytestmark = pytest.mark.e2e
 
 
 def test_embedded_hw_runs_under_flwr_run_and_is_scored(tmp_path):
-    overrides = {"dataset": "hw", "num-clients": 6, "num-server-rounds": 2, "diagnostics": False,
+    overrides = {"dataset": "hw", "num-clients": 6, "num-server-rounds": 2, "sonmf.diagnostics": False,
                  "out-dir": str(tmp_path), "run-name": "hw"}
     with LocalSuperLink(tmp_path / "flwr-home") as link:
         proc = link.run(ROOT, overrides, num_supernodes=6, timeout=300)

@@ -16,7 +16,7 @@ import numpy as np
 from fedmf_app.data.errors import DataError
 from fedmf_app.data.multiview import load_multiview, load_single_view
 from fedmf_app.data.preprocess import prepare_view
-from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view
+from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view, planted_rank
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
 
 __all__ = [
@@ -91,12 +91,10 @@ def synthetic_spec(cfg: Mapping[str, Any]) -> SyntheticSpec:
     -------
     SyntheticSpec
     """
-    from fedmf_app.options import synthetic_rank
-
     return SyntheticSpec(
         num_samples=cfg["num-samples"],
         view_dim=cfg["view-dim"],
-        rank=synthetic_rank(cfg),
+        rank=planted_rank(cfg["sonmf.rank"]),
         heterogeneity=cfg["heterogeneity"],
         noise=cfg["noise"],
         seed=cfg["seed"],
@@ -198,7 +196,7 @@ def _fill_missing(features: np.ndarray, cfg: Mapping[str, Any], partition_id: in
     """The view with its missing rows filled, for algorithms that need complete views.
 
     Unchanged when ``missing-rate`` is 0 or the algorithm reads the mask itself
-    (:data:`fedmf_app.options.MASK_READING_ALGORITHMS`); otherwise the rows the run's seeded mask
+    (:attr:`fedmf_app.options.Family.reads_missing_mask`); otherwise the rows the run's seeded mask
     marks missing for this view are replaced per ``missing-fill``
     (:func:`fedmf_app.data.missing_views.fill_missing_rows`).
 
@@ -221,9 +219,9 @@ def _fill_missing(features: np.ndarray, cfg: Mapping[str, Any], partition_id: in
     DataError
         When the run's mask cannot be built for this data (e.g. fewer than 2 views).
     """
-    from fedmf_app.options import MASK_READING_ALGORITHMS
+    from fedmf_app.options.run_config import family_of
 
-    if cfg["missing-rate"] == 0 or cfg["algorithm"] in MASK_READING_ALGORITHMS:
+    if cfg["missing-rate"] == 0 or family_of(cfg["algorithm"]).reads_missing_mask:
         return features
     try:
         observed = missing_view_mask(features.shape[0], cfg["num-clients"], cfg["missing-rate"],

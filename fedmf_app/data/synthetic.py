@@ -22,7 +22,25 @@ import numpy as np
 from fedmf_app.methods.sonmf.nonneg_orth import random_feasible_basis
 from fedmf_app.common.seeding import Stream, rng_for
 
-__all__ = ["SyntheticSpec", "SyntheticView", "make_synthetic_view"]
+__all__ = ["AUTO_RANK_DEFAULT", "SyntheticSpec", "SyntheticView", "make_synthetic_view", "planted_rank"]
+
+#: Rank of ``sonmf.rank = 0`` (auto) on synthetic data (paper A: 6), and on real data without a
+#: cluster count.
+AUTO_RANK_DEFAULT = 6
+
+
+def planted_rank(rank: int) -> int:
+    """Planted rank of the synthetic data: run config ``sonmf.rank``, or :data:`AUTO_RANK_DEFAULT` when 0.
+
+    Parameters
+    ----------
+    rank : int
+
+    Returns
+    -------
+    int
+    """
+    return rank or AUTO_RANK_DEFAULT
 
 
 @dataclass(frozen=True)

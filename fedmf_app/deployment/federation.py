@@ -38,7 +38,7 @@ from flwr.common.config import parse_config_args
 from flwr.common.logger import log
 
 from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys
-from fedmf_app.options import ConfigError, validate_run_config
+from fedmf_app.options.run_config import ConfigError, validate_run_config
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.deployment.supernode import LocalSuperNode
 

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedmf_app.options import iai_params, validate_run_config
+from fedmf_app.methods.iai.options import iai_params
+from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.data import load_client_view
 from fedmf_app.methods.iai.client_updates import client_round, client_setup
 from fedmf_app.methods.iai.server_updates import server_round, server_setup

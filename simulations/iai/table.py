@@ -39,10 +39,10 @@ METRICS = ("acc", "nmi", "ari")
 def variant_name(cfg: dict[str, Any]) -> str:
     """``full`` or the removed modules, e.g. ``no M1``, from a run config."""
     removed = [name for name, off in (
-        ("M1", cfg.get("iai-imputation") == "zeros"),
-        ("M2", cfg.get("iai-fusion") == "uniform"),
-        ("M3", cfg.get("iai-attribute-loss") is False),
-        ("M4", cfg.get("iai-structure-loss") is False),
+        ("M1", cfg.get("iai.imputation") == "zeros"),
+        ("M2", cfg.get("iai.fusion") == "uniform"),
+        ("M3", cfg.get("iai.attribute-loss") is False),
+        ("M4", cfg.get("iai.structure-loss") is False),
     ) if off]
     return "full" if not removed else "no " + "+".join(removed)
 

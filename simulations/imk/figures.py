@@ -76,7 +76,7 @@ def grid(runs: list[dict[str, Any]], out: Path) -> None:
     cells: dict[str, dict[tuple[int, int], list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
         cfg = r["config"]
-        i, j = GRID.index(cfg["imk-lambda"]), GRID.index(cfg["imk-mu"])
+        i, j = GRID.index(cfg["imk.lambda"]), GRID.index(cfg["imk.mu"])
         cells[Path(cfg["dataset"]).stem][(i, j)].append(100 * r["final"]["acc"])
     out.mkdir(parents=True, exist_ok=True)
     for name, values in cells.items():
@@ -93,7 +93,7 @@ def ablation(runs: list[dict[str, Any]]) -> None:
     groups: dict[tuple[str, str], list[dict[str, float]]] = defaultdict(list)
     for r in runs:
         cfg = r["config"]
-        case = "(2) integrated, no graph" if cfg["imk-lambda"] == 0 else "(3) integrated + graph"
+        case = "(2) integrated, no graph" if cfg["imk.lambda"] == 0 else "(3) integrated + graph"
         groups[(Path(cfg["dataset"]).stem, case)].append(r["final"])
     print("| data set | case | seeds | ACC % | NMI % | PUR % |")
     print("|---|---|---|---|---|---|")

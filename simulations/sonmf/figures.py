@@ -52,12 +52,12 @@ TARGET = 1e-2
 
 def variant_label(cfg: dict[str, Any]) -> str:
     """Name of the ablation variant (conf/variant) a fedsonmf run config is."""
-    if cfg["v-update"] == "server":
+    if cfg["sonmf.v-update"] == "server":
         return "server update"
-    if cfg["local-steps"] == 1:
+    if cfg["sonmf.local-steps"] == 1:
         return "local copies, tau=1"
-    corrected = "proposed (corrected)" if cfg["drift-correction"] else "local copies, no correction"
-    return f"{corrected}, tau={cfg['local-steps']}"
+    corrected = "proposed (corrected)" if cfg["sonmf.drift-correction"] else "local copies, no correction"
+    return f"{corrected}, tau={cfg['sonmf.local-steps']}"
 
 
 _VARIANT_ORDER = ("server update", "local copies, tau=1", "local copies, no correction, tau=10",
@@ -66,7 +66,7 @@ _METHOD_ORDER = ("fedsonmf", "fedmgs", "fedmavg", "fedvra-u")
 
 #: figure -> (title, run config -> line label, line label -> sort key)
 FIGURES = {
-    "fig2": ("Fig. 2: proposed method, tau", lambda cfg: f"tau={cfg['local-steps']}",
+    "fig2": ("Fig. 2: proposed method, tau", lambda cfg: f"tau={cfg['sonmf.local-steps']}",
              lambda label: (int(label.split("=")[1]), label)),
     "fig3": ("Fig. 3: proposed vs adapted methods", lambda cfg: cfg["algorithm"],
              lambda label: (_METHOD_ORDER.index(label) if label in _METHOD_ORDER else 99, label)),
@@ -122,7 +122,7 @@ def collect(folders: list[Path], figure: str) -> tuple[dict, list[str]]:
             continue
         cfg = result["config"]
         runs[(line_label(figure, cfg), cfg["heterogeneity"])].append(
-            (cfg["seed"], result["rounds"], cfg["residual-eps"]))
+            (cfg["seed"], result["rounds"], cfg["sonmf.residual-eps"]))
     return runs, skipped
 
 

@@ -50,7 +50,7 @@ def runs_table(folders: list[Path], target: float = 1e-2) -> str:
         last = rounds[-1]
         wall = result["summary"].get("wall_s", last["elapsed_s"])
         rows.append(
-            f"| {path.parent.name} | {cfg['heterogeneity']} | {cfg['local-steps']} | {cfg['num-clients']} "
+            f"| {path.parent.name} | {cfg['heterogeneity']} | {cfg['sonmf.local-steps']} | {cfg['num-clients']} "
             f"| {len(rounds)} | {wall:.1f} | {wall / len(rounds):.3f} | {last['residual']:.2e} "
             f"| {last['residual_ratio']:.2e} | {last['normalized_residual']:.2e} "
             f"| {_fmt(rounds_to_target([r['residual_ratio'] for r in rounds], target), 'd')} "

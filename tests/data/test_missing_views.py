@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fedmf_app.options import validate_run_config
+from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.data import DataError, load_client_view
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
 

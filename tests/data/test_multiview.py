@@ -12,7 +12,7 @@ import scipy.sparse
 from fedmf_app.data import ClientView, DataError, load_client_view
 from fedmf_app.data.multiview import LABEL_KEYS, load_multiview, load_single_view, require_labels
 from fedmf_app.data.preprocess import prepare_view
-from fedmf_app.options import validate_run_config
+from fedmf_app.options.run_config import validate_run_config
 
 N = 12
 RNG = np.random.default_rng(0)

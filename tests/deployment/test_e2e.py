@@ -14,7 +14,8 @@ import psutil
 import pytest
 
 from fedmf_app.deployment.certificates import make_supernode_keys
-from fedmf_app.options import sonmf_params, validate_run_config
+from fedmf_app.methods.sonmf.options import sonmf_params
+from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.deployment.federation import LocalFederation
 from fedmf_app.deployment.supernode import LocalSuperNode
 from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
@@ -160,7 +161,7 @@ def test_a_malformed_data_file_on_one_node_stops_the_run_naming_the_node_and_fil
     files.append(tmp_path / "view2.csv")
     files[-1].write_text("1.0,2.0\n3.0,oops\n")
     overrides = {"out-dir": str(tmp_path / "results"), "run-name": "bad", "num-server-rounds": 2,
-                 "rank": 2}
+                 "sonmf.rank": 2}
     outcome = _run(tmp_path, 3, overrides, data_files=files)
     assert outcome.status == "failed"
     assert outcome.result_path is None and not (tmp_path / "results" / "bad").exists()

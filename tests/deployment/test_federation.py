@@ -20,7 +20,7 @@ from flwr.common import Context, RecordDict
 
 from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys
 from fedmf_app.client_app import client_fn
-from fedmf_app.options import ConfigError
+from fedmf_app.options.run_config import ConfigError
 from fedmf_app.data import DataError
 from fedmf_app.deployment.federation import federation_run_config, main
 from fedmf_app.deployment.processes import OwnedProcess
@@ -94,7 +94,7 @@ def test_clientapp_rejects_a_partition_without_a_view_naming_the_node():
 def test_clientapp_loads_a_good_data_file(tmp_path):
     np.save(tmp_path / "view.npy", np.abs(np.random.default_rng(0).standard_normal((30, 8))))
     client = client_fn(_context({"partition-id": 0, "data-file": str(tmp_path / "view.npy")},
-                                rank=2))
+                                **{"sonmf.rank": 2}))
     assert client is not None
 
 
@@ -102,8 +102,8 @@ def test_run_config_must_have_one_client_per_supernode():
     assert federation_run_config(3, {"seed": 2}) == {"num-clients": 3, "seed": 2}
     with pytest.raises(ConfigError, match="'num-clients' = 2 but the federation has 3 SuperNodes"):
         federation_run_config(3, {"num-clients": 2})
-    with pytest.raises(ConfigError, match="'rank' = 30 is invalid"):
-        federation_run_config(3, {"rank": 30})
+    with pytest.raises(ConfigError, match="'sonmf.rank' = 30 is invalid"):
+        federation_run_config(3, {"sonmf.rank": 30})
 
 
 @pytest.mark.parametrize("argv", [

@@ -7,7 +7,8 @@ import pytest
 import scipy.io
 
 from fakes import build_federation, run_federation
-from fedmf_app.options import resolve_rank, validate_run_config
+from fedmf_app.methods.sonmf.options import resolve_rank
+from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.data import DataError
 from fedmf_app.common.clustering import kmeans_labels
 from fedmf_app.common.metrics import clustering_scores
@@ -33,7 +34,7 @@ def _separable_views(tmp_path):
 
 
 def _cfg(path, **overrides):
-    return validate_run_config({"dataset": path, "num-clients": 3, "rank": K,
+    return validate_run_config({"dataset": path, "num-clients": 3, "sonmf.rank": K,
                                 "num-server-rounds": 3, "seed": 2, **overrides})
 
 
@@ -87,8 +88,8 @@ def test_auto_rank_is_the_cluster_count_capped_by_the_smallest_view(tmp_path):
     assert resolve_rank(auto, 3, [6, 5, 4]) == 3
     assert resolve_rank(auto, 10, [216, 6, 64]) == 6  # HW: the 6-feature view bounds U_p^T U_p = I
     assert resolve_rank(auto, None, [50, 40]) == 6
-    assert resolve_rank({**auto, "rank": 2}, 10, [6, 5]) == 2
+    assert resolve_rank({**auto, "sonmf.rank": 2}, 10, [6, 5]) == 2
     assert resolve_rank(validate_run_config({"view-dim": 8}), None, [8]) == 6  # synthetic: paper's r
-    strategy, _ = run_federation(tmp_path, _cfg(path, rank=0))
+    strategy, _ = run_federation(tmp_path, _cfg(path, **{"sonmf.rank": 0}))
     assert strategy.rank == 3 and strategy.v.shape == (3, 3 * N_PER_CLASS)
     assert json.loads((tmp_path / "run" / "result.json").read_text())["summary"]["rank"] == 3

@@ -1,45 +1,101 @@
-"""Run-config schema: defaults agree with pyproject, bad values are named and rejected."""
+"""Run-config options: pyproject holds the declared defaults, bad values are named and rejected,
+a key of another family is refused, each family has its own default number of rounds."""
 
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from fedmf_app.options import ConfigError, defaults, markdown_table, validate_run_config
+from fedmf_app.options.constraints import Interval, OneOf
+from fedmf_app.options.run_config import (
+    FAMILIES,
+    ConfigError,
+    defaults,
+    markdown_table,
+    nested_defaults,
+    validate_run_config,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_pyproject_holds_every_default():
+    # regenerate with: python -m fedmf_app.options --toml
     table = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["flwr"]["app"]["config"]
-    assert table == defaults()
+    assert table == nested_defaults()
+    assert set(table) - {f.name for f in FAMILIES} == {k for k in defaults() if "." not in k}
 
 
-def test_readme_holds_the_current_table_of_keys():
+def test_docs_hold_the_current_table_of_keys():
     # regenerate with: python -m fedmf_app.options
-    assert markdown_table() in (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "options.md").read_text()
+    between = page.split("<!-- options:start -->\n", 1)[1].split("\n<!-- options:end -->", 1)[0]
+    assert between == markdown_table()
 
 
-def test_defaults_validate():
-    assert validate_run_config({}) == defaults()
+def test_defaults_validate_and_rounds_default_to_the_methods_own():
+    assert validate_run_config({}) == {**defaults(), "num-server-rounds": 100}
+    rounds = {a: validate_run_config({"algorithm": a})["num-server-rounds"] for f in FAMILIES for a in f.algorithms}
+    assert rounds == {"fedsonmf": 100, "fedmavg": 100, "fedmgs": 100, "fedvra-u": 100, "fmvc-imk": 100, "fmvc-iai": 6}
+    assert validate_run_config({"algorithm": "fmvc-iai", "num-server-rounds": 3})["num-server-rounds"] == 3
+
+
+def test_validation_is_idempotent_and_takes_nested_tables():
+    cfg = validate_run_config({"algorithm": "fmvc-imk", "imk": {"lambda": 0.0}, "seed": 3})
+    assert cfg["imk.lambda"] == 0.0 and validate_run_config(cfg) == cfg
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_a_key_of_another_family_is_refused_unless_at_its_default(family):
+    other = next(f for f in FAMILIES if f is not family)
+    algorithm = family.algorithms[0]
+    for option in other.options:
+        validate_run_config({"algorithm": algorithm, option.key: option.default})  # harmless
+        changed = _another_valid_value(option)
+        if changed is None:
+            continue
+        with pytest.raises(ConfigError) as err:
+            validate_run_config({"algorithm": algorithm, option.key: changed})
+        assert f"'{option.key}'" in str(err.value) and f"algorithm '{algorithm}'" in str(err.value)
+        assert other.algorithms[0] in str(err.value)
+
+
+def _another_valid_value(option):
+    c = option.constraint
+    if option.kind is bool:
+        return not option.default
+    if isinstance(c, OneOf):
+        return next((v for v in c.values if v != option.default), None)
+    if isinstance(c, Interval):
+        candidate = option.default + 1
+        return candidate if c.is_satisfied_by(candidate) else None
+    return None
+
+
+def test_every_family_key_is_in_its_own_table():
+    for family in FAMILIES:
+        assert all(o.key.startswith(family.name + ".") for o in family.options)
+    assert len({o.key for f in FAMILIES for o in f.options}) == sum(len(f.options) for f in FAMILIES)
 
 
 @pytest.mark.parametrize(
     ("override", "fragment"),
     [
-        ({"local-steps": -1}, "'local-steps' = -1 is invalid: must be an integer >= 1"),
-        ({"local-lr": 0.0}, "'local-lr' = 0.0 is invalid: must be a number > 0"),
+        ({"sonmf.local-steps": -1}, "'sonmf.local-steps' = -1 is invalid: must be an integer >= 1"),
+        ({"sonmf.local-lr": 0.0}, "'sonmf.local-lr' = 0.0 is invalid: must be a number > 0"),
         ({"heterogeneity": 1.5}, "'heterogeneity' = 1.5 is invalid: must be a number in [0, 1]"),
         ({"algorithm": "fedavg"}, "'algorithm' = 'fedavg' is invalid: must be one of: fedsonmf"),
-        ({"rank": 30}, "'rank' = 30 is invalid: must be <= 'view-dim' = 20"),
+        ({"sonmf.rank": 30}, "'sonmf.rank' = 30 is invalid: must be <= 'view-dim' = 20"),
         ({"num-server-rounds": 2.5}, "'num-server-rounds' = 2.5 is invalid"),
-        ({"diagnostics": "yes"}, "'diagnostics' = 'yes' is invalid: must be true or false"),
-        ({"mu": float("nan")}, "'mu' = nan is invalid"),
+        ({"sonmf.diagnostics": "yes"}, "'sonmf.diagnostics' = 'yes' is invalid: must be true or false"),
+        ({"sonmf.mu": float("nan")}, "'sonmf.mu' = nan is invalid"),
         ({"locl-steps": 3}, "unknown run-config key(s) 'locl-steps'; allowed keys:"),
+        ({"local-steps": 3}, "'local-steps' is 'sonmf.local-steps'"),
+        ({"imk-lambda": 3}, "'imk-lambda' is 'imk.lambda'"),
         ({"missing-rate": 1.0}, "'missing-rate' = 1.0 is invalid: must be a number in [0, 1)"),
         ({"missing-fill": "median"}, "'missing-fill' = 'median' is invalid: must be one of: mean, zeros"),
-        ({"algorithm": "fmvc-iai", "iai-anchors": 5}, "must be >= 'iai-anchor-neighbours' + 1 = 11"),
-        ({"iai-ae-hidden": "256,x"}, "'iai-ae-hidden' = '256,x' is invalid"),
+        ({"algorithm": "fmvc-iai", "iai.anchors": 5}, "must be >= 'iai.anchor-neighbours' + 1 = 11"),
+        ({"iai.ae-hidden": "256,x"}, "'iai.ae-hidden' = '256,x' is invalid"),
     ],
 )
 def test_invalid_values_name_the_key_and_allowed_values(override, fragment):
@@ -49,7 +105,7 @@ def test_invalid_values_name_the_key_and_allowed_values(override, fragment):
 
 
 def test_values_are_converted_to_their_types():
-    cfg = validate_run_config({"mu": 1, "num-server-rounds": 3.0, "drift-correction": "false"})
-    assert cfg["mu"] == 1.0 and isinstance(cfg["mu"], float)
+    cfg = validate_run_config({"sonmf.mu": 1, "num-server-rounds": 3.0, "sonmf.drift-correction": "false"})
+    assert cfg["sonmf.mu"] == 1.0 and isinstance(cfg["sonmf.mu"], float)
     assert cfg["num-server-rounds"] == 3 and isinstance(cfg["num-server-rounds"], int)
-    assert cfg["drift-correction"] is False
+    assert cfg["sonmf.drift-correction"] is False

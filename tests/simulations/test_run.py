@@ -3,6 +3,7 @@
 import os
 import shutil
 import subprocess
+import tomllib
 import sys
 import tempfile
 from pathlib import Path
@@ -11,16 +12,21 @@ import psutil
 import pytest
 from omegaconf import OmegaConf
 
-from fedmf_app.options import defaults, validate_run_config
+from fedmf_app.options.run_config import defaults, validate_run_config
 from fedmf_app.federated.results import load_result
 from simulations.run import failed_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_hydra_run_block_holds_every_app_default():
-    run = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "config.yaml").run)
-    assert run == defaults()
+def test_hydra_run_block_is_pyprojects_table():
+    from hydra import compose, initialize_config_dir
+
+    table = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["flwr"]["app"]["config"]
+    with initialize_config_dir(version_base=None, config_dir=str(ROOT / "conf")):
+        run = OmegaConf.to_container(compose(config_name="config").run)
+    assert run == table
+    assert "\nrun:" not in (ROOT / "conf" / "config.yaml").read_text()  # no hand-kept copy
 
 
 def _hydra(args, timeout=600):
@@ -40,9 +46,9 @@ def test_two_job_grid_leaves_one_completed_result_per_job(tmp_path):
 
 
 def test_a_bad_run_config_fails_the_job_before_flower_starts(tmp_path):
-    proc = _hydra(["run.rank=30", f"hydra.run.dir={tmp_path}/job"], timeout=120)
+    proc = _hydra(["run.sonmf.rank=30", f"hydra.run.dir={tmp_path}/job"], timeout=120)
     assert proc.returncode != 0
-    assert "'rank' = 30 is invalid: must be <= 'view-dim' = 20" in proc.stdout
+    assert "'sonmf.rank' = 30 is invalid: must be <= 'view-dim' = 20" in proc.stdout
     assert not (tmp_path / "job" / "flwr.log").exists()
 
 

@@ -26,7 +26,7 @@ from flwr.common import Context, Scalar
 from flwr.common.logger import log
 
 from fedmf_app.federated.client import ViewClient, load_state, save_state
-from fedmf_app.options import iai_params
+from fedmf_app.methods.iai.options import iai_params
 from fedmf_app.data import ClientView
 from fedmf_app.methods.iai.client_updates import client_round, client_setup
 from fedmf_app.data.missing_views import missing_view_mask
@@ -83,7 +83,7 @@ class FMVCIAIClient(ViewClient):
                 "kernel_s": time.perf_counter() - started}
         neighbours, labels, target, anchors = parameters
         params = replace(iai_params(self.cfg, num_clusters=target.shape[1]),
-                         device=_device(self.cfg["device"]))
+                         device=_device(self.cfg["iai.device"]))
         ae_state = {k[3:]: v for k, v in state.items() if k.startswith("ae.")}
         gae_state = {k[4:]: v for k, v in state.items() if k.startswith("gae.")} or None
         upload = client_round(

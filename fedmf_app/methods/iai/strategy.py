@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from flwr.common.logger import log
 
-from fedmf_app.options import iai_params
+from fedmf_app.methods.iai.options import iai_params
 from fedmf_app.methods.iai.params import IAIParams
 from fedmf_app.methods.iai import server_updates as iai_server
 from fedmf_app.methods.iai.server_updates import ServerState
@@ -67,7 +67,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         self.params = iai_params(self.cfg, self.num_clusters)
         n = int(self.client_info[0]["num-samples"])
         if self.params.anchors > n:
-            raise FederationError(f"run config 'iai-anchors' = {self.params.anchors} exceeds the "
+            raise FederationError(f"run config 'iai.anchors' = {self.params.anchors} exceeds the "
                                   f"{n} samples")
         if self.cfg["missing-rate"] > 0:
             try:

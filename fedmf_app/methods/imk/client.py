@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from flwr.common import Array, ArrayRecord, ConfigRecord, NDArrays, Scalar
 
 from fedmf_app.federated.client import ViewClient, load_state, save_state
-from fedmf_app.options import imk_params
+from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.common.graphs import knn_similarity
 from fedmf_app.methods.imk.updates import ClientState, client_round, init_client, preprocess_view
 from fedmf_app.methods.imk.reference import client_rng
@@ -55,8 +55,8 @@ class FMVCIMKClient(ViewClient):
     """One view of FMVC-IMK: its graph, its factors and its copy of the indicator."""
 
     def _view(self) -> np.ndarray:
-        return preprocess_view(self.view.features, self.cfg["imk-standardise"],
-                               self.cfg["imk-unit-norm"])
+        return preprocess_view(self.view.features, self.cfg["imk.standardise"],
+                               self.cfg["imk.unit-norm"])
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """The base handshake, or the key stage."""
@@ -79,10 +79,10 @@ class FMVCIMKClient(ViewClient):
         x = self._view()
         k = int(config["num-clusters"])
         m = int(self.cfg["num-clients"])
-        similarity = knn_similarity(x, self.cfg["imk-neighbours"], self.cfg["imk-similarity"])
-        upload = encode_upper(similarity, self.cfg["imk-mask-frac-bits"])
+        similarity = knn_similarity(x, self.cfg["imk.neighbours"], self.cfg["imk.similarity"])
+        upload = encode_upper(similarity, self.cfg["imk.mask-frac-bits"])
         mask_s = 0.0
-        if self.cfg["imk-secure-sum"] == "masking":
+        if self.cfg["imk.secure-sum"] == "masking":
             mask_started = time.perf_counter()
             private = X25519PrivateKey.from_private_bytes(
                 self.context.state.config_records[f"{_NAME}.keys"]["private-key"]
@@ -92,7 +92,7 @@ class FMVCIMKClient(ViewClient):
                          for j in range(m) if j != self.partition_id}
             add_pairwise_masks(upload, self.partition_id, pair_keys)
             mask_s = time.perf_counter() - mask_started
-        state = init_client(x, k, self.cfg["imk-latent-dim"] or k, m, self.cfg["imk-client-init"],
+        state = init_client(x, k, self.cfg["imk.latent-dim"] or k, m, self.cfg["imk.client-init"],
                             imk_params(self.cfg), client_rng(self.cfg["seed"], self.partition_id))
         self.context.state.array_records[f"{_NAME}.init"] = ArrayRecord(
             {key: Array(v) for key, v in _pack(state).items()}

@@ -41,7 +41,7 @@ from flwr.common.logger import log
 from flwr.server.client_manager import ClientManager
 from flwr.server.client_proxy import ClientProxy
 
-from fedmf_app.options import imk_params
+from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.common.graphs import laplacian
 from fedmf_app.methods.imk.updates import (
     ServerSolver,
@@ -97,9 +97,9 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         """Same samples everywhere, and more samples than kNN neighbours."""
         super().check_clients(info)
         n = int(info[0]["num-samples"])
-        if not self.cfg["imk-neighbours"] < n:
+        if not self.cfg["imk.neighbours"] < n:
             raise FederationError(
-                f"run config 'imk-neighbours' = {self.cfg['imk-neighbours']} must be below the "
+                f"run config 'imk.neighbours' = {self.cfg['imk.neighbours']} must be below the "
                 f"number of samples ({n})"
             )
 
@@ -113,7 +113,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         self.k = self.num_clusters
         started = time.perf_counter()
         config: dict[str, Scalar] = {"imk-stage": "setup", "num-clusters": self.k}
-        if self.cfg["imk-secure-sum"] == "masking":
+        if self.cfg["imk.secure-sum"] == "masking":
             keys = self._parallel(lambda p: self._properties_stage(p, {"imk-stage": "keys"}))
             config.update({f"public-key-{i}": bytes(info["public-key"]) for i, info in enumerate(keys)})
             config["mask-context"] = os.urandom(16)
@@ -123,13 +123,13 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         n = replies[0][0][1].shape[0]
         sum_started = time.perf_counter()
         total = decode_upper(sum_uploads([arrays[0] for arrays, _ in replies]), n,
-                             self.cfg["imk-mask-frac-bits"])
+                             self.cfg["imk.mask-frac-bits"])
         m = len(replies)
-        self.laplacian = normalised_laplacian_sum(laplacian(total), m, self.cfg["imk-neighbours"])
-        self.solver = ServerSolver(self.laplacian, m, self.params, self.cfg["imk-server-solver"])
+        self.laplacian = normalised_laplacian_sum(laplacian(total), m, self.cfg["imk.neighbours"])
+        self.solver = ServerSolver(self.laplacian, m, self.params, self.cfg["imk.server-solver"])
         sum_s = time.perf_counter() - sum_started
         h_inits = [arrays[1] for arrays, _ in replies]
-        self.h = initial_global_h(h_inits, self.cfg["imk-server-init"], server_rng(self.cfg["seed"]))
+        self.h = initial_global_h(h_inits, self.cfg["imk.server-init"], server_rng(self.cfg["seed"]))
         self.h_locals = h_inits
         self.phis = [np.zeros_like(self.h) for _ in replies]
         truths = [arrays[2] for arrays, _ in replies if len(arrays) > 2]
@@ -137,7 +137,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         for reply in replies:
             reply[0].clear()  # drop the masked uploads (N^2/2 words each)
         self.setup = {
-            "secure_sum": self.cfg["imk-secure-sum"],
+            "secure_sum": self.cfg["imk.secure-sum"],
             "upload_bytes_per_client": int(replies[0][1]["upload_bytes"]),
             "client_mask_s_max": max(float(r[1]["mask_s"]) for r in replies),
             "client_setup_s_max": max(float(r[1]["kernel_s"]) for r in replies),
@@ -176,7 +176,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         if self.truth is not None:
             record.update(self._scores(self._labels(server_round)))
         previous = self.recorder.data["rounds"][-1]["objective"] if self.recorder.data["rounds"] else None
-        tol = self.cfg["imk-tol"]
+        tol = self.cfg["imk.tol"]
         if (previous is not None and tol > 0
                 and abs(record["objective"] - previous) <= tol * abs(previous)):
             self.converged_round = server_round
@@ -185,7 +185,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         return [self.h], record
 
     def _labels(self, server_round: int) -> np.ndarray:
-        return extract_labels(self.h, self.cfg["imk-labels"], label_rng(self.cfg["seed"], server_round))
+        return extract_labels(self.h, self.cfg["imk.labels"], label_rng(self.cfg["seed"], server_round))
 
     def _scores(self, labels: np.ndarray) -> dict[str, float]:
         from fedmf_app.common.metrics import clustering_scores

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from flwr.common import NDArrays, Scalar
 from fedmf_app.federated.client import ViewClient, load_state, save_state
-from fedmf_app.options import basis_init, sonmf_params
+from fedmf_app.methods.sonmf.options import basis_init, sonmf_params
 from fedmf_app.common.clustering import kmeans_basis
 from fedmf_app.methods.sonmf.nonneg_orth import random_feasible_basis
 from fedmf_app.methods.sonmf.updates import SONMFParams, client_diagnostics
@@ -33,7 +33,7 @@ from fedmf_app.common.seeding import Stream, rng_for
 from flwr.common import NDArrays
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.updates import fixed_v_round, local_round
-from fedmf_app.options import fedmgs_params, fedvra_params
+from fedmf_app.methods.sonmf.options import fedmgs_params, fedvra_params
 from fedmf_app.methods.sonmf.adapted_updates import fedmavg_local_round, fedmavg_local_steps, fedvra_local_round
 from fedmf_app.methods.sonmf.updates import SONMFParams
 
@@ -131,7 +131,7 @@ class SparseONMFClient(ViewClient):
         work = self.local_work(x, u_start, parameters, state, server_round)
         arrays: NDArrays = [work.upload]
         metrics: dict[str, Scalar] = {"partition-id": self.partition_id}
-        if self.cfg["diagnostics"]:
+        if self.cfg["sonmf.diagnostics"]:
             diag = client_diagnostics(x, u_start, work.u, work.v)
             arrays.append(diag.grad)
             metrics.update(loss=diag.loss, basis_residual=diag.basis_residual)
@@ -175,7 +175,7 @@ class FedMAvgClient(SparseONMFClient):
                    state: dict[str, np.ndarray], server_round: int) -> LocalWork:
         """Upload :math:`V_p` after :math:`\\tau_s` steps (``fedmavg-schedule``)."""
         params = self.make_params()
-        steps = fedmavg_local_steps(params.local_steps, server_round, self.cfg["fedmavg-schedule"])
+        steps = fedmavg_local_steps(params.local_steps, server_round, self.cfg["sonmf.fedmavg-schedule"])
         v_local, u_end = fedmavg_local_round(x, u, received[0], steps, params)
         return LocalWork(upload=v_local, u=u_end, v=received[0])
 

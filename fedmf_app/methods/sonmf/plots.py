@@ -57,7 +57,7 @@ def plot_residuals(result: dict[str, Any], path: str | Path) -> Path:
     ax_f.set_ylabel("objective F")
     cfg = result["config"]
     fig.suptitle(
-        f"{cfg['algorithm']}: h={cfg['heterogeneity']}, tau={cfg['local-steps']}, "
+        f"{cfg['algorithm']}: h={cfg['heterogeneity']}, tau={cfg['sonmf.local-steps']}, "
         f"m={cfg['num-clients']}, seed={cfg['seed']}",
         fontsize=9,
     )

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from typing import Any
 import numpy as np
 from flwr.common import Scalar
-from fedmf_app.options import resolve_rank, sonmf_params
+from fedmf_app.methods.sonmf.options import resolve_rank, sonmf_params
 from fedmf_app.common.clustering import kmeans_labels
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residuals import (
@@ -81,7 +81,7 @@ from fedmf_app.federated.results import RunRecorder
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.sonmf.updates import prox_gradient_step, server_step
-from fedmf_app.options import fedmgs_params, fedvra_params
+from fedmf_app.methods.sonmf.options import fedmgs_params, fedvra_params
 from fedmf_app.methods.sonmf.adapted_updates import fedmavg_server_step, fedvra_server_step
 from fedmf_app.methods.sonmf.updates import SONMFParams
 
@@ -184,7 +184,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         """:math:`\\bar V^1 = c\\,|N(0,1)|^{r \\times n}` ([A] ``v-init-scale``), :math:`V^1 = P_{t\\mu}(\\bar V^1)`."""
         n = int(self.client_info[0]["num-samples"])
         rng = rng_for(self.cfg["seed"], Stream.SERVER_INIT)
-        v_bar = self.cfg["v-init-scale"] * np.abs(rng.standard_normal((self.rank, n)))
+        v_bar = self.cfg["sonmf.v-init-scale"] * np.abs(rng.standard_normal((self.rank, n)))
         self.v = prox_l21_nonneg(v_bar, self.initial_prox_step * self.params.mu)
         return self.initial_broadcast(v_bar)
 
@@ -196,7 +196,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         record: dict[str, Any] = {}
         if update.prox_step is not None:
             record["gradient_mapping"] = gradient_mapping(self.v, update.v_next, update.prox_step)
-        if self.cfg["diagnostics"]:
+        if self.cfg["sonmf.diagnostics"]:
             mean_grad = np.mean([r.arrays[-1] for r in replies], axis=0)
             r_v_min = residual_v_min_norm(update.v_next, mean_grad, self.params.mu)
             if update.prox_input is None:
@@ -205,7 +205,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
                 r_v = residual_v(update.prox_input, update.v_next, mean_grad, update.prox_step)
             r_u = float(np.mean([float(r.metrics["basis_residual"]) for r in replies]))
             self._residuals.append(r_v + r_u)
-            ratio, running = normalised_residuals(self._residuals, self.cfg["residual-eps"])
+            ratio, running = normalised_residuals(self._residuals, self.cfg["sonmf.residual-eps"])
             loss = float(np.mean([float(r.metrics["loss"]) for r in replies]))
             record.update(
                 objective=loss + regulariser(self.v, self.params.mu),
@@ -224,9 +224,9 @@ class SparseONMFStrategy(ViewFederationStrategy):
         """The rank used, final residuals and rounds to 1e-2 under each normalisation."""
         rounds = self.recorder.data["rounds"]
         last = rounds[-1]
-        if not self.cfg["diagnostics"]:
+        if not self.cfg["sonmf.diagnostics"]:
             return {"rank": self.rank, "final_gradient_mapping": last.get("gradient_mapping")}
-        eps = self.cfg["residual-eps"]
+        eps = self.cfg["sonmf.residual-eps"]
         min_norm = [r["residual_min"] for r in rounds]
         return {
             "rank": self.rank,
@@ -238,7 +238,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
                 "running-average": rounds_to_target([r["normalized_residual"] for r in rounds]),
                 "min-norm ratio": rounds_to_target([x / max(min_norm[0], eps) for x in min_norm]),
             },
-            "headline_normalisation": self.cfg["residual-normalisation"],
+            "headline_normalisation": self.cfg["sonmf.residual-normalisation"],
         }
 
     def final_labels(self) -> np.ndarray | None:

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from fedmf_app.federated.client import ClientStateError
-from fedmf_app.options import iai_params, validate_run_config
+from fedmf_app.methods.iai.options import iai_params
+from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.data import load_client_view
 from fedmf_app.methods.iai.client_updates import client_round, client_setup
 from fedmf_app.common.metrics import clustering_scores
@@ -89,7 +90,7 @@ def test_model_state_survives_across_rounds_in_context_state():
 
 def test_hw_with_half_the_samples_incomplete_clusters_well(tmp_path):
     cfg = validate_run_config({"algorithm": "fmvc-iai", "dataset": "hw", "num-clients": 6,
-                               "missing-rate": 0.5, "iai-ae-epochs": 15, "iai-epochs": 5,
+                               "missing-rate": 0.5, "iai.ae-epochs": 15, "iai.epochs": 5,
                                "num-server-rounds": 3, "out-dir": str(tmp_path)})
     strategy, _ = run_federation(tmp_path, cfg)
     truth = load_client_view(cfg, 0).labels

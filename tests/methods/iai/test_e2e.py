@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedmf_app.options import validate_run_config
+from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fakes import run_federation
 from iai_data import SMALL

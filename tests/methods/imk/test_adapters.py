@@ -7,7 +7,8 @@ from flwr.common import Code, GetPropertiesRes, Status, parameters_to_ndarrays
 from flwr.server import SimpleClientManager
 
 from fakes import FakeProxy, client_context, fit_res, run_evaluate_round
-from fedmf_app.options import imk_params, validate_run_config
+from fedmf_app.methods.imk.options import imk_params
+from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.data import load_client_view
 from fedmf_app.common.graphs import knn_similarity
 from fedmf_app.methods.imk.updates import preprocess_view
@@ -19,13 +20,13 @@ from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
 from imk_data import BASE, clustered_views, labelled_file, run
 
 def reference_views(cfg):
-    return [preprocess_view(load_client_view(cfg, p).features, cfg["imk-standardise"],
-                            cfg["imk-unit-norm"]) for p in range(cfg["num-clients"])]
+    return [preprocess_view(load_client_view(cfg, p).features, cfg["imk.standardise"],
+                            cfg["imk.unit-norm"]) for p in range(cfg["num-clients"])]
 
 
 def test_labelled_data_gives_per_round_and_final_scores(tmp_path):
     path, y = labelled_file(tmp_path)
-    cfg, strategy, _ = run(tmp_path, **{"dataset": path, "num-clusters": 0, "imk-tol": 1e-4,
+    cfg, strategy, _ = run(tmp_path, **{"dataset": path, "num-clusters": 0, "imk.tol": 1e-4,
                                         "num-server-rounds": 30})
     result = strategy.recorder.data
     assert result["status"] == "completed" and strategy.k == 3
@@ -66,8 +67,8 @@ def test_server_receives_only_masked_graphs_whose_sum_is_the_true_sum(tmp_path, 
 
     monkeypatch.setattr(FMVCIMKStrategy, "_fit_stage", spy)
     cfg, strategy, _ = run(tmp_path, **{"num-server-rounds": 1})
-    graphs = [knn_similarity(x, cfg["imk-neighbours"]) for x in reference_views(cfg)]
-    plain = [encode_upper(s, cfg["imk-mask-frac-bits"]) for s in graphs]
+    graphs = [knn_similarity(x, cfg["imk.neighbours"]) for x in reference_views(cfg)]
+    plain = [encode_upper(s, cfg["imk.mask-frac-bits"]) for s in graphs]
     assert len(seen) == 3
     for upload in seen:
         assert upload.dtype == np.uint32 and upload.size == plain[0].size
@@ -76,12 +77,12 @@ def test_server_receives_only_masked_graphs_whose_sum_is_the_true_sum(tmp_path, 
     assert (decode_upper(sum_uploads(seen), 60, 16) != sum(graphs[1:], graphs[0])).nnz == 0
     # with imk-secure-sum = none the uploads are the plain encodings (the comparison option)
     seen.clear()
-    run(tmp_path / "plain", **{"num-server-rounds": 1, "imk-secure-sum": "none"})
+    run(tmp_path / "plain", **{"num-server-rounds": 1, "imk.secure-sum": "none"})
     assert sorted(u.tobytes() for u in seen) == sorted(p.tobytes() for p in plain)
 
 
 def test_stopping_rule_ends_the_run_and_skips_the_remaining_rounds(tmp_path):
-    cfg, strategy, clients = run(tmp_path, **{"imk-tol": 1e-2, "num-server-rounds": 50})
+    cfg, strategy, clients = run(tmp_path, **{"imk.tol": 1e-2, "num-server-rounds": 50})
     result = strategy.recorder.data
     rounds = [r["round"] for r in result["rounds"]]
     assert result["status"] == "completed" and rounds[-1] < 50

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.e2e
 def test_fmvc_imk_run_matches_the_in_process_run(tmp_path):
     path, _ = labelled_file(tmp_path)
     overrides = {"algorithm": "fmvc-imk", "num-clients": 3, "dataset": path,
-                 "num-server-rounds": 4, "imk-tol": 0.0, "seed": 2, "out-dir": str(tmp_path),
+                 "num-server-rounds": 4, "imk.tol": 0.0, "seed": 2, "out-dir": str(tmp_path),
                  "run-name": "e2e"}
     with LocalSuperLink(tmp_path / "flwr-home") as link:
         proc = link.run(ROOT, overrides, num_supernodes=3, timeout=300)

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from flwr.common import parameters_to_ndarrays
 
-from fedmf_app.options import fedmgs_params, fedvra_params, validate_run_config
+from fedmf_app.methods.sonmf.options import fedmgs_params, fedvra_params
+from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.methods.sonmf.adapted_updates import (
     FedVRAParams,
     fedmavg_local_round,
@@ -23,7 +24,7 @@ from fedmf_app.methods.sonmf.updates import SONMFParams, fixed_v_round, grad_v, 
 from fakes import build_federation, fit_res, run_federation
 
 CFG = {"num-clients": 3, "num-samples": 40, "num-server-rounds": 4, "heterogeneity": 0.6,
-       "local-steps": 3, "seed": 5, "connect-timeout-s": 0.2}
+       "sonmf.local-steps": 3, "seed": 5, "connect-timeout-s": 0.2}
 
 
 def _rng_problem(seed=0, d=20, r=6, n=40):
@@ -169,7 +170,7 @@ def _cfg(**overrides):
 
 @pytest.mark.parametrize("algorithm", ["fedmavg", "fedmgs", "fedvra-u"])
 def test_aggregation_of_constructed_replies(tmp_path, algorithm):
-    cfg = _cfg(algorithm=algorithm, **{"fedvra-rho": 3.0})
+    cfg = _cfg(algorithm=algorithm, **{"sonmf.fedvra-rho": 3.0})
     strategy, manager, _ = build_federation(tmp_path, cfg)
     strategy.initialize_parameters(client_manager=manager)
     rng = np.random.default_rng(0)
@@ -181,14 +182,14 @@ def test_aggregation_of_constructed_replies(tmp_path, algorithm):
     v_before = strategy.v.copy()
     broadcast = parameters_to_ndarrays(
         strategy.aggregate_fit(server_round=1, results=results[::-1], failures=[])[0])
-    mean_grad, mu = np.mean(grads, axis=0), cfg["mu"]
+    mean_grad, mu = np.mean(grads, axis=0), cfg["sonmf.mu"]
     if algorithm == "fedmavg":
         expected_v = np.mean(uploads, axis=0)
         expected_broadcast = expected_v
         expected_rv = residual_v_min_norm(expected_v, mean_grad, mu)
     elif algorithm == "fedmgs":
         lr = fedmgs_params(cfg).server_lr
-        assert lr == pytest.approx(cfg["global-lr"] * cfg["local-steps"] * cfg["local-lr"])
+        assert lr == pytest.approx(cfg["sonmf.global-lr"] * cfg["sonmf.local-steps"] * cfg["sonmf.local-lr"])
         expected_broadcast, expected_v = prox_gradient_step(v_before, np.mean(uploads, axis=0), lr, mu)
         expected_rv = residual_v(expected_broadcast, expected_v, mean_grad, lr)
     else:
@@ -206,7 +207,7 @@ def test_aggregation_of_constructed_replies(tmp_path, algorithm):
 
 
 def test_server_only_variant_aggregates_mean_gradients_with_step_eta_g_alpha(tmp_path):
-    cfg = _cfg(**{"v-update": "server"})
+    cfg = _cfg(**{"sonmf.v-update": "server"})
     strategy, manager, _ = build_federation(tmp_path, cfg)
     strategy.initialize_parameters(client_manager=manager)
     rng = np.random.default_rng(1)
@@ -217,8 +218,8 @@ def test_server_only_variant_aggregates_mean_gradients_with_step_eta_g_alpha(tmp
     v_before = strategy.v.copy()
     broadcast = parameters_to_ndarrays(strategy.aggregate_fit(server_round=1, results=results,
                                                               failures=[])[0])
-    lr = cfg["global-lr"] * cfg["local-lr"]
-    v_bar, v_next = prox_gradient_step(v_before, np.mean(grads, axis=0), lr, cfg["mu"])
+    lr = cfg["sonmf.global-lr"] * cfg["sonmf.local-lr"]
+    v_bar, v_next = prox_gradient_step(v_before, np.mean(grads, axis=0), lr, cfg["sonmf.mu"])
     np.testing.assert_allclose(broadcast[0], v_bar)
     np.testing.assert_allclose(strategy.v, v_next)
     record = strategy.recorder.data["rounds"][0]
@@ -227,10 +228,10 @@ def test_server_only_variant_aggregates_mean_gradients_with_step_eta_g_alpha(tmp
 
 @pytest.mark.parametrize("step", ["global-times-local", "effective"])
 def test_fedmgs_is_the_server_only_variant_with_its_own_step(tmp_path, step):
-    mgs, mgs_broadcasts = run_federation(tmp_path, _cfg(algorithm="fedmgs", **{"fedmgs-step": step}),
+    mgs, mgs_broadcasts = run_federation(tmp_path, _cfg(algorithm="fedmgs", **{"sonmf.fedmgs-step": step}),
                                          run_name="mgs")
     variant, variant_broadcasts = run_federation(
-        tmp_path, _cfg(**{"v-update": "server", "server-step": step}), run_name="variant")
+        tmp_path, _cfg(**{"sonmf.v-update": "server", "sonmf.server-step": step}), run_name="variant")
     for a, b in zip(mgs_broadcasts, variant_broadcasts):
         np.testing.assert_array_equal(a[0], b[0])
     residuals = [[r["residual"] for r in s.recorder.data["rounds"]] for s in (mgs, variant)]
@@ -238,8 +239,8 @@ def test_fedmgs_is_the_server_only_variant_with_its_own_step(tmp_path, step):
 
 
 @pytest.mark.parametrize("overrides", [{"algorithm": "fedmavg"}, {"algorithm": "fedmgs"},
-                                       {"algorithm": "fedvra-u"}, {"v-update": "server"},
-                                       {"drift-correction": False}, {"local-steps": 1}])
+                                       {"algorithm": "fedvra-u"}, {"sonmf.v-update": "server"},
+                                       {"sonmf.drift-correction": False}, {"sonmf.local-steps": 1}])
 def test_every_method_runs_in_process_and_records_comparable_diagnostics(tmp_path, overrides):
     cfg = _cfg(**overrides)
     run_federation(tmp_path, cfg)

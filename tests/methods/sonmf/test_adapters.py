@@ -9,7 +9,8 @@ from flwr.server import SimpleClientManager
 
 from fedmf_app.federated.client import ClientStateError
 from fedmf_app.methods.sonmf.client import FedSONMFClient
-from fedmf_app.options import sonmf_params, validate_run_config
+from fedmf_app.methods.sonmf.options import sonmf_params
+from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.data import load_client_view
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.updates import server_step
@@ -20,7 +21,7 @@ from fakes import FakeProxy, build_federation, client_context, fit_res, run_clie
 from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
 
 CFG = {"num-clients": 3, "num-samples": 40, "num-server-rounds": 4, "heterogeneity": 0.6,
-       "local-steps": 3, "seed": 5, "connect-timeout-s": 0.2}
+       "sonmf.local-steps": 3, "seed": 5, "connect-timeout-s": 0.2}
 
 
 def _federation(tmp_path, overrides=None, properties=None):
@@ -85,7 +86,7 @@ def test_aggregation_of_constructed_replies(tmp_path):
     assert record["residual_v"] == pytest.approx(expected_rv)
     assert record["residual_u"] == pytest.approx(2.0)
     assert record["residual_ratio"] == 1.0
-    assert record["objective"] == pytest.approx(1.0 + cfg["mu"] * np.linalg.norm(v_before, axis=1).sum())
+    assert record["objective"] == pytest.approx(1.0 + cfg["sonmf.mu"] * np.linalg.norm(v_before, axis=1).sum())
     assert record["client_kernel_s_sum"] == pytest.approx(0.3)
 
 
@@ -148,7 +149,7 @@ def test_client_state_persists_and_missed_rounds_are_refused(tmp_path):
     assert n == 40 and metrics["partition-id"] == 1 and len(arrays) == 2
     stored = context.state.array_records["fedsonmf.arrays"]
     np.testing.assert_array_equal(stored["v_prev"].numpy(),
-                                  prox_l21_nonneg(v_bar, sonmf_params(cfg).effective_lr * cfg["mu"]))
+                                  prox_l21_nonneg(v_bar, sonmf_params(cfg).effective_lr * cfg["sonmf.mu"]))
     second = FedSONMFClient(context, cfg, 1, 3, view)
     second.fit([v_bar], {"server-round": 2})
     with pytest.raises(ClientStateError, match="partition 1: asked for round 4 but its stored state is from round 2"):
@@ -156,7 +157,7 @@ def test_client_state_persists_and_missed_rounds_are_refused(tmp_path):
 
 
 def test_without_diagnostics_only_the_local_copy_travels(tmp_path):
-    cfg = validate_run_config({**CFG, "diagnostics": False})
+    cfg = validate_run_config({**CFG, "sonmf.diagnostics": False})
     client = FedSONMFClient(client_context(cfg, 0, 3), cfg, 0, 3, load_client_view(cfg, 0))
     arrays, _, metrics = client.fit([np.ones((6, 40))], {"server-round": 1})
     assert len(arrays) == 1 and arrays[0].shape == (6, 40)

@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedmf_app.options import sonmf_params, validate_run_config
+from fedmf_app.methods.sonmf.options import sonmf_params
+from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fakes import run_federation
 from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
@@ -48,7 +49,7 @@ def test_three_clients_run_matches_the_kernel_reference(superlink, tmp_path):
 
 
 def test_invalid_config_stops_before_round_one(superlink, tmp_path):
-    proc = superlink.run(ROOT, {"rank": 30, "out-dir": str(tmp_path), "run-name": "bad"},
+    proc = superlink.run(ROOT, {"sonmf.rank": 30, "out-dir": str(tmp_path), "run-name": "bad"},
                          num_supernodes=10, timeout=300)
     assert "'rank' = 30 is invalid: must be <= 'view-dim' = 20" in proc.stdout
     assert "[ROUND 1]" not in proc.stdout
@@ -66,7 +67,7 @@ def test_supernode_count_must_match_the_clients(superlink, tmp_path):
 @pytest.mark.parametrize(
     "overrides",
     [{"algorithm": "fedmavg"}, {"algorithm": "fedmgs"}, {"algorithm": "fedvra-u"},
-     {"v-update": "server"}, {"drift-correction": False, "local-steps": 1}],
+     {"sonmf.v-update": "server"}, {"sonmf.drift-correction": False, "sonmf.local-steps": 1}],
     ids=["fedmavg", "fedmgs", "fedvra-u", "server-update", "uncorrected-tau1"],
 )
 def test_compared_methods_and_variants_match_their_in_process_runs(superlink, tmp_path, overrides):

@@ -24,7 +24,7 @@ def _write(tmp_path, runs):
 def test_groups_by_method_and_rate_with_mean_and_mad(tmp_path):
     base = {"algorithm": "fmvc-iai", "dataset": "hw", "missing-rate": 0.5}
     _write(tmp_path, [({**base, "seed": 0}, 0.8), ({**base, "seed": 1}, 0.9),
-                      ({**base, "seed": 0, "iai-structure-loss": False}, 0.5),
+                      ({**base, "seed": 0, "iai.structure-loss": False}, 0.5),
                       ({**base, "seed": 0, "algorithm": "fedsonmf", "missing-fill": "mean"}, 0.1),
                       ({**base, "seed": 0, "missing-rate": 0.1}, 0.7)])
     table = iai_table([tmp_path]).splitlines()
@@ -34,7 +34,7 @@ def test_groups_by_method_and_rate_with_mean_and_mad(tmp_path):
     assert table[4].startswith("| hw | fmvc-iai | 0.5 | 2 (0,1) | 0.850 ± 0.050 |")
     assert table[4].endswith("| 100 |")  # only r0 has a job time
     assert table[5].startswith("| hw | fmvc-iai no M4 | 0.5 | 1 (0) | 0.500 ± 0.000 |")
-    assert variant_name({"iai-imputation": "zeros", "iai-fusion": "uniform"}) == "no M1+M2"
+    assert variant_name({"iai.imputation": "zeros", "iai.fusion": "uniform"}) == "no M1+M2"
     assert method_name({"algorithm": "fmvc-imk", "missing-rate": 0.0}) == "fmvc-imk"
     only_seed_1 = iai_table([tmp_path], seeds={1}).splitlines()
     assert len(only_seed_1) == 3 and "| hw | fmvc-iai | 0.5 | 1 (1) | 0.900 ± 0.000 |" in only_seed_1[2]
@@ -44,7 +44,7 @@ def test_groups_by_method_and_rate_with_mean_and_mad(tmp_path):
 
 def test_figures_are_written(tmp_path):
     base = {"algorithm": "fmvc-iai", "dataset": "hw"}
-    _write(tmp_path, [({**base, "seed": s, "missing-rate": r, "iai-imputation": imp}, 0.5 + s / 10)
+    _write(tmp_path, [({**base, "seed": s, "missing-rate": r, "iai.imputation": imp}, 0.5 + s / 10)
                       for s in (0, 1) for r in (0.1, 0.9) for imp in ("propagation", "zeros")])
     runs = collect([tmp_path])
     assert len(runs) == 8

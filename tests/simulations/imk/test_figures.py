@@ -7,8 +7,8 @@ from simulations.imk.figures import GRID, collect, main
 
 def write_run(folder, lam, mu, seed, acc, status="completed"):
     folder.mkdir(parents=True)
-    result = {"config": {"algorithm": "fmvc-imk", "dataset": "/data/sonar_3view.mat", "imk-lambda": lam,
-                         "imk-mu": mu, "seed": seed},
+    result = {"config": {"algorithm": "fmvc-imk", "dataset": "/data/sonar_3view.mat", "imk.lambda": lam,
+                         "imk.mu": mu, "seed": seed},
               "status": status, "error": None, "rounds": [],
               "final": {"acc": acc, "nmi": acc / 2, "purity": acc}}
     (folder / "result.json").write_text(json.dumps(result))

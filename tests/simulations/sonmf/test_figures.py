@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from fedmf_app.options import validate_run_config
+from fedmf_app.options.run_config import validate_run_config
 from simulations.bench_sweep import job_breakdown
 from simulations.sonmf.figures import collect, main, normalised, rounds_table, variant_label
 
@@ -26,7 +26,7 @@ def _sweep(tmp_path):
                                            (10, 0.9, 0), (5, 0.9, 0)]):
         rate = 0.09 if tau == 10 else 0.7
         residuals = [100.0 * rate ** s * (1 + seed) for s in range(8)]
-        _write_run(tmp_path / str(job), {"local-steps": tau, "heterogeneity": h, "seed": seed},
+        _write_run(tmp_path / str(job), {"sonmf.local-steps": tau, "heterogeneity": h, "seed": seed},
                    residuals)
     _write_run(tmp_path / "9", {"seed": 3}, [1.0], status="failed")
 
@@ -64,10 +64,10 @@ def test_command_writes_one_png_per_normalisation_and_the_table(tmp_path, capsys
 
 
 def test_variant_labels_follow_the_ablation_configs():
-    assert variant_label(validate_run_config({"v-update": "server"})) == "server update"
-    assert variant_label(validate_run_config({"local-steps": 1, "drift-correction": False})) == \
+    assert variant_label(validate_run_config({"sonmf.v-update": "server"})) == "server update"
+    assert variant_label(validate_run_config({"sonmf.local-steps": 1, "sonmf.drift-correction": False})) == \
         "local copies, tau=1"
-    assert variant_label(validate_run_config({"drift-correction": False})) == \
+    assert variant_label(validate_run_config({"sonmf.drift-correction": False})) == \
         "local copies, no correction, tau=10"
     assert variant_label(validate_run_config({})) == "proposed (corrected), tau=10"
 

@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-from fedmf_app.options import validate_run_config
+from fedmf_app.options.run_config import validate_run_config
 from simulations.sonmf.table1 import baseline_scores, completed_runs, markdown
 
 

@@ -1,0 +1,198 @@
+"""Run-config keys of paper A's family (``[tool.flwr.app.config.sonmf]``) and the kernel
+parameters built from them.
+
+The family is the proposed method ``fedsonmf`` (with its ablation variants, which are values of
+these keys), and the adapted baselines ``fedmavg``, ``fedmgs`` and ``fedvra-u``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from fedmf_app.data.synthetic import AUTO_RANK_DEFAULT, planted_rank
+from fedmf_app.methods.sonmf.adapted_updates import FEDMAVG_SCHEDULES, FedVRAParams
+from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions
+from fedmf_app.methods.sonmf.residuals import NORMALISATIONS as RESIDUAL_NORMALISATIONS
+from fedmf_app.methods.sonmf.updates import SERVER_STEPS, V_UPDATES, SONMFParams
+from fedmf_app.options.constraints import Boolean, Interval, OneOf
+from fedmf_app.options.schema import Family, Option
+
+__all__ = ["FAMILY", "basis_init", "fedmgs_params", "fedvra_params", "resolve_rank", "sonmf_params"]
+
+#: How clients start ``U_p``.
+BASIS_INITS = ("auto", "random", "kmeans")
+
+OPTIONS: tuple[Option, ...] = (
+    Option("sonmf.diagnostics", True, Boolean(),
+           "Clients also upload grad_V f_p(U_p^{s,0}, V^s) (r x n) and two scalars so the server can "
+           "compute the objective and the stationarity residual; doubles the upload."),
+    Option("sonmf.rank", 0, Interval(int, 0, None, closed="left", text="an integer >= 0 and <= every view's dimension"),
+           "Rank r; 0 = auto ([A]): synthetic data 6 (paper), real data the number of clusters "
+           "(num-clusters, else the ground-truth classes; paper: r = #clusters) capped at the "
+           "smallest view's dimension, since U_p^T U_p = I needs d_p >= r (6 without either)."),
+    Option("sonmf.local-steps", 10, Interval(int, 1, None, closed="left"),
+           "Local steps tau per round ([A] 10)."),
+    Option("sonmf.local-lr", 0.01, Interval(float, 0, None, closed="neither"),
+           "Local step alpha ([A] 0.01; theory-safe 1/(10 L2 eta_g tau) = 1/300 is ~3x slower)."),
+    Option("sonmf.global-lr", 1.5, Interval(float, 0, None, closed="neither"),
+           "Server step eta_g ([A] 1.5; theory needs >= 3/2)."),
+    Option("sonmf.mu", 0.01, Interval(float, 0.0, None, closed="left"),
+           "Weight of the joint-sparsity term mu ||V||_{2,1} ([A] 0.01)."),
+    Option("sonmf.rho1", 1.0, Interval(float, 0.0, None, closed="left"),
+           "Proximal weight of the U subproblem ([A] 1)."),
+    Option("sonmf.drift-correction", True, Boolean(),
+           "Apply the drift correction C_p (false: the uncorrected ablation)."),
+    Option("sonmf.v-update", "local-copies", OneOf(V_UPDATES),
+           "fedsonmf: `server` is the ablation in which clients run sonmf.local-steps U steps with V "
+           "fixed at V^s, upload their average grad_V f_p, and only the server updates V "
+           "(one prox-gradient step of size sonmf.server-step)."),
+    Option("sonmf.server-step", "global-times-local", OneOf(SERVER_STEPS),
+           "Step of the server-only V update (sonmf.v-update=server): eta_g * alpha, or the effective "
+           "eta~ = eta_g * tau * alpha ([A] eta_g * alpha, spec 1.8b's ablation reading)."),
+    Option("sonmf.fedmgs-step", "effective", OneOf(SERVER_STEPS),
+           "fedmgs: server step, eta_g * alpha or eta~ = eta_g * tau * alpha ([A] eta~, the proposed "
+           "method's step per round)."),
+    Option("sonmf.fedmavg-schedule", "decreasing", OneOf(FEDMAVG_SCHEDULES),
+           "fedmavg: local steps in round s, ceil(tau / sqrt(s)) or tau ([A] decreasing)."),
+    Option("sonmf.fedvra-rho", 5.0, Interval(float, 0, None, closed="neither"),
+           "fedvra-u: penalty rho of the augmented Lagrangian; server prox step 1/rho ([A] 5)."),
+    Option("sonmf.fedvra-dual-step", 1.0, Interval(float, 0, None, closed="neither"),
+           "fedvra-u: dual step a, Lambda_p += a * rho * (V_p - V^s) ([A] 1, as in ADMM)."),
+    Option("sonmf.fedvra-aggregation-step", 1.0, Interval(float, 0, 1, closed="right"),
+           "fedvra-u: aggregation step d, V^{s+1} = V^s + d (prox point - V^s) ([A] 1, as in ADMM)."),
+    Option("sonmf.basis-init", "auto", OneOf(BASIS_INITS),
+           "Initial U_p: `random` (spec 1.9, round(P(|randn|))), `kmeans` (the client's features "
+           "grouped by k-means into r groups, unit-norm group indicators; spec 1.8b: HW ACC 65% -> "
+           "83.5%), `auto` ([A]): random on synthetic data, kmeans on real data."),
+    Option("sonmf.v-init-scale", 1.0, Interval(float, 0, None, closed="neither"),
+           "Initial V = scale * |N(0, 1)| ([A])."),
+    Option("sonmf.basis-sigma0", 1e-3, Interval(float, 0, None, closed="neither"),
+           "U solver: initial penalty sigma_0 of the scaled subproblem, restarted every solve."),
+    Option("sonmf.basis-max-outer", 300, Interval(int, 1, None, closed="left"),
+           "U solver: maximum outer (penalty) iterations."),
+    Option("sonmf.basis-inner-tol", 1e-2, Interval(float, 0, None, closed="neither"),
+           "U solver: initial inner tolerance on ||min(U, grad P_sigma)||_F of the scaled subproblem "
+           "([A] 1e-2; 0.1 left U at its start on the scaled problem)."),
+    Option("sonmf.basis-polish", True, Boolean(),
+           "U solver: exact minimiser on the rounded supports ([A] on)."),
+    Option("sonmf.residual-eps", 1e-12, Interval(float, 0, None, closed="neither"),
+           "Floor of the residual normaliser max(R^1, eps) ([A] 1e-12)."),
+    Option("sonmf.residual-normalisation", "ratio", OneOf(RESIDUAL_NORMALISATIONS),
+           "Normalised residual shown in the log and summary: per-round ratio R^s/R^1 or the "
+           "paper's printed running average; both are always recorded."),
+)
+
+FAMILY = Family(
+    name="sonmf",
+    title="paper A: federated sparse orthogonal NMF, its adapted baselines and ablations",
+    algorithms=("fedsonmf", "fedmavg", "fedmgs", "fedvra-u"),
+    num_server_rounds=100,
+    options=OPTIONS,
+)
+
+
+def resolve_rank(cfg: Mapping[str, Any], num_clusters: int | None, view_dims: list[int]) -> int:
+    """The rank a run uses (see option ``sonmf.rank``).
+
+    Parameters
+    ----------
+    cfg : mapping
+        Validated run config.
+    num_clusters : int or None
+        Clusters of the final clustering, when known before round 1.
+    view_dims : list of int
+        ``d_p`` of every view.
+
+    Returns
+    -------
+    int
+        ``sonmf.rank`` when it is set; else (auto) the planted rank for synthetic data, otherwise
+        ``min(num_clusters or AUTO_RANK_DEFAULT, min_p d_p)``.
+    """
+    if cfg["sonmf.rank"] > 0:
+        return int(cfg["sonmf.rank"])
+    if cfg["dataset"] == "synthetic":
+        return planted_rank(cfg["sonmf.rank"])
+    return int(min(num_clusters or AUTO_RANK_DEFAULT, *view_dims))
+
+
+def basis_init(cfg: Mapping[str, Any]) -> str:
+    """How clients start ``U_p``: ``sonmf.basis-init``, with ``auto`` resolved by the data set.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Validated run config.
+
+    Returns
+    -------
+    str
+        ``"random"`` or ``"kmeans"``.
+    """
+    if cfg["sonmf.basis-init"] != "auto":
+        return cfg["sonmf.basis-init"]
+    return "random" if cfg["dataset"] == "synthetic" else "kmeans"
+
+
+def sonmf_params(cfg: Mapping[str, Any]) -> SONMFParams:
+    """Kernel parameters of paper A's method from a validated run config.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Output of :func:`fedmf_app.options.validate_run_config`.
+
+    Returns
+    -------
+    SONMFParams
+    """
+    return SONMFParams(
+        local_steps=cfg["sonmf.local-steps"],
+        local_lr=cfg["sonmf.local-lr"],
+        global_lr=cfg["sonmf.global-lr"],
+        mu=cfg["sonmf.mu"],
+        rho1=cfg["sonmf.rho1"],
+        drift_correction=cfg["sonmf.drift-correction"],
+        v_update=cfg["sonmf.v-update"],
+        server_step=cfg["sonmf.server-step"],
+        basis=BasisSolverOptions(
+            sigma0=cfg["sonmf.basis-sigma0"],
+            max_outer=cfg["sonmf.basis-max-outer"],
+            inner_tol0=cfg["sonmf.basis-inner-tol"],
+            polish=cfg["sonmf.basis-polish"],
+        ),
+    )
+
+
+def fedmgs_params(cfg: Mapping[str, Any]) -> SONMFParams:
+    """Kernel parameters of adapted FedMGS: the server-only ``V`` update with step ``sonmf.fedmgs-step``.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Output of :func:`fedmf_app.options.validate_run_config`.
+
+    Returns
+    -------
+    SONMFParams
+    """
+    return replace(sonmf_params(cfg), v_update="server", server_step=cfg["sonmf.fedmgs-step"],
+                   drift_correction=False)
+
+
+def fedvra_params(cfg: Mapping[str, Any]) -> FedVRAParams:
+    """Steps of adapted FedVRA-U from a validated run config.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Output of :func:`fedmf_app.options.validate_run_config`.
+
+    Returns
+    -------
+    FedVRAParams
+    """
+    return FedVRAParams(rho=cfg["sonmf.fedvra-rho"], dual_step=cfg["sonmf.fedvra-dual-step"],
+                        aggregation_step=cfg["sonmf.fedvra-aggregation-step"])
