@@ -13,8 +13,8 @@ from __future__ import annotations
 from flwr.client import Client, ClientApp
 from flwr.common import Context
 
-from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.data import DataError, load_client_view, partition_from_node_config
+from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class
 
 __all__ = ["app", "client_fn"]

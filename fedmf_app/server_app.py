@@ -11,9 +11,9 @@ from flwr.common import Context
 from flwr.common.logger import log
 from flwr.server import Server, ServerApp, ServerAppComponents, ServerConfig, SimpleClientManager
 
+from fedmf_app.federated.results import RunRecorder, default_run_name
 from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import strategy_class
-from fedmf_app.federated.results import RunRecorder, default_run_name
 
 __all__ = ["app", "server_fn"]
 
@@ -55,9 +55,7 @@ def server_fn(context: Context) -> ServerAppComponents:
     )
     return ServerAppComponents(
         server=server,
-        config=ServerConfig(
-            num_rounds=cfg["num-server-rounds"], round_timeout=cfg["round-timeout-s"]
-        ),
+        config=ServerConfig(num_rounds=cfg["num-server-rounds"], round_timeout=cfg["round-timeout-s"]),
     )
 
 

@@ -41,8 +41,14 @@ _STAMP = re.compile(r"^(?:\x1b\[[0-9;]*m)?\w+ (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d
 
 
 def _config(nodes: int, rounds: int, out: Path, name: str) -> dict:
-    return {"num-clients": nodes, "num-server-rounds": rounds, "heterogeneity": 0.3, "seed": 3,
-            "out-dir": str(out), "run-name": name}
+    return {
+        "num-clients": nodes,
+        "num-server-rounds": rounds,
+        "heterogeneity": 0.3,
+        "seed": 3,
+        "out-dir": str(out),
+        "run-name": name,
+    }
 
 
 def _summary(result: dict) -> dict:
@@ -88,8 +94,9 @@ def deployment(nodes: int, rounds: int, out: Path, name: str, task_poll: float =
     """One run on a local federation; phases timed from outside, rounds from result.json."""
     with tempfile.TemporaryDirectory(prefix="fedmf-bench-") as work:
         t0 = time.perf_counter()
-        federation = LocalFederation(Path(work) / "federation", nodes, ROOT,
-                                     task_poll_interval=task_poll).start()
+        federation = LocalFederation(
+            Path(work) / "federation", nodes, ROOT, task_poll_interval=task_poll
+        ).start()
         try:
             t1 = time.perf_counter()
             stamps = _Stamps(t0)
@@ -101,11 +108,21 @@ def deployment(nodes: int, rounds: int, out: Path, name: str, task_poll: float =
         t3 = time.perf_counter()
     if outcome.status != "completed":
         raise RuntimeError(f"{name}: {outcome.error}")
-    marks = {"SuperLink healthy, SuperNodes started": t1 - t0, **stamps.seen,
-             "`flwr run` returned": t2 - t0, "everything stopped": t3 - t0}
-    return {"start_s": t1 - t0, "flwr_run_s": t2 - t1, "stop_s": t3 - t2,
-            **_summary(load_result(outcome.result_path)), "server_log": outcome.log,
-            "supernode_logs": logs, "marks": marks}
+    marks = {
+        "SuperLink healthy, SuperNodes started": t1 - t0,
+        **stamps.seen,
+        "`flwr run` returned": t2 - t0,
+        "everything stopped": t3 - t0,
+    }
+    return {
+        "start_s": t1 - t0,
+        "flwr_run_s": t2 - t1,
+        "stop_s": t3 - t2,
+        **_summary(load_result(outcome.result_path)),
+        "server_log": outcome.log,
+        "supernode_logs": logs,
+        "marks": marks,
+    }
 
 
 def simulation(nodes: int, rounds: int, out: Path, name: str) -> dict:
@@ -130,6 +147,7 @@ def killed_node(round_timeout: float, out: Path) -> dict:
     killed: list[float] = []
     with tempfile.TemporaryDirectory(prefix="fedmf-bench-") as work:
         with LocalFederation(Path(work) / "federation", 3, ROOT) as federation:
+
             def kill_after_round_one(stop: threading.Event) -> None:
                 while not stop.wait(0.1):
                     if result_path.exists() and load_result(result_path)["rounds"]:
@@ -141,17 +159,27 @@ def killed_node(round_timeout: float, out: Path) -> dict:
             killer = threading.Thread(target=kill_after_round_one, args=(stop,), daemon=True)
             killer.start()
             try:
-                outcome = federation.run({"num-server-rounds": 30, "round-timeout-s": round_timeout,
-                                          "out-dir": str(out), "run-name": name})
+                outcome = federation.run(
+                    {
+                        "num-server-rounds": 30,
+                        "round-timeout-s": round_timeout,
+                        "out-dir": str(out),
+                        "run-name": name,
+                    }
+                )
             finally:
                 stop.set()
             ended = time.perf_counter()
     if not killed:
         raise RuntimeError(f"{name}: round 1 never finished ({outcome.error})")
     result = load_result(result_path)
-    return {"round_timeout_s": round_timeout, "ended_after_kill_s": ended - killed[0],
-            "status": result["status"], "rounds_kept": len(result["rounds"]),
-            "error": result["error"]}
+    return {
+        "round_timeout_s": round_timeout,
+        "ended_after_kill_s": ended - killed[0],
+        "status": result["status"],
+        "rounds_kept": len(result["rounds"]),
+        "error": result["error"],
+    }
 
 
 def _time(line: str) -> float | None:
@@ -171,9 +199,16 @@ def breakdown(server_log: str, supernode_logs: list[str]) -> dict[str, float]:
             configure[current] = _time(line)
         elif "aggregate_fit:" in line:
             aggregate[current] = _time(line)
-    phases: dict[str, list[float]] = {k: [] for k in (
-        "wait for SuperNode poll", "ClientApp process start (Python + imports)",
-        "ClientApp work (view, kernels, push)", "reply upload", "wait for ServerApp poll")}
+    phases: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "wait for SuperNode poll",
+            "ClientApp process start (Python + imports)",
+            "ClientApp work (view, kernels, push)",
+            "reply upload",
+            "wait for ServerApp poll",
+        )
+    }
     sent_last: dict[int, float] = {}
     for text in supernode_logs:
         marks: dict[int, dict[str, float]] = {}
@@ -181,8 +216,12 @@ def breakdown(server_log: str, supernode_logs: list[str]) -> dict[str, float]:
         for line in text.splitlines():
             if m := re.search(r"\[RUN \d+, ROUND (\d+)\]", line):
                 rnd = int(m.group(1))
-            for key, needle in (("recv", "Receiving: train"), ("proc", "Start `flwr-clientapp`"),
-                                ("done", "Finished task"), ("sent", "Sent successfully")):
+            for key, needle in (
+                ("recv", "Receiving: train"),
+                ("proc", "Start `flwr-clientapp`"),
+                ("done", "Finished task"),
+                ("sent", "Sent successfully"),
+            ):
                 if needle in line and rnd and (t := _time(line)) is not None:
                     marks.setdefault(rnd, {}).setdefault(key, t)
         for rnd, mk in marks.items():
@@ -204,61 +243,88 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, nargs="*", default=[3, 6])
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--breakdown", action="store_true")
-    parser.add_argument("--task-poll-interval", type=float, default=0.1,
-                        help="FLWR_SUPEREXEC_TASK_POLL_INTERVAL of the SuperNodes (Flower: 1.0)")
+    parser.add_argument(
+        "--task-poll-interval",
+        type=float,
+        default=0.1,
+        help="FLWR_SUPEREXEC_TASK_POLL_INTERVAL of the SuperNodes (Flower: 1.0)",
+    )
     parser.add_argument("--no-simulation", action="store_true", help="deployment runs only")
-    parser.add_argument("--kill", type=float, nargs="*", default=[], metavar="ROUND_TIMEOUT_S",
-                        help="also: kill SuperNode 2 after round 1 with each round-timeout-s and "
-                             "time until the run ends")
+    parser.add_argument(
+        "--kill",
+        type=float,
+        nargs="*",
+        default=[],
+        metavar="ROUND_TIMEOUT_S",
+        help="also: kill SuperNode 2 after round 1 with each round-timeout-s and time until the run ends",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_deployment")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for nodes in args.nodes:
-        dep = deployment(nodes, args.rounds, args.out, f"deployment-m{nodes}",
-                         args.task_poll_interval)
+        dep = deployment(nodes, args.rounds, args.out, f"deployment-m{nodes}", args.task_poll_interval)
         if args.no_simulation:
             rows.append({"nodes": nodes, "deployment": dep, "max_rel_diff": float("nan")})
             continue
         sim = simulation(nodes, args.rounds, args.out, f"simulation-m{nodes}")
-        diff = float(np.max(np.abs(np.subtract(dep["residuals"], sim["residuals"]))
-                            / np.abs(sim["residuals"])))
+        diff = float(
+            np.max(np.abs(np.subtract(dep["residuals"], sim["residuals"])) / np.abs(sim["residuals"]))
+        )
         rows.append({"nodes": nodes, "deployment": dep, "simulation": sim, "max_rel_diff": diff})
     if rows:
-        print("| nodes | engine | round, median (s) | kernels, max over clients (s) | start (s) | "
-              "`flwr run` (s) | of which handshake (s) | stop (s) | residuals, max rel. diff |")
+        print(
+            "| nodes | engine | round, median (s) | kernels, max over clients (s) | start (s) | "
+            "`flwr run` (s) | of which handshake (s) | stop (s) | residuals, max rel. diff |"
+        )
         print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         for engine in ("deployment", "simulation"):
             if engine not in row:
                 continue
             r = row[engine]
-            print(f"| {row['nodes']} | {engine} | {r['median_round_s']:.2f} | "
-                  f"{r['median_kernel_max_s']:.3f} | {r['start_s']:.1f} | {r['flwr_run_s']:.1f} | "
-                  f"{r['handshake_s']:.1f} | {r['stop_s']:.1f} | {row['max_rel_diff']:.1e} |")
+            print(
+                f"| {row['nodes']} | {engine} | {r['median_round_s']:.2f} | "
+                f"{r['median_kernel_max_s']:.3f} | {r['start_s']:.1f} | {r['flwr_run_s']:.1f} | "
+                f"{r['handshake_s']:.1f} | {r['stop_s']:.1f} | {row['max_rel_diff']:.1e} |"
+            )
     if rows:
         first = rows[0]
-        print(f"\nOne deployment run ({first['nodes']} nodes, {args.rounds} rounds), seconds since "
-              "the start, as seen by the caller:\n\n| moment | s |\n|---|---|")
+        print(
+            f"\nOne deployment run ({first['nodes']} nodes, {args.rounds} rounds), seconds since "
+            "the start, as seen by the caller:\n\n| moment | s |\n|---|---|"
+        )
         for label, seconds in first["deployment"]["marks"].items():
             print(f"| {label} | {seconds:.1f} |")
     if args.breakdown and args.nodes:
         os.environ["FLWR_LOG_LEVEL"] = "DEBUG"
         nodes = args.nodes[0]
-        dep = deployment(nodes, args.rounds, args.out, f"breakdown-m{nodes}",
-                         args.task_poll_interval)
-        print(f"\nWhere a deployment round goes ({nodes} nodes, medians over rounds 2.. and nodes; "
-              f"round median {dep['median_round_s']:.2f} s with DEBUG logging):\n")
+        dep = deployment(nodes, args.rounds, args.out, f"breakdown-m{nodes}", args.task_poll_interval)
+        print(
+            f"\nWhere a deployment round goes ({nodes} nodes, medians over rounds 2.. and nodes; "
+            f"round median {dep['median_round_s']:.2f} s with DEBUG logging):\n"
+        )
         print("| phase | seconds |\n|---|---|")
         for phase, seconds in breakdown(dep["server_log"], dep["supernode_logs"]).items():
             print(f"| {phase} | {seconds:.2f} |")
     for round_timeout in args.kill:
         row = killed_node(round_timeout, args.out)
-        print(f"\nround-timeout-s = {round_timeout:g}: the run ended "
-              f"{row['ended_after_kill_s']:.1f} s after SuperNode 2 was killed; status "
-              f"{row['status']}, {row['rounds_kept']} round(s) kept; error: {row['error'][:160]}")
-    slim = [{k: ({kk: vv for kk, vv in v.items() if not kk.endswith("log") and kk != "supernode_logs"}
-                 if isinstance(v, dict) else v) for k, v in row.items()} for row in rows]
+        print(
+            f"\nround-timeout-s = {round_timeout:g}: the run ended "
+            f"{row['ended_after_kill_s']:.1f} s after SuperNode 2 was killed; status "
+            f"{row['status']}, {row['rounds_kept']} round(s) kept; error: {row['error'][:160]}"
+        )
+    slim = [
+        {
+            k: (
+                {kk: vv for kk, vv in v.items() if not kk.endswith("log") and kk != "supernode_logs"}
+                if isinstance(v, dict)
+                else v
+            )
+            for k, v in row.items()
+        }
+        for row in rows
+    ]
     (args.out / "bench_deployment.json").write_text(json.dumps(slim, indent=1))
 
 

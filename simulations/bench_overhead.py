@@ -32,29 +32,45 @@ def measure(link: LocalSuperLink, clients: int, rounds: int, cpus: int, out: Pat
     """One run; per-round medians from its result.json (round 1 excluded: it pays warm-up)."""
     name = f"m{clients}-cpus{cpus}"
     started = time.perf_counter()
-    link.run(ROOT, {"num-clients": clients, "num-server-rounds": rounds, "out-dir": str(out),
-                    "run-name": name}, num_supernodes=clients,
-             federation_config={"client-resources-num-cpus": cpus}, timeout=1800)
+    link.run(
+        ROOT,
+        {"num-clients": clients, "num-server-rounds": rounds, "out-dir": str(out), "run-name": name},
+        num_supernodes=clients,
+        federation_config={"client-resources-num-cpus": cpus},
+        timeout=1800,
+    )
     total = time.perf_counter() - started
     result = load_result(out / name)
     if result["status"] != "completed":
         raise RuntimeError(f"{name}: run {result['status']}: {result['error']}")
     rs = result["rounds"][1:]
-    med = {k: statistics.median(r[k] for r in rs)
-           for k in ("wall_s", "client_kernel_s_sum", "client_kernel_s_max", "server_s")}
+    med = {
+        k: statistics.median(r[k] for r in rs)
+        for k in ("wall_s", "client_kernel_s_sum", "client_kernel_s_max", "server_s")
+    }
     parallel = max(1, 2 // cpus)
     kernel = med["client_kernel_s_sum"] / parallel if parallel > 1 else med["client_kernel_s_sum"]
-    return {"clients": clients, "cpus_per_client": cpus, "rounds": rounds, "command_s": total,
-            **{f"median_{k}": v for k, v in med.items()},
-            "flower_overhead_s": med["wall_s"] - kernel - med["server_s"],
-            "flower_share": (med["wall_s"] - kernel - med["server_s"]) / med["wall_s"]}
+    return {
+        "clients": clients,
+        "cpus_per_client": cpus,
+        "rounds": rounds,
+        "command_s": total,
+        **{f"median_{k}": v for k, v in med.items()},
+        "flower_overhead_s": med["wall_s"] - kernel - med["server_s"],
+        "flower_share": (med["wall_s"] - kernel - med["server_s"]) / med["wall_s"],
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[3, 20])
-    parser.add_argument("--cpus", type=int, nargs="+", default=[2, 1],
-                        help="client-resources-num-cpus (2 = one Ray actor on 2 cores)")
+    parser.add_argument(
+        "--cpus",
+        type=int,
+        nargs="+",
+        default=[2, 1],
+        help="client-resources-num-cpus (2 = one Ray actor on 2 cores)",
+    )
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_overhead")
     args = parser.parse_args()

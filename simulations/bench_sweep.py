@@ -49,32 +49,50 @@ def job_breakdown(job_dir: Path) -> dict[str, float]:
     rounds_s = sum(r["wall_s"] for r in rounds)
     kernels = sum(r["client_kernel_s_sum"] for r in rounds)
     server = sum(r["server_s"] for r in rounds)
-    return {"job_s": timing["job_s"], "superlink_s": timing["job_s"] - timing["flwr_run_s"],
-            "startup_s": timing["flwr_run_s"] - rounds_s, "rounds_s": rounds_s,
-            "kernels_s": kernels, "server_s": server, "flower_s": rounds_s - kernels - server,
-            "rounds": len(rounds)}
+    return {
+        "job_s": timing["job_s"],
+        "superlink_s": timing["job_s"] - timing["flwr_run_s"],
+        "startup_s": timing["flwr_run_s"] - rounds_s,
+        "rounds_s": rounds_s,
+        "kernels_s": kernels,
+        "server_s": server,
+        "flower_s": rounds_s - kernels - server,
+        "rounds": len(rounds),
+    }
 
 
 def sweep_breakdown(sweep_dir: Path) -> dict[str, dict[str, float]]:
     """Per-job breakdowns of every completed, timed job under ``sweep_dir``, keyed by job folder."""
-    jobs = sorted((p.parent for p in sweep_dir.glob(f"*/{TIMING_FILE}")
-                   if (p.parent / "result.json").exists()), key=lambda p: int(p.name))
+    jobs = sorted(
+        (p.parent for p in sweep_dir.glob(f"*/{TIMING_FILE}") if (p.parent / "result.json").exists()),
+        key=lambda p: int(p.name),
+    )
     return {job.name: job_breakdown(job) for job in jobs}
 
 
 def _table(label: str, jobs: dict[str, dict[str, float]], wall: float | None) -> list[str]:
     total = {k: sum(j[k] for j in jobs.values()) for k in _PARTS}
     median = {k: statistics.median(j[k] for j in jobs.values()) for k in _PARTS}
-    lines = [f"| {label} | {len(jobs)} | " + ("" if wall is None else f"{wall:.0f}") + " | "
-             + " | ".join(f"{total[k]:.0f} ({median[k]:.1f})" for k in _PARTS) + " |"]
+    lines = [
+        f"| {label} | {len(jobs)} | "
+        + ("" if wall is None else f"{wall:.0f}")
+        + " | "
+        + " | ".join(f"{total[k]:.0f} ({median[k]:.1f})" for k in _PARTS)
+        + " |"
+    ]
     return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--launchers", nargs="+", default=["basic", "joblib"])
-    parser.add_argument("--existing", type=Path, nargs="*", default=[],
-                        help="only break down sweeps already run (no new runs)")
+    parser.add_argument(
+        "--existing",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="only break down sweeps already run (no new runs)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_sweep")
     parser.add_argument("overrides", nargs="*", help="hydra overrides for the fig2 preset")
     args = parser.parse_args()
@@ -84,8 +102,16 @@ def main() -> None:
     if not args.existing:
         for launcher in args.launchers:
             sweep_dir = args.out / launcher
-            command = [sys.executable, "-m", "simulations.run", "-m", "+experiment=sonmf/fig2",
-                       f"hydra/launcher={launcher}", f"hydra.sweep.dir={sweep_dir}", *args.overrides]
+            command = [
+                sys.executable,
+                "-m",
+                "simulations.run",
+                "-m",
+                "+experiment=sonmf/fig2",
+                f"hydra/launcher={launcher}",
+                f"hydra.sweep.dir={sweep_dir}",
+                *args.overrides,
+            ]
             log.info("running: %s", " ".join(command))
             started = time.perf_counter()
             proc = subprocess.run(command, cwd=ROOT, check=False)
@@ -93,8 +119,10 @@ def main() -> None:
             if proc.returncode != 0:
                 raise SystemExit(f"the {launcher} sweep failed (exit {proc.returncode}); see {sweep_dir}")
             sweeps[launcher] = (sweep_dir, wall)
-    rows = ["| sweep | jobs | wall (s) | " + " | ".join(f"{k[:-2]}: total (median/job)" for k in _PARTS)
-            + " |", "|---|---|---|" + "---|" * len(_PARTS)]
+    rows = [
+        "| sweep | jobs | wall (s) | " + " | ".join(f"{k[:-2]}: total (median/job)" for k in _PARTS) + " |",
+        "|---|---|---|" + "---|" * len(_PARTS),
+    ]
     raw = {}
     for label, (sweep_dir, wall) in sweeps.items():
         jobs = sweep_breakdown(sweep_dir)

@@ -65,9 +65,15 @@ def main() -> None:
         **METADATA,
         "num_samples": data.num_samples,
         "num_classes": data.num_classes,
-        "views": [{"name": n, "meaning": VIEW_MEANINGS[n], "dim": int(v.shape[1]),
-                   "stored_as": str(arrays[f"X_{i}"].dtype)}
-                  for i, (n, v) in enumerate(zip(VIEW_NAMES, data.views))],
+        "views": [
+            {
+                "name": n,
+                "meaning": VIEW_MEANINGS[n],
+                "dim": int(v.shape[1]),
+                "stored_as": str(arrays[f"X_{i}"].dtype),
+            }
+            for i, (n, v) in enumerate(zip(VIEW_NAMES, data.views))
+        ],
         "payload": encode_payload(arrays),
     }
     out = Path(__file__).resolve().parents[1] / "fedmf_app" / "data" / "embedded" / EMBEDDED["hw"]

@@ -39,17 +39,24 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from fedmf_app.options.run_config import ConfigError, defaults, validate_run_config
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.federated.results import load_result
+from fedmf_app.options.run_config import ConfigError, defaults, validate_run_config
 
 ROOT = Path(__file__).resolve().parents[1]
 FAILED_JOB_FILE = "job_failed.json"
 TIMING_FILE = "job_timing.json"
 log = logging.getLogger(__name__)
 
-__all__ = ["FAILED_JOB_FILE", "TIMING_FILE", "FailedJobsCallback", "JobFailed", "app_run_config",
-           "failed_jobs", "run_job"]
+__all__ = [
+    "FAILED_JOB_FILE",
+    "TIMING_FILE",
+    "FailedJobsCallback",
+    "JobFailed",
+    "app_run_config",
+    "failed_jobs",
+    "run_job",
+]
 
 
 def app_run_config() -> dict[str, Any]:
@@ -106,13 +113,19 @@ def run_job(cfg: DictConfig, job_dir: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="fedmf-flwr-home-") as home, LocalSuperLink(home) as link:
         run_started = time.perf_counter()
         try:
-            proc = link.run(ROOT, run_config, num_supernodes=supernodes, timeout=cfg.timeout_s,
-                            federation_config={"client-resources-num-cpus": cfg.client_cpus})
+            proc = link.run(
+                ROOT,
+                run_config,
+                num_supernodes=supernodes,
+                timeout=cfg.timeout_s,
+                federation_config={"client-resources-num-cpus": cfg.client_cpus},
+            )
         except subprocess.TimeoutExpired as exc:
             output = exc.output.decode() if isinstance(exc.output, bytes) else (exc.output or "")
             (job_dir / "flwr.log").write_text(output)
-            raise JobFailed(f"job {job_dir}: the run took longer than timeout_s = {cfg.timeout_s} s "
-                            "and was stopped") from exc
+            raise JobFailed(
+                f"job {job_dir}: the run took longer than timeout_s = {cfg.timeout_s} s and was stopped"
+            ) from exc
         flwr_run_s = time.perf_counter() - run_started
     timing = {"job_s": time.perf_counter() - started, "flwr_run_s": flwr_run_s}
     (job_dir / TIMING_FILE).write_text(json.dumps(timing))
@@ -152,10 +165,15 @@ class FailedJobsCallback(Callback):
         if not failed:
             log.info("sweep %s: every job completed", config.hydra.sweep.dir)
             return
-        lines = [f"  job {r['job']} ({r['folder']}; {' '.join(r['overrides'])}): {r['error']}"
-                 for r in failed]
-        log.error("sweep %s: %d job(s) failed and were skipped:\n%s", config.hydra.sweep.dir,
-                  len(failed), "\n".join(lines))
+        lines = [
+            f"  job {r['job']} ({r['folder']}; {' '.join(r['overrides'])}): {r['error']}" for r in failed
+        ]
+        log.error(
+            "sweep %s: %d job(s) failed and were skipped:\n%s",
+            config.hydra.sweep.dir,
+            len(failed),
+            "\n".join(lines),
+        )
         raise SystemExit(1)
 
 
@@ -169,8 +187,12 @@ def main(cfg: DictConfig) -> None:
     except (ConfigError, JobFailed) as exc:
         if hydra_cfg.mode != RunMode.MULTIRUN:
             raise
-        record = {"job": hydra_cfg.job.num, "folder": str(job_dir),
-                  "overrides": list(hydra_cfg.overrides.task), "error": str(exc)}
+        record = {
+            "job": hydra_cfg.job.num,
+            "folder": str(job_dir),
+            "overrides": list(hydra_cfg.overrides.task),
+            "error": str(exc),
+        }
         (job_dir / FAILED_JOB_FILE).write_text(json.dumps(record, indent=1))
         log.error("job %d FAILED and was skipped: %s", hydra_cfg.job.num, exc)
 

@@ -53,8 +53,7 @@ def client_context(cfg, partition_id, num_partitions, node_config=None):
     return Context(
         run_id=1,
         node_id=100 + partition_id,
-        node_config={"partition-id": partition_id, "num-partitions": num_partitions,
-                     **(node_config or {})},
+        node_config={"partition-id": partition_id, "num-partitions": num_partitions, **(node_config or {})},
         state=RecordDict(),
         run_config=cfg,
     )
@@ -77,8 +76,8 @@ def build_federation(tmp_path, cfg, properties=None, run_name="run", node_config
     from flwr.server import SimpleClientManager
 
     from fedmf_app.data import load_client_view
-    from fedmf_app.registry import client_class, strategy_class
     from fedmf_app.federated.results import RunRecorder
+    from fedmf_app.registry import client_class, strategy_class
 
     strategy = strategy_class(cfg["algorithm"])(cfg, RunRecorder(tmp_path, run_name, cfg))
     manager = SimpleClientManager()
@@ -87,8 +86,9 @@ def build_federation(tmp_path, cfg, properties=None, run_name="run", node_config
     for p in range(m):
         extra = (node_configs or {}).get(p)
         context = client_context(cfg, p, m, extra)
-        client = client_class(cfg["algorithm"])(context, cfg, p, m,
-                                                load_client_view(cfg, p, context.node_config))
+        client = client_class(cfg["algorithm"])(
+            context, cfg, p, m, load_client_view(cfg, p, context.node_config)
+        )
         props = client.get_properties({}) if properties is None else properties[p]
         proxy = FakeProxy(f"node-{10 - p}", props)
         manager.register(proxy)
@@ -98,26 +98,37 @@ def build_federation(tmp_path, cfg, properties=None, run_name="run", node_config
 
 def run_evaluate_round(strategy, manager, clients, parameters, server_round):
     """Flower's federated evaluation after a round: configure, evaluate every client, aggregate."""
-    instructions = strategy.configure_evaluate(server_round=server_round, parameters=parameters,
-                                               client_manager=manager)
+    instructions = strategy.configure_evaluate(
+        server_round=server_round, parameters=parameters, client_manager=manager
+    )
     if not instructions:
         return
     results = []
     for proxy, ins in instructions:
         loss, num_examples, metrics = clients[proxy.cid].evaluate(
-            parameters_to_ndarrays(ins.parameters), ins.config)
-        results.append((proxy, EvaluateRes(status=Status(Code.OK, ""), loss=loss,
-                                           num_examples=num_examples, metrics=metrics)))
+            parameters_to_ndarrays(ins.parameters), ins.config
+        )
+        results.append(
+            (
+                proxy,
+                EvaluateRes(
+                    status=Status(Code.OK, ""), loss=loss, num_examples=num_examples, metrics=metrics
+                ),
+            )
+        )
     strategy.aggregate_evaluate(server_round=server_round, results=results, failures=[])
 
 
 def run_round(strategy, manager, clients, parameters, server_round):
     """One round as Flower's legacy Server drives it: configure, fit every client, aggregate,
     then the federated evaluation."""
-    instructions = strategy.configure_fit(server_round=server_round, parameters=parameters,
-                                          client_manager=manager)
-    results = [(proxy, run_client_round(clients[proxy.cid], ins.parameters, server_round))
-               for proxy, ins in instructions]
+    instructions = strategy.configure_fit(
+        server_round=server_round, parameters=parameters, client_manager=manager
+    )
+    results = [
+        (proxy, run_client_round(clients[proxy.cid], ins.parameters, server_round))
+        for proxy, ins in instructions
+    ]
     parameters = strategy.aggregate_fit(server_round=server_round, results=results, failures=[])[0]
     run_evaluate_round(strategy, manager, clients, parameters, server_round)
     return parameters
@@ -125,8 +136,7 @@ def run_round(strategy, manager, clients, parameters, server_round):
 
 def run_federation(tmp_path, cfg, run_name="run", node_configs=None):
     """A whole run in process (no Ray); returns the strategy and the broadcasts of every round."""
-    strategy, manager, clients = build_federation(tmp_path, cfg, run_name=run_name,
-                                                  node_configs=node_configs)
+    strategy, manager, clients = build_federation(tmp_path, cfg, run_name=run_name, node_configs=node_configs)
     parameters = strategy.initialize_parameters(client_manager=manager)
     broadcasts = [parameters_to_ndarrays(parameters)]
     for s in range(1, cfg["num-server-rounds"] + 1):
@@ -143,8 +153,7 @@ class ClientProxyToNumPy(FakeProxy):
         self.client = client
 
     def get_properties(self, ins, timeout, group_id):
-        return GetPropertiesRes(status=Status(Code.OK, ""),
-                                properties=self.client.get_properties(ins.config))
+        return GetPropertiesRes(status=Status(Code.OK, ""), properties=self.client.get_properties(ins.config))
 
     def fit(self, ins, timeout, group_id):
         arrays, _, metrics = self.client.fit(parameters_to_ndarrays(ins.parameters), ins.config)

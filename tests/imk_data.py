@@ -3,13 +3,13 @@
 import numpy as np
 from flwr.server import SimpleClientManager
 
-from fakes import ClientProxyToNumPy, client_context, run_evaluate_round
-
 from fedmf_app.data import load_client_view
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.methods.imk.updates import preprocess_view
 from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class, strategy_class
+
+from fakes import ClientProxyToNumPy, client_context, run_evaluate_round
 
 
 def clustered_views(n=120, k=3, dims=(8, 12, 6), noise=1.5, seed=0):
@@ -23,8 +23,15 @@ def clustered_views(n=120, k=3, dims=(8, 12, 6), noise=1.5, seed=0):
     return views, y
 
 
-BASE = {"algorithm": "fmvc-imk", "num-clients": 3, "num-clusters": 3, "num-samples": 60,
-        "num-server-rounds": 6, "imk.tol": 0.0, "seed": 2}
+BASE = {
+    "algorithm": "fmvc-imk",
+    "num-clients": 3,
+    "num-clusters": 3,
+    "num-samples": 60,
+    "num-server-rounds": 6,
+    "imk.tol": 0.0,
+    "seed": 2,
+}
 
 
 def labelled_file(tmp_path):
@@ -41,14 +48,14 @@ def run(tmp_path, **overrides):
     manager = SimpleClientManager()
     clients = {}
     for p in reversed(range(cfg["num-clients"])):  # node order != partition order
-        client = client_class("fmvc-imk")(client_context(cfg, p, cfg["num-clients"]), cfg, p,
-                                          cfg["num-clients"], load_client_view(cfg, p))
+        client = client_class("fmvc-imk")(
+            client_context(cfg, p, cfg["num-clients"]), cfg, p, cfg["num-clients"], load_client_view(cfg, p)
+        )
         manager.register(ClientProxyToNumPy(f"node-{p}", client))
         clients[f"node-{p}"] = client
     parameters = strategy.initialize_parameters(client_manager=manager)
     for s in range(1, cfg["num-server-rounds"] + 1):
-        instructions = strategy.configure_fit(server_round=s, parameters=parameters,
-                                              client_manager=manager)
+        instructions = strategy.configure_fit(server_round=s, parameters=parameters, client_manager=manager)
         if instructions:  # Flower's legacy Server skips the fit of an empty round
             results = [(proxy, proxy.fit(ins, None, s)) for proxy, ins in instructions]
             parameters = strategy.aggregate_fit(server_round=s, results=results, failures=[])[0]

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedmf_app.data.multiview import load_multiview
 from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.data.multiview import load_multiview
 from fedmf_app.deployment.superlink import LocalSuperLink
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,8 +16,14 @@ pytestmark = pytest.mark.e2e
 
 
 def test_embedded_hw_runs_under_flwr_run_and_is_scored(tmp_path):
-    overrides = {"dataset": "hw", "num-clients": 6, "num-server-rounds": 2, "sonmf.diagnostics": False,
-                 "out-dir": str(tmp_path), "run-name": "hw"}
+    overrides = {
+        "dataset": "hw",
+        "num-clients": 6,
+        "num-server-rounds": 2,
+        "sonmf.diagnostics": False,
+        "out-dir": str(tmp_path),
+        "run-name": "hw",
+    }
     with LocalSuperLink(tmp_path / "flwr-home") as link:
         proc = link.run(ROOT, overrides, num_supernodes=6, timeout=300)
     result_path = tmp_path / "hw" / "result.json"

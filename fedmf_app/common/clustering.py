@@ -41,8 +41,12 @@ def kmeans_labels(points: np.ndarray, k: int, rng: np.random.Generator) -> np.nd
     """
     from sklearn.cluster import KMeans
 
-    model = KMeans(n_clusters=k, n_init=KMEANS_REPLICATES, max_iter=KMEANS_MAX_ITER,
-                   random_state=int(rng.integers(2**31 - 1)))
+    model = KMeans(
+        n_clusters=k,
+        n_init=KMEANS_REPLICATES,
+        max_iter=KMEANS_MAX_ITER,
+        random_state=int(rng.integers(2**31 - 1)),
+    )
     return model.fit_predict(np.asarray(points, dtype=np.float64)).astype(np.int64)
 
 
@@ -76,8 +80,12 @@ def kmeans_basis(x: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
     points = np.divide(x, norms, out=np.zeros_like(x, dtype=np.float64), where=norms > 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # fewer distinct features than r
-        groups = KMeans(n_clusters=r, n_init=KMEANS_REPLICATES, max_iter=KMEANS_MAX_ITER,
-                        random_state=int(rng.integers(2**31 - 1))).fit_predict(points)
+        groups = KMeans(
+            n_clusters=r,
+            n_init=KMEANS_REPLICATES,
+            max_iter=KMEANS_MAX_ITER,
+            random_state=int(rng.integers(2**31 - 1)),
+        ).fit_predict(points)
     counts = np.bincount(groups, minlength=r)
     for c in np.flatnonzero(counts == 0):
         donor = int(np.argmax(counts))

@@ -41,8 +41,9 @@ def clustering_scores(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float
     y_true = np.asarray(y_true).reshape(-1)
     y_pred = np.asarray(y_pred).reshape(-1)
     if y_true.size == 0 or y_true.shape != y_pred.shape:
-        raise ValueError(f"label vectors must be nonempty and of one length, got {y_true.shape} "
-                         f"and {y_pred.shape}")
+        raise ValueError(
+            f"label vectors must be nonempty and of one length, got {y_true.shape} and {y_pred.shape}"
+        )
     table = contingency_matrix(y_true, y_pred)  # classes x clusters
     rows, cols = linear_sum_assignment(table, maximize=True)
     n = y_true.size

@@ -123,8 +123,7 @@ def generate_private_key() -> X25519PrivateKey:
 
 def public_key_bytes(private_key: X25519PrivateKey) -> bytes:
     """The 32-byte raw public key of ``private_key``."""
-    return private_key.public_key().public_bytes(serialization.Encoding.Raw,
-                                                 serialization.PublicFormat.Raw)
+    return private_key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
 def derive_pair_key(private_key: X25519PrivateKey, peer_public: bytes, context: bytes) -> bytes:
@@ -145,8 +144,9 @@ def derive_pair_key(private_key: X25519PrivateKey, peer_public: bytes, context: 
         32 bytes; the same on both sides.
     """
     secret = private_key.exchange(X25519PublicKey.from_public_bytes(peer_public))
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
-                info=b"fedmf-imk-mask|" + context).derive(secret)
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"fedmf-imk-mask|" + context).derive(
+        secret
+    )
 
 
 def mask_stream(key: bytes, size: int, start: int = 0) -> np.ndarray:
@@ -190,7 +190,7 @@ def add_pairwise_masks(encoded: np.ndarray, me: int, pair_keys: dict[int, bytes]
     """
     size = encoded.size
     for start in range(0, size, _CHUNK):
-        block = encoded[start:start + _CHUNK]
+        block = encoded[start : start + _CHUNK]
         for peer, key in pair_keys.items():
             stream = mask_stream(key, block.size, start)
             if peer > me:

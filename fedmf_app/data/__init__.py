@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from fedmf_app.data.errors import DataError
+from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
 from fedmf_app.data.multiview import load_multiview, load_single_view
 from fedmf_app.data.preprocess import prepare_view
 from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view, planted_rank
-from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
 
 __all__ = [
     "ClientView",
@@ -70,7 +70,7 @@ def partition_from_node_config(node_config: Mapping[str, Any]) -> tuple[int, int
     if "partition-id" not in node_config:
         raise DataError(
             "node config has no 'partition-id': start the SuperNode with "
-            "--node-config \"partition-id=<p> num-partitions=<m>\""
+            '--node-config "partition-id=<p> num-partitions=<m>"'
         )
     pid = node_config["partition-id"]
     if isinstance(pid, bool) or not isinstance(pid, int) or pid < 0:
@@ -224,8 +224,13 @@ def _fill_missing(features: np.ndarray, cfg: Mapping[str, Any], partition_id: in
     if cfg["missing-rate"] == 0 or family_of(cfg["algorithm"]).reads_missing_mask:
         return features
     try:
-        observed = missing_view_mask(features.shape[0], cfg["num-clients"], cfg["missing-rate"],
-                                     cfg["seed"], cfg["missing-views-dropped"])[:, partition_id]
+        observed = missing_view_mask(
+            features.shape[0],
+            cfg["num-clients"],
+            cfg["missing-rate"],
+            cfg["seed"],
+            cfg["missing-views-dropped"],
+        )[:, partition_id]
         return fill_missing_rows(features, observed, cfg["missing-fill"])
     except ValueError as exc:
         raise DataError(f"{source}: cannot apply missing-rate = {cfg['missing-rate']}: {exc}") from exc

@@ -105,8 +105,10 @@ def require_labels(data: MultiViewData) -> np.ndarray:
         When the data set has no labels.
     """
     if data.labels is None:
-        raise DataError(f"{data.source}: no labels under any of the keys {', '.join(LABEL_KEYS)}, "
-                        "but the evaluation needs the ground truth")
+        raise DataError(
+            f"{data.source}: no labels under any of the keys {', '.join(LABEL_KEYS)}, "
+            "but the evaluation needs the ground truth"
+        )
     return data.labels
 
 
@@ -165,8 +167,9 @@ def load_single_view(path: str) -> tuple[np.ndarray, np.ndarray | None]:
         except (ValueError, OSError) as exc:
             raise DataError(f"{file}: not a readable .npy array ({exc})") from exc
         if array.ndim != 2:
-            raise DataError(f"{file}: the view must be a 2-D array (samples x features), "
-                            f"got shape {array.shape}")
+            raise DataError(
+                f"{file}: the view must be a 2-D array (samples x features), got shape {array.shape}"
+            )
         data = assemble_views([("array", array)], None, file.stem, str(file), orient=False)
     elif suffix == ".csv":
         columns, array, labels = _read_csv(file)
@@ -174,11 +177,13 @@ def load_single_view(path: str) -> tuple[np.ndarray, np.ndarray | None]:
     elif suffix in (".npz", ".mat"):
         data = load_multiview(str(file))
     else:
-        raise DataError(f"{file}: unsupported file type {suffix!r} for a single view "
-                        "(use .npy, .csv, .npz or .mat)")
+        raise DataError(
+            f"{file}: unsupported file type {suffix!r} for a single view (use .npy, .csv, .npz or .mat)"
+        )
     if len(data.views) != 1:
-        raise DataError(f"{file}: holds {len(data.views)} views; a node's data-file must hold "
-                        "exactly one (its own view)")
+        raise DataError(
+            f"{file}: holds {len(data.views)} views; a node's data-file must hold exactly one (its own view)"
+        )
     return data.views[0], data.labels
 
 
@@ -227,8 +232,10 @@ def assemble_views(
         bad = ~np.isfinite(x)
         if bad.any():
             i, j = np.argwhere(bad)[0]
-            raise DataError(f"{source}: {where} has {int(bad.sum())} NaN/inf value(s), the first "
-                            f"at sample {i}, feature {j}")
+            raise DataError(
+                f"{source}: {where} has {int(bad.sum())} NaN/inf value(s), the first "
+                f"at sample {i}, feature {j}"
+            )
         x = np.ascontiguousarray(x)
         x.setflags(write=False)
         views.append(x)
@@ -261,8 +268,9 @@ def _load_multiview_cached(path: str, mtime_ns: int, size: int) -> MultiViewData
     elif suffix == ".npz":
         raw_views, raw_labels = _read_npz(file)
     else:
-        raise DataError(f"{file}: unsupported file type {suffix!r} for a multi-view data set "
-                        "(use .mat or .npz)")
+        raise DataError(
+            f"{file}: unsupported file type {suffix!r} for a multi-view data set (use .mat or .npz)"
+        )
     return assemble_views(raw_views, raw_labels, file.stem, str(file))
 
 
@@ -284,8 +292,10 @@ def _read_mat(file: Path) -> tuple[list[tuple[str, Any]], tuple[str, Any] | None
     keys = [k for k in contents if not k.startswith("__")]
     vkey = _pick(keys, VIEW_KEYS)
     if vkey is None:
-        raise DataError(f"{file}: no views under any of the keys {', '.join(VIEW_KEYS)} "
-                        f"(keys found: {', '.join(keys) or 'none'})")
+        raise DataError(
+            f"{file}: no views under any of the keys {', '.join(VIEW_KEYS)} "
+            f"(keys found: {', '.join(keys) or 'none'})"
+        )
     stored = contents[vkey]
     if isinstance(stored, np.ndarray) and stored.dtype == object:
         cells = list(stored.ravel(order="F"))
@@ -310,12 +320,15 @@ def _read_mat_v73(file: Path) -> tuple[list[tuple[str, Any]], tuple[str, Any] | 
             keys = [k for k in f.keys() if not k.startswith("#")]
             vkey = _pick(keys, VIEW_KEYS)
             if vkey is None:
-                raise DataError(f"{file}: no views under any of the keys {', '.join(VIEW_KEYS)} "
-                                f"(keys found: {', '.join(keys) or 'none'})")
+                raise DataError(
+                    f"{file}: no views under any of the keys {', '.join(VIEW_KEYS)} "
+                    f"(keys found: {', '.join(keys) or 'none'})"
+                )
             stored = _h5_value(f, f[vkey])
             if isinstance(stored, list):
-                raw_views = [(f"view {i} ('{vkey}'{{{i + 1}}})", _h5_leaf(v, file, vkey))
-                             for i, v in enumerate(stored)]
+                raw_views = [
+                    (f"view {i} ('{vkey}'{{{i + 1}}})", _h5_leaf(v, file, vkey)) for i, v in enumerate(stored)
+                ]
             else:
                 raw_views = [(f"view 0 ('{vkey}')", stored)]
             lkey = _pick(keys, LABEL_KEYS)
@@ -359,8 +372,10 @@ def _read_npz(file: Path) -> tuple[list[tuple[str, Any]], tuple[str, Any] | None
     if not numbered:
         single = _pick(list(arrays), VIEW_KEYS)
         if single is None:
-            raise DataError(f"{file}: no views (expected arrays X_0, X_1, ... or one array under "
-                            f"{', '.join(VIEW_KEYS)}; keys found: {', '.join(arrays) or 'none'})")
+            raise DataError(
+                f"{file}: no views (expected arrays X_0, X_1, ... or one array under "
+                f"{', '.join(VIEW_KEYS)}; keys found: {', '.join(arrays) or 'none'})"
+            )
         numbered = [(0, single)]
     lkey = _pick(list(arrays), LABEL_KEYS)
     raw_views = [(f"view {i} ('{k}')", arrays[k]) for i, (_, k) in enumerate(numbered)]
@@ -391,8 +406,10 @@ def _read_csv(file: Path) -> tuple[str, np.ndarray, tuple[str, np.ndarray] | Non
     try:
         values = table.astype(np.float64)
     except ValueError as exc:
-        raise DataError(f"{file}: holds a non-numeric feature value ({exc}); a label column "
-                        f"needs a header named one of {', '.join(LABEL_KEYS)}") from exc
+        raise DataError(
+            f"{file}: holds a non-numeric feature value ({exc}); a label column "
+            f"needs a header named one of {', '.join(LABEL_KEYS)}"
+        ) from exc
     return "the CSV table", values, labels
 
 
@@ -420,15 +437,18 @@ def _label_vector(raw_labels: tuple[str, Any], source: str) -> np.ndarray:
         if not vectors:
             raise DataError(f"{source}: label cell '{key}' is empty")
         if any(v.shape != vectors[0].shape or np.any(v != vectors[0]) for v in vectors[1:]):
-            raise DataError(f"{source}: label cell '{key}' holds {len(vectors)} label vectors "
-                            "that differ; expected identical copies")
+            raise DataError(
+                f"{source}: label cell '{key}' holds {len(vectors)} label vectors "
+                "that differ; expected identical copies"
+            )
         return vectors[0]
     if scipy.sparse.issparse(value):
         value = value.toarray()
     labels = np.asarray(value)
     if labels.ndim not in (1, 2) or (labels.ndim == 2 and min(labels.shape) != 1):
-        raise DataError(f"{source}: labels '{key}' must be a vector (N x 1 or 1 x N), got shape "
-                        f"{labels.shape}")
+        raise DataError(
+            f"{source}: labels '{key}' must be a vector (N x 1 or 1 x N), got shape {labels.shape}"
+        )
     labels = labels.reshape(-1)
     if labels.size == 0:
         raise DataError(f"{source}: labels '{key}' are empty")
@@ -461,12 +481,16 @@ def _sample_count(
             n = common.pop()
         else:
             detail = ", ".join(f"{w}: {a}x{b}" for w, (a, b) in zip(wheres, shapes))
-            raise DataError(f"{source}: the views do not share one sample count and there are no "
-                            f"labels to tell samples from features ({detail})")
+            raise DataError(
+                f"{source}: the views do not share one sample count and there are no "
+                f"labels to tell samples from features ({detail})"
+            )
     for where, (a, b) in zip(wheres, shapes):
         if n not in (a, b) or (not orient and a != n):
-            against = (f"the {n} labels under '{raw_labels[0]}'" if labels is not None and orient
-                       else f"the {n} samples of the first view")
-            raise DataError(f"{source}: {where} is {a}x{b}: its sample count does not match "
-                            f"{against}")
+            against = (
+                f"the {n} labels under '{raw_labels[0]}'"
+                if labels is not None and orient
+                else f"the {n} samples of the first view"
+            )
+            raise DataError(f"{source}: {where} is {a}x{b}: its sample count does not match {against}")
     return n

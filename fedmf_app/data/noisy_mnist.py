@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 from scipy.ndimage import rotate
 
-from fedmf_app.data import DataError
 from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.data import DataError
 
 __all__ = ["build_noisy_mnist", "read_idx", "write_noisy_mnist"]
 
@@ -60,7 +60,7 @@ def read_idx(path: str | Path) -> np.ndarray:
     if len(raw) < 4 or raw[:2] != b"\x00\x00" or raw[2] != 0x08:
         raise DataError(f"{path}: not an unsigned-byte IDX file (bad magic number)")
     ndim = raw[3]
-    shape = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
     body = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
     if body.size != int(np.prod(shape)):
         raise DataError(f"{path}: header says {shape} but the file holds {body.size} bytes of data")
@@ -95,14 +95,16 @@ def build_noisy_mnist(
     images = read_idx(mnist_dir / IMAGES).astype(np.float32) / 255.0
     labels = read_idx(mnist_dir / LABELS).astype(np.int64)
     if images.ndim != 3 or images.shape[0] != labels.shape[0]:
-        raise DataError(f"{mnist_dir}: {IMAGES} has shape {images.shape} but {LABELS} has "
-                        f"{labels.shape[0]} labels")
+        raise DataError(
+            f"{mnist_dir}: {IMAGES} has shape {images.shape} but {LABELS} has {labels.shape[0]} labels"
+        )
     images, labels = images[:num_samples], labels[:num_samples]
     n = labels.shape[0]
     rng = rng_for(seed, Stream.NOISY_MNIST)
     angles = rng.uniform(-45.0, 45.0, size=n)
-    rotated = np.stack([rotate(img, a, reshape=False, order=1, mode="constant", cval=0.0)
-                        for img, a in zip(images, angles)])
+    rotated = np.stack(
+        [rotate(img, a, reshape=False, order=1, mode="constant", cval=0.0) for img, a in zip(images, angles)]
+    )
     partner = np.empty(n, dtype=np.int64)
     for c in np.unique(labels):
         members = np.flatnonzero(labels == c)
@@ -113,13 +115,16 @@ def build_noisy_mnist(
         draw += draw >= np.arange(members.size)
         partner[members] = members[draw]
     noisy = np.clip(images[partner] + rng.uniform(0.0, 1.0, size=images.shape), 0.0, 1.0)
-    views = [np.clip(rotated, 0.0, 1.0).reshape(n, -1).astype(np.float32),
-             noisy.reshape(n, -1).astype(np.float32)]
+    views = [
+        np.clip(rotated, 0.0, 1.0).reshape(n, -1).astype(np.float32),
+        noisy.reshape(n, -1).astype(np.float32),
+    ]
     return views, labels
 
 
-def write_noisy_mnist(mnist_dir: str | Path, out: str | Path, seed: int = 0,
-                      num_samples: int = 10000) -> Path:
+def write_noisy_mnist(
+    mnist_dir: str | Path, out: str | Path, seed: int = 0, num_samples: int = 10000
+) -> Path:
     """Build NoisyMNIST and write it as an ``.npz`` (``X_0``, ``X_1``, ``Y``), atomically.
 
     Parameters

@@ -60,7 +60,7 @@ def prepare_view(x: np.ndarray, negative_values: str, normalisation: str, where:
         if negative_values == "error":
             raise DataError(
                 f"{where} has negative values (minimum {low:.4g}) but the method needs nonnegative "
-                "input; set run config 'negative-values' to \"min-max\" or \"shift\""
+                'input; set run config \'negative-values\' to "min-max" or "shift"'
             )
         if negative_values == "min-max":
             col_min = out.min(axis=0)

@@ -50,15 +50,21 @@ class TlsFiles:
 
 
 def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> None:
-    path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                       serialization.PrivateFormat.PKCS8,
-                                       serialization.NoEncryption()))
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     path.chmod(0o600)
 
 
 def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "fedmf_app test"),
-                      x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    return x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "fedmf_app test"),
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+        ]
+    )
 
 
 def _san(host: str) -> x509.GeneralName:
@@ -85,36 +91,50 @@ def make_certificates(out_dir: str | Path, hosts: tuple[str, ...] = ()) -> TlsFi
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP384R1())
     ca_name = _name("fedmf_app test CA")
     ca_cert = (
         x509.CertificateBuilder()
-        .subject_name(ca_name).issuer_name(ca_name)
-        .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + _VALIDITY)
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False,
-                                     key_encipherment=False, data_encipherment=False,
-                                     key_agreement=False, key_cert_sign=True, crl_sign=True,
-                                     encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
         .sign(ca_key, hashes.SHA384())
     )
     server_key = ec.generate_private_key(ec.SECP384R1())
     names = ["localhost", "127.0.0.1", *[h for h in hosts if h not in ("localhost", "127.0.0.1")]]
     server_cert = (
         x509.CertificateBuilder()
-        .subject_name(_name(names[-1] if hosts else "localhost")).issuer_name(ca_name)
-        .public_key(server_key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + _VALIDITY)
+        .subject_name(_name(names[-1] if hosts else "localhost"))
+        .issuer_name(ca_name)
+        .public_key(server_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
         .add_extension(x509.SubjectAlternativeName([_san(h) for h in names]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]),
-                       critical=False)
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA384())
     )
-    files = TlsFiles(ca_cert=out / "ca.crt", server_cert=out / "server.pem",
-                     server_key=out / "server.key")
+    files = TlsFiles(ca_cert=out / "ca.crt", server_cert=out / "server.pem", server_key=out / "server.key")
     _write_key(ca_key, out / "ca.key")
     files.ca_cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     _write_key(server_key, files.server_key)
@@ -143,13 +163,16 @@ def make_supernode_keys(out_dir: str | Path, count: int) -> list[tuple[Path, Pat
     for i in range(count):
         key = ec.generate_private_key(ec.SECP384R1())
         private, public = out / f"supernode-{i}.key", out / f"supernode-{i}.pub"
-        private.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                              serialization.PrivateFormat.OpenSSH,
-                                              serialization.NoEncryption()))
+        private.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+            )
+        )
         private.chmod(0o600)
-        public.write_bytes(key.public_key().public_bytes(serialization.Encoding.OpenSSH,
-                                                         serialization.PublicFormat.OpenSSH)
-                           + b"\n")
+        public.write_bytes(
+            key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+            + b"\n"
+        )
         pairs.append((private, public))
     return pairs
 
@@ -158,10 +181,12 @@ def main(argv: list[str] | None = None) -> None:
     """Command line: ``python -m fedmf_app.deployment.certificates DIR [--supernodes N] [--host H ...]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path, help="folder for the files")
-    parser.add_argument("--supernodes", type=int, default=0,
-                        help="number of SuperNode key pairs to make (default 0)")
-    parser.add_argument("--host", action="append", default=[],
-                        help="DNS name or IP address of the SuperLink (repeatable)")
+    parser.add_argument(
+        "--supernodes", type=int, default=0, help="number of SuperNode key pairs to make (default 0)"
+    )
+    parser.add_argument(
+        "--host", action="append", default=[], help="DNS name or IP address of the SuperLink (repeatable)"
+    )
     args = parser.parse_args(argv)
     files = make_certificates(args.out_dir, tuple(args.host))
     keys = make_supernode_keys(args.out_dir, args.supernodes)

@@ -38,9 +38,9 @@ from flwr.common.config import parse_config_args
 from flwr.common.logger import log
 
 from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys
-from fedmf_app.options.run_config import ConfigError, validate_run_config
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.deployment.supernode import LocalSuperNode
+from fedmf_app.options.run_config import ConfigError, validate_run_config
 
 __all__ = ["FederationOutcome", "LocalFederation", "federation_run_config", "main", "run_timeout"]
 
@@ -208,26 +208,42 @@ class LocalFederation:
         certs = self.workdir / "certificates"
         tls_files = make_certificates(certs) if self.tls else None
         keys = make_supernode_keys(certs, self.num_nodes) if self.supernode_auth else None
-        self.superlink = LocalSuperLink(self.workdir / "superlink", simulation=False,
-                                        tls=tls_files, supernode_auth=self.supernode_auth,
-                                        cwd=self.cwd).start()
-        log(INFO, "SuperLink on %s (pid %d, %s)", self.superlink.address,
+        self.superlink = LocalSuperLink(
+            self.workdir / "superlink",
+            simulation=False,
+            tls=tls_files,
+            supernode_auth=self.supernode_auth,
+            cwd=self.cwd,
+        ).start()
+        log(
+            INFO,
+            "SuperLink on %s (pid %d, %s)",
+            self.superlink.address,
             self.superlink.process.pid if self.superlink.process else -1,
             "TLS" + (" + SuperNode authentication" if self.supernode_auth else "")
-            if self.tls else "insecure")
+            if self.tls
+            else "insecure",
+        )
         for i in range(self.num_nodes):
             if keys is not None:
                 self.superlink.register_supernode(keys[i][1])
             node = LocalSuperNode(
-                f"SuperNode {i}", self.superlink.address, self.workdir / f"supernode-{i}",
+                f"SuperNode {i}",
+                self.superlink.address,
+                self.workdir / f"supernode-{i}",
                 self.node_config(i),
                 root_certificates=tls_files.ca_cert if tls_files else None,
                 auth_private_key=keys[i][0] if keys is not None else None,
                 task_poll_interval=self.task_poll_interval,
             )
             self.supernodes.append(node.start())
-            log(INFO, "%s (pid %d): %s", node.name, node.process.pid if node.process else -1,
-                " ".join(f"{k}={v}" for k, v in node.node_config.items()))
+            log(
+                INFO,
+                "%s (pid %d): %s",
+                node.name,
+                node.process.pid if node.process else -1,
+                " ".join(f"{k}={v}" for k, v in node.node_config.items()),
+            )
 
     def run(
         self,
@@ -267,8 +283,7 @@ class LocalFederation:
         watcher.start()
         started = time.monotonic()
         try:
-            proc = self.superlink.run(self.app_dir, overrides,
-                                      timeout=timeout or run_timeout(cfg), echo=echo)
+            proc = self.superlink.run(self.app_dir, overrides, timeout=timeout or run_timeout(cfg), echo=echo)
         finally:
             done.set()
             watcher.join(timeout=5)
@@ -305,9 +320,8 @@ class LocalFederation:
 
 def _outcome(text: str, seconds: float) -> FederationOutcome:
     """Read the outcome from ``result.json``, or else the first error the ServerApp logged."""
-    match = None
-    for match in _RUN_FOLDER.finditer(text):
-        pass
+    matches = list(_RUN_FOLDER.finditer(text))
+    match = matches[-1] if matches else None
     if match is not None:
         path = Path(match.group(1).strip()) / "result.json"
         if path.exists():
@@ -331,30 +345,48 @@ def main(argv: list[str] | None = None) -> int:
     """Command line; returns the exit code (0: run completed)."""
     parser = argparse.ArgumentParser(
         prog="python -m fedmf_app.deployment.federation",
-        description="Run the app on a SuperLink and one SuperNode per view, on this machine.")
+        description="Run the app on a SuperLink and one SuperNode per view, on this machine.",
+    )
     parser.add_argument("--num-nodes", type=int, required=True, help="SuperNodes (one per view)")
-    parser.add_argument("--run-config", default="",
-                        help='run-config overrides, as for flwr run, e.g. "num-server-rounds=5 seed=3"')
-    parser.add_argument("--data-file", action="append", default=None,
-                        help="node config data-file of SuperNode i (give it once per SuperNode)")
+    parser.add_argument(
+        "--run-config",
+        default="",
+        help='run-config overrides, as for flwr run, e.g. "num-server-rounds=5 seed=3"',
+    )
+    parser.add_argument(
+        "--data-file",
+        action="append",
+        default=None,
+        help="node config data-file of SuperNode i (give it once per SuperNode)",
+    )
     parser.add_argument("--tls", action="store_true", help="TLS with test certificates")
-    parser.add_argument("--auth", action="store_true",
-                        help="SuperNode authentication (implies --tls)")
+    parser.add_argument("--auth", action="store_true", help="SuperNode authentication (implies --tls)")
     parser.add_argument("--app-dir", default=".", help="the app folder (default: .)")
-    parser.add_argument("--workdir", default=None,
-                        help="folder for logs, certificates and SuperNode folders "
-                             "(default: a new temporary folder, kept)")
-    parser.add_argument("--timeout", type=float, default=None,
-                        help="seconds before the run is stopped (default: from the run config's "
-                             "connect-timeout-s and round-timeout-s)")
+    parser.add_argument(
+        "--workdir",
+        default=None,
+        help="folder for logs, certificates and SuperNode folders (default: a new temporary folder, kept)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds before the run is stopped (default: from the run config's "
+        "connect-timeout-s and round-timeout-s)",
+    )
     args = parser.parse_args(argv)
     try:
         overrides = parse_config_args([args.run_config]) if args.run_config else {}
         federation_run_config(args.num_nodes, overrides)
         workdir = Path(args.workdir or tempfile.mkdtemp(prefix="fedmf-federation-"))
-        federation = LocalFederation(workdir, args.num_nodes, args.app_dir,
-                                     data_files=args.data_file, tls=args.tls,
-                                     supernode_auth=args.auth)
+        federation = LocalFederation(
+            workdir,
+            args.num_nodes,
+            args.app_dir,
+            data_files=args.data_file,
+            tls=args.tls,
+            supernode_auth=args.auth,
+        )
     except ValueError as exc:
         log(ERROR, "%s", exc)
         return 2

@@ -51,8 +51,12 @@ class OwnedProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log_file:
             self.popen: subprocess.Popen[bytes] | None = subprocess.Popen(
-                list(command), env=dict(env), cwd=cwd, stdout=log_file,
-                stderr=subprocess.STDOUT, start_new_session=True,
+                list(command),
+                env=dict(env),
+                cwd=cwd,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         self.pid = self.popen.pid
         self._orphans: list[psutil.Process] = []

@@ -167,22 +167,36 @@ class LocalSuperLink:
             If it exits or does not become healthy within ``startup_timeout``.
         """
         self.flwr_home.mkdir(parents=True, exist_ok=True)
-        security = ("insecure = true" if self.tls is None
-                    else f'root-certificates = "{self.tls.ca_cert.resolve()}"')
+        security = (
+            "insecure = true" if self.tls is None else f'root-certificates = "{self.tls.ca_cert.resolve()}"'
+        )
         (self.flwr_home / "config.toml").write_text(
             f'[superlink]\ndefault = "{_CONNECTION}"\n\n'
             f'[superlink.{_CONNECTION}]\naddress = "{self.address}"\n{security}\n'
         )
-        command = ["flower-superlink", "--isolation", "subprocess", "--host", "127.0.0.1",
-                   "--port", str(self.port), "--disable-runtime-dependency-installation"]
+        command = [
+            "flower-superlink",
+            "--isolation",
+            "subprocess",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--disable-runtime-dependency-installation",
+        ]
         if self.simulation:
             command.append("--simulation")
         if self.tls is None:
             command.append("--insecure")
         else:
-            command += ["--ssl-certfile", str(self.tls.server_cert),
-                        "--ssl-keyfile", str(self.tls.server_key),
-                        "--ssl-ca-certfile", str(self.tls.ca_cert)]
+            command += [
+                "--ssl-certfile",
+                str(self.tls.server_cert),
+                "--ssl-keyfile",
+                str(self.tls.server_key),
+                "--ssl-ca-certfile",
+                str(self.tls.ca_cert),
+            ]
         if self.supernode_auth:
             command.append("--enable-supernode-auth")
         self.command = command
@@ -197,14 +211,17 @@ class LocalSuperLink:
                 return self
             time.sleep(0.2)
         self.stop()
-        raise RuntimeError(f"flower-superlink not healthy after {self.startup_timeout} s; see {self.log_path}")
+        raise RuntimeError(
+            f"flower-superlink not healthy after {self.startup_timeout} s; see {self.log_path}"
+        )
 
     def _healthy(self) -> bool:
         scheme = "http" if self.tls is None else "https"
         context = None if self.tls is None else ssl.create_default_context(cafile=str(self.tls.ca_cert))
         try:
-            with urllib.request.urlopen(f"{scheme}://{self.address}/health", timeout=0.5,
-                                        context=context) as r:
+            with urllib.request.urlopen(
+                f"{scheme}://{self.address}/health", timeout=0.5, context=context
+            ) as r:
                 return 200 <= r.status < 300
         except OSError:
             return False
@@ -225,8 +242,12 @@ class LocalSuperLink:
             When Flower refuses the key.
         """
         proc = subprocess.run(
-            ["flwr", "supernode", "register", str(public_key), _CONNECTION], env=self.env,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
+            ["flwr", "supernode", "register", str(public_key), _CONNECTION],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=timeout,
             check=False,
         )
         if proc.returncode != 0:
@@ -302,8 +323,14 @@ def _run_streaming(
     subprocess.TimeoutExpired
         After ``timeout`` seconds; the command and its process group are stopped first.
     """
-    proc = subprocess.Popen(command, env=dict(env), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        command,
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     lines: list[str] = []
 
     def pump() -> None:

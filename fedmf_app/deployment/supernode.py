@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fedmf_app.deployment.superlink import flower_env, format_config, free_port
 from fedmf_app.deployment.processes import OwnedProcess
+from fedmf_app.deployment.superlink import flower_env, format_config, free_port
 
 __all__ = ["LocalSuperNode"]
 
@@ -50,17 +50,29 @@ class LocalSuperNode:
         self.workdir = Path(workdir).resolve()
         self.node_config = dict(node_config)
         self.log_path = self.workdir / "supernode.log"
-        command = ["flower-supernode", "--superlink", superlink_address,
-                   "--port", str(free_port()), "--node-config", format_config(self.node_config)]
-        command += (["--insecure"] if root_certificates is None
-                    else ["--root-certificates", str(root_certificates)])
+        command = [
+            "flower-supernode",
+            "--superlink",
+            superlink_address,
+            "--port",
+            str(free_port()),
+            "--node-config",
+            format_config(self.node_config),
+        ]
+        command += (
+            ["--insecure"] if root_certificates is None else ["--root-certificates", str(root_certificates)]
+        )
         if auth_private_key is not None:
             command += ["--auth-supernode-private-key", str(auth_private_key)]
         self.command = command
         self.env = flower_env(self.workdir / "flwr-home")
         # several ClientApp processes share the machine: one BLAS/OpenMP thread each
-        self.env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-                        FLWR_SUPEREXEC_TASK_POLL_INTERVAL=str(task_poll_interval))
+        self.env.update(
+            OMP_NUM_THREADS="1",
+            MKL_NUM_THREADS="1",
+            OPENBLAS_NUM_THREADS="1",
+            FLWR_SUPEREXEC_TASK_POLL_INTERVAL=str(task_poll_interval),
+        )
         self.process: OwnedProcess | None = None
 
     def start(self) -> LocalSuperNode:
@@ -71,8 +83,7 @@ class LocalSuperNode:
         LocalSuperNode
             ``self``.
         """
-        self.process = OwnedProcess(self.name, self.command, self.env, self.log_path,
-                                    cwd=self.workdir)
+        self.process = OwnedProcess(self.name, self.command, self.env, self.log_path, cwd=self.workdir)
         return self
 
     def exit_code(self) -> int | None:

@@ -73,9 +73,7 @@ def save_state(context: Context, name: str, server_round: int, arrays: dict[str,
     arrays : dict of ndarray
     """
     # One RecordDict namespace holds records of every type: keep the two names distinct.
-    context.state.array_records[f"{name}.arrays"] = ArrayRecord(
-        {k: Array(v) for k, v in arrays.items()}
-    )
+    context.state.array_records[f"{name}.arrays"] = ArrayRecord({k: Array(v) for k, v in arrays.items()})
     context.state.config_records[f"{name}.meta"] = ConfigRecord({"round": server_round})
 
 
@@ -138,6 +136,8 @@ class ViewClient(NumPyClient):
             client has none) and ``peak_rss_mb`` (peak resident memory of this client's process).
         """
         labels = b"" if self.view.labels is None else np.asarray(self.view.labels, "<i8").tobytes()
-        return 0.0, int(self.view.features.shape[0]), {"partition-id": self.partition_id,
-                                                       "labels": labels,
-                                                       "peak_rss_mb": peak_rss_mb()}
+        return (
+            0.0,
+            int(self.view.features.shape[0]),
+            {"partition-id": self.partition_id, "labels": labels, "peak_rss_mb": peak_rss_mb()},
+        )

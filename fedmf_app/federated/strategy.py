@@ -3,9 +3,9 @@
 Every algorithm of this app federates *views*: client ``p`` holds view ``p`` of the same samples,
 and every client takes part in every round. :class:`ViewFederationStrategy` does what is common:
 
-* before round 1: waits for exactly ``num-clients`` SuperNodes, asks each for its properties
-  (partition id, shape of its view) in a handshake, checks them, and only then creates the run
-  folder;
+* before round 1: the handshake of :mod:`fedmf_app.federated.handshake` (exactly ``num-clients``
+  SuperNodes, each telling its partition id and the shape of its view), the algorithm's checks,
+  and only then the run folder;
 * each round: sends the same instructions to every client, maps the replies to partition ids,
   hands them to the algorithm's :meth:`~ViewFederationStrategy.aggregate`, records the round in
   ``result.json`` and logs progress;
@@ -20,7 +20,6 @@ and every client takes part in every round. :class:`ViewFederationStrategy` does
 
 from __future__ import annotations
 
-import concurrent.futures
 import resource
 import time
 from abc import abstractmethod
@@ -35,7 +34,6 @@ from flwr.common import (
     EvaluateRes,
     FitIns,
     FitRes,
-    GetPropertiesIns,
     Parameters,
     Scalar,
     ndarrays_to_parameters,
@@ -46,15 +44,16 @@ from flwr.server.client_manager import ClientManager
 from flwr.server.client_proxy import ClientProxy
 from flwr.server.strategy import Strategy
 
-from fedmf_app.data import dataset_view_count
 from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.federated.handshake import (
+    FederationError,
+    check_view_count,
+    collect_properties,
+    resolve_num_clusters,
+)
 from fedmf_app.federated.results import RunRecorder
 
 __all__ = ["ClientReply", "FederationError", "ViewFederationStrategy"]
-
-
-class FederationError(RuntimeError):
-    """The federation cannot run or continue (wrong clients, failed or missing replies)."""
 
 
 @dataclass(frozen=True)
@@ -174,9 +173,14 @@ class ViewFederationStrategy(Strategy):
         """Handshake with the clients, then return the round-1 broadcast."""
         self._run_start = time.perf_counter()
         try:
-            self._check_dataset()
-            self.clients, self.client_info = self._handshake(client_manager)
-            self.num_clusters = self._resolve_num_clusters(self.client_info)
+            check_view_count(self.cfg["dataset"], self.expected_clients())
+            self.clients, self.client_info = collect_properties(
+                client_manager,
+                self.expected_clients(),
+                float(self.cfg["connect-timeout-s"]),
+                float(self.cfg["round-timeout-s"]),
+            )
+            self.num_clusters = resolve_num_clusters(int(self.cfg["num-clusters"]), self.client_info)
             self.check_clients(self.client_info)
             arrays = self.initial_arrays()
         except Exception as exc:
@@ -233,8 +237,10 @@ class ViewFederationStrategy(Strategy):
             if labels is None:
                 self._complete()
             else:
-                self._final = {"labels": [int(c) for c in labels],
-                               "num_clusters": int(len(np.unique(labels)))}
+                self._final = {
+                    "labels": [int(c) for c in labels],
+                    "num_clusters": int(len(np.unique(labels))),
+                }
         return ndarrays_to_parameters(arrays), {}
 
     def configure_evaluate(
@@ -243,8 +249,10 @@ class ViewFederationStrategy(Strategy):
         """After the last round only: ask every client for its ground truth (to score)."""
         if server_round != self.num_rounds or self._final is None:
             return []
-        ins = EvaluateIns(parameters=Parameters(tensors=[], tensor_type="numpy.ndarray"),
-                          config={"server-round": server_round})
+        ins = EvaluateIns(
+            parameters=Parameters(tensors=[], tensor_type="numpy.ndarray"),
+            config={"server-round": server_round},
+        )
         return [(proxy, ins) for proxy in self.clients]
 
     def aggregate_evaluate(
@@ -260,7 +268,8 @@ class ViewFederationStrategy(Strategy):
         truths = sorted(
             (partition_of[proxy.cid], np.frombuffer(res.metrics["labels"], dtype="<i8"))
             for proxy, res in results
-            if res.status.code == Code.OK and proxy.cid in partition_of
+            if res.status.code == Code.OK
+            and proxy.cid in partition_of
             and len(res.metrics.get("labels", b"")) > 0
         )
         if failures:
@@ -272,21 +281,27 @@ class ViewFederationStrategy(Strategy):
         if truths:
             partition, truth = truths[0]
             if truth.shape != predicted.shape:
-                self._final["error"] = (f"partition {partition}'s ground truth has {truth.size} "
-                                        f"labels for {predicted.size} samples")
+                self._final["error"] = (
+                    f"partition {partition}'s ground truth has {truth.size} "
+                    f"labels for {predicted.size} samples"
+                )
             else:
                 self._final.update(clustering_scores(truth, predicted))
                 self._final["ground_truth_partition"] = partition
                 disagree = [p for p, t in truths[1:] if t.shape != truth.shape or np.any(t != truth)]
                 if disagree:
-                    log(WARNING, "partitions %s hold ground truth that differs from partition %d's; "
-                        "scored against partition %d", disagree, partition, partition)
+                    log(
+                        WARNING,
+                        "partitions %s hold ground truth that differs from partition %d's; "
+                        "scored against partition %d",
+                        disagree,
+                        partition,
+                        partition,
+                    )
         self._complete()
         return None, {}
 
-    def evaluate(
-        self, server_round: int, parameters: Parameters
-    ) -> tuple[float, dict[str, Scalar]] | None:
+    def evaluate(self, server_round: int, parameters: Parameters) -> tuple[float, dict[str, Scalar]] | None:
         """No centralised evaluation."""
         return None
 
@@ -296,84 +311,7 @@ class ViewFederationStrategy(Strategy):
         self.recorder.finish(self._summary, self._final)
         final = self._final or {}
         scores = "  ".join(f"{k}={final[k]:.4f}" for k in ("acc", "nmi", "purity", "ari") if k in final)
-        log(INFO, "run completed%s; results in %s", f" ({scores})" if scores else "",
-            self.recorder.path)
-
-    def _check_dataset(self) -> None:
-        """Before contacting anyone: the data set's view count must be the client count (when
-        this machine can read the data set)."""
-        count = dataset_view_count(self.cfg["dataset"])
-        expected = self.expected_clients()
-        if count is not None and count != expected:
-            raise FederationError(
-                f"data set {self.cfg['dataset']!r} has {count} views but the run needs "
-                f"{expected} clients (run config 'num-clients'): one client per view, so set "
-                f"num-clients = {count}"
-            )
-
-    def _resolve_num_clusters(self, info: list[dict[str, Scalar]]) -> int | None:
-        """Run config ``num-clusters``, else the clients' number of ground-truth classes."""
-        if self.cfg["num-clusters"] > 0:
-            return int(self.cfg["num-clusters"])
-        classes = {int(i.get("num-classes", 0)) for i in info} - {0}
-        if len(classes) > 1:
-            detail = ", ".join(f"partition {i['partition-id']}: {i.get('num-classes', 0)}" for i in info)
-            raise FederationError(f"the clients' ground truth has different numbers of classes "
-                                  f"({detail})")
-        return classes.pop() if classes else None
-
-    def _handshake(
-        self, client_manager: ClientManager
-    ) -> tuple[list[ClientProxy], list[dict[str, Scalar]]]:
-        """Wait for the clients, ask each for its properties, order them by partition id."""
-        expected = self.expected_clients()
-        timeout = float(self.cfg["connect-timeout-s"])
-        deadline = time.monotonic() + timeout
-        available = client_manager.num_available()
-        while available < expected and time.monotonic() < deadline:
-            time.sleep(0.5)
-            available = client_manager.num_available()
-        if available != expected:
-            raise FederationError(
-                f"the run needs exactly {expected} SuperNodes (run config 'num-clients' or the "
-                f"number of views) but {available} are connected after {timeout:.0f} s; in "
-                f"simulation pass --federation-config \"num-supernodes={expected}\""
-            )
-        proxies = list(client_manager.all().values())
-        with concurrent.futures.ThreadPoolExecutor(max_workers=len(proxies)) as pool:
-            # The first message to a node also pays for starting its ClientApp (a Ray actor in
-            # simulation), which can take longer than connecting on a busy machine: give the
-            # handshake replies as long as a round's.
-            reply_timeout = float(self.cfg["round-timeout-s"])
-            futures = {pool.submit(self._properties, proxy, reply_timeout): proxy for proxy in proxies}
-            answers = [(futures[f], f.result()) for f in concurrent.futures.as_completed(futures)]
-        answers.sort(key=lambda pair: int(pair[1]["partition-id"]))
-        ids = [int(info["partition-id"]) for _, info in answers]
-        if ids != list(range(expected)):
-            raise FederationError(
-                f"the SuperNodes' partition ids are {ids}; the run needs each of 0..{expected - 1} "
-                "exactly once (node config 'partition-id')"
-            )
-        for _, info in answers:
-            declared = info.get("num-partitions", -1)
-            if int(declared) not in (-1, expected):
-                raise FederationError(
-                    f"partition {info['partition-id']} was started with num-partitions={declared} "
-                    f"but the run has {expected} clients"
-                )
-        return [p for p, _ in answers], [info for _, info in answers]
-
-    @staticmethod
-    def _properties(proxy: ClientProxy, timeout: float) -> dict[str, Scalar]:
-        try:
-            res = proxy.get_properties(GetPropertiesIns(config={}), timeout=timeout, group_id=0)
-        except Exception as exc:  # the client's own message is inside
-            raise FederationError(f"SuperNode {proxy.cid} failed the handshake: {exc}") from exc
-        if res.status.code != Code.OK:
-            raise FederationError(
-                f"SuperNode {proxy.cid} failed the handshake: {res.status.message}"
-            )
-        return dict(res.properties)
+        log(INFO, "run completed%s; results in %s", f" ({scores})" if scores else "", self.recorder.path)
 
     def _decode(
         self,
@@ -390,9 +328,13 @@ class ViewFederationStrategy(Strategy):
             elif res.status.code != Code.OK:
                 reasons.append(f"partition {partition_of[proxy.cid]}: {res.status.message}")
             else:
-                replies.append(ClientReply(partition_id=partition_of[proxy.cid],
-                                           arrays=parameters_to_ndarrays(res.parameters),
-                                           metrics=dict(res.metrics)))
+                replies.append(
+                    ClientReply(
+                        partition_id=partition_of[proxy.cid],
+                        arrays=parameters_to_ndarrays(res.parameters),
+                        metrics=dict(res.metrics),
+                    )
+                )
         replies.sort(key=lambda r: r.partition_id)
         missing = sorted(set(range(len(self.clients))) - {r.partition_id for r in replies})
         if missing or reasons:

@@ -107,8 +107,10 @@ def _unknown_key_message(unknown: list[str]) -> str:
 
     hints = [f"'{key}' is '{known_as(key)}'" for key in unknown if known_as(key)]
     hint = f" (family keys live in their own table: {'; '.join(hints)})" if hints else ""
-    return (f"unknown run-config key(s) {', '.join(map(repr, unknown))}{hint}; "
-            f"allowed keys: {', '.join(sorted(_BY_KEY))}")
+    return (
+        f"unknown run-config key(s) {', '.join(map(repr, unknown))}{hint}; "
+        f"allowed keys: {', '.join(sorted(_BY_KEY))}"
+    )
 
 
 def validate_run_config(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -184,13 +186,19 @@ def markdown_table() -> str:
 
     def table(options: tuple[Option, ...]) -> list[str]:
         rows = ["| key | default | allowed | meaning |", "|---|---|---|---|"]
-        rows += [f"| `{o.key}` | `{_toml(o.default)}` | {cell(o.allowed)} | {cell(o.help)} |" for o in options]
+        rows += [
+            f"| `{o.key}` | `{_toml(o.default)}` | {cell(o.allowed)} | {cell(o.help)} |" for o in options
+        ]
         return rows
 
     lines = ["### Shared keys", "", *table(OPTIONS[: 1 + len(SHARED_OPTIONS)])]
     for f in FAMILIES:
-        lines += ["", f"### `{f.name}.*`: {f.title} ({', '.join(f'`{a}`' for a in f.algorithms)})", "",
-                  *table(f.options)]
+        lines += [
+            "",
+            f"### `{f.name}.*`: {f.title} ({', '.join(f'`{a}`' for a in f.algorithms)})",
+            "",
+            *table(f.options),
+        ]
     return "\n".join(lines)
 
 

@@ -17,55 +17,123 @@ def _dataset(value: str) -> bool:
 
 #: The shared keys but ``algorithm`` (whose allowed values come from the families).
 SHARED_OPTIONS: tuple[Option, ...] = (
-    Option("num-server-rounds", 0, Interval(int, 0, None, closed="left"),
-           "Communication rounds T ([A] a fixed T); 0: the method's own default (100 for paper A's "
-           "methods and fmvc-imk, which also stops on imk.tol; 6 for fmvc-iai: a set-up round and "
-           "R = 5 training rounds)."),
-    Option("num-clients", 10, Interval(int, 1, None, closed="left"),
-           "Clients m, one view each; the federation must have exactly this many SuperNodes."),
-    Option("seed", 0, Interval(int, 0, None, closed="left"),
-           "Seed of every random stream (data, initial U_p, initial V)."),
-    Option("out-dir", "results", Text("a folder path"),
-           "Where run folders go; a relative path is taken from the ServerApp's working folder."),
-    Option("run-name", "", Text("a folder name (empty: algorithm, time and seed)"),
-           "Name of this run's folder under out-dir."),
-    Option("round-timeout-s", 600.0, Interval(float, 0, None, closed="neither"),
-           "A round (or the handshake before round 1) whose replies take longer fails the run."),
-    Option("connect-timeout-s", 30.0, Interval(float, 0, None, closed="neither"),
-           "How long the server waits for num-clients SuperNodes before round 1."),
-    Option("dataset", "synthetic", Text("synthetic, an embedded name (" + ", ".join(sorted(EMBEDDED)) + ") or the path of a "
-           ".mat or .npz file", _dataset),
-           "Data set, one view per client: `synthetic` (the planted generator of paper A, spec "
-           "1.11), an embedded real data set (`hw`: UCI Multiple Features, 6 views, 2000 samples, "
-           "10 classes, CC BY 4.0), or a multi-view file (absolute path; see docs/data.md). A SuperNode's node config `data-file` overrides it for that node."),
-    Option("negative-values", "min-max", OneOf(NEGATIVE_VALUES),
-           "Real data: a view with negative entries is scaled per feature to [0, 1] (`min-max`), "
-           "shifted by its minimum (`shift`) or refused (`error`); nonnegative views are kept "
-           "([A] min-max; the paper's data are nonnegative)."),
-    Option("view-normalisation", "frobenius", OneOf(VIEW_NORMALISATIONS),
-           "Real data: each client divides its view by its Frobenius norm (paper A's protocol) "
-           "or keeps it (`none`)."),
-    Option("num-clusters", 0, Interval(int, 0, None, closed="left"),
-           "Clusters k of the final clustering (k-means on V^T for paper A); 0: the number of "
-           "ground-truth classes when the clients have labels, else the rank."),
-    Option("num-samples", 200, Interval(int, 1, None, closed="left"),
-           "Synthetic: samples n ([A] 200)."),
-    Option("view-dim", 20, Interval(int, 1, None, closed="left"),
-           "Synthetic: features per view d_p (paper: 20)."),
-    Option("heterogeneity", 0.0, Interval(float, 0, 1, closed="both"),
-           "Synthetic: heterogeneity h; V_p* = (1 - h) V0 + h E_p ([A] generator)."),
-    Option("noise", 0.01, Interval(float, 0.0, None, closed="left"),
-           "Synthetic: standard deviation of the additive Gaussian noise ([A] 0.01)."),
-    Option("missing-rate", 0.0, Interval(float, 0, 1, closed="left"),
-           "Missing rate eta: round(eta n) random samples lose views (spec 3.5); the seeded mask "
-           "(`fedmf_app.data.missing_views`) is the same on every client and the server. Read "
-           "by fmvc-iai (it imputes on a graph); the other algorithms get missing rows filled "
-           "(missing-fill)."),
-    Option("missing-views-dropped", 0, Interval(int, 0, None, closed="left", text="an integer >= 0 and < the number of views"),
-           "Views removed from each selected sample; 0: floor(m / 2), 'half of the views' ([A]); "
-           "every sample keeps at least one view."),
-    Option("missing-fill", "mean", OneOf(MISSING_FILLS),
-           "Complete-view algorithms (all but fmvc-iai) under missing-rate > 0: a client replaces "
-           "each missing row of its view by the mean of its observed rows ([A] mean imputation) "
-           "or by zeros, before any scaling."),
+    Option(
+        "num-server-rounds",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "Communication rounds T ([A] a fixed T); 0: the method's own default (100 for paper A's "
+        "methods and fmvc-imk, which also stops on imk.tol; 6 for fmvc-iai: a set-up round and "
+        "R = 5 training rounds).",
+    ),
+    Option(
+        "num-clients",
+        10,
+        Interval(int, 1, None, closed="left"),
+        "Clients m, one view each; the federation must have exactly this many SuperNodes.",
+    ),
+    Option(
+        "seed",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "Seed of every random stream (data, initial U_p, initial V).",
+    ),
+    Option(
+        "out-dir",
+        "results",
+        Text("a folder path"),
+        "Where run folders go; a relative path is taken from the ServerApp's working folder.",
+    ),
+    Option(
+        "run-name",
+        "",
+        Text("a folder name (empty: algorithm, time and seed)"),
+        "Name of this run's folder under out-dir.",
+    ),
+    Option(
+        "round-timeout-s",
+        600.0,
+        Interval(float, 0, None, closed="neither"),
+        "A round (or the handshake before round 1) whose replies take longer fails the run.",
+    ),
+    Option(
+        "connect-timeout-s",
+        30.0,
+        Interval(float, 0, None, closed="neither"),
+        "How long the server waits for num-clients SuperNodes before round 1.",
+    ),
+    Option(
+        "dataset",
+        "synthetic",
+        Text(
+            "synthetic, an embedded name (" + ", ".join(sorted(EMBEDDED)) + ") or the path of a "
+            ".mat or .npz file",
+            _dataset,
+        ),
+        "Data set, one view per client: `synthetic` (the planted generator of paper A, spec "
+        "1.11), an embedded real data set (`hw`: UCI Multiple Features, 6 views, 2000 samples, "
+        "10 classes, CC BY 4.0), or a multi-view file (absolute path; see docs/data.md). A "
+        "SuperNode's node config `data-file` overrides it for that node.",
+    ),
+    Option(
+        "negative-values",
+        "min-max",
+        OneOf(NEGATIVE_VALUES),
+        "Real data: a view with negative entries is scaled per feature to [0, 1] (`min-max`), "
+        "shifted by its minimum (`shift`) or refused (`error`); nonnegative views are kept "
+        "([A] min-max; the paper's data are nonnegative).",
+    ),
+    Option(
+        "view-normalisation",
+        "frobenius",
+        OneOf(VIEW_NORMALISATIONS),
+        "Real data: each client divides its view by its Frobenius norm (paper A's protocol) "
+        "or keeps it (`none`).",
+    ),
+    Option(
+        "num-clusters",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "Clusters k of the final clustering (k-means on V^T for paper A); 0: the number of "
+        "ground-truth classes when the clients have labels, else the rank.",
+    ),
+    Option("num-samples", 200, Interval(int, 1, None, closed="left"), "Synthetic: samples n ([A] 200)."),
+    Option(
+        "view-dim", 20, Interval(int, 1, None, closed="left"), "Synthetic: features per view d_p (paper: 20)."
+    ),
+    Option(
+        "heterogeneity",
+        0.0,
+        Interval(float, 0, 1, closed="both"),
+        "Synthetic: heterogeneity h; V_p* = (1 - h) V0 + h E_p ([A] generator).",
+    ),
+    Option(
+        "noise",
+        0.01,
+        Interval(float, 0.0, None, closed="left"),
+        "Synthetic: standard deviation of the additive Gaussian noise ([A] 0.01).",
+    ),
+    Option(
+        "missing-rate",
+        0.0,
+        Interval(float, 0, 1, closed="left"),
+        "Missing rate eta: round(eta n) random samples lose views (spec 3.5); the seeded mask "
+        "(`fedmf_app.data.missing_views`) is the same on every client and the server. Read "
+        "by fmvc-iai (it imputes on a graph); the other algorithms get missing rows filled "
+        "(missing-fill).",
+    ),
+    Option(
+        "missing-views-dropped",
+        0,
+        Interval(int, 0, None, closed="left", text="an integer >= 0 and < the number of views"),
+        "Views removed from each selected sample; 0: floor(m / 2), 'half of the views' ([A]); "
+        "every sample keeps at least one view.",
+    ),
+    Option(
+        "missing-fill",
+        "mean",
+        OneOf(MISSING_FILLS),
+        "Complete-view algorithms (all but fmvc-iai) under missing-rate > 0: a client replaces "
+        "each missing row of its view by the mean of its observed rows ([A] mean imputation) "
+        "or by zeros, before any scaling.",
+    ),
 )

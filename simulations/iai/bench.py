@@ -29,14 +29,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedmf_app.methods.iai.options import iai_params
-from fedmf_app.options.run_config import validate_run_config
-from fedmf_app.data import load_client_view
-from fedmf_app.methods.iai.client_updates import client_round, client_setup
-from fedmf_app.methods.iai.server_updates import server_round, server_setup
 from fedmf_app.common.metrics import clustering_scores
-from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.data import load_client_view
+from fedmf_app.data.missing_views import missing_view_mask
+from fedmf_app.methods.iai.client_updates import client_round, client_setup
+from fedmf_app.methods.iai.options import iai_params
+from fedmf_app.methods.iai.server_updates import server_round, server_setup
+from fedmf_app.options.run_config import validate_run_config
 
 
 def _peak_mb() -> float:
@@ -88,32 +88,69 @@ def benchmark(overrides: dict[str, Any]) -> dict[str, Any]:
         times.append(time.perf_counter() - start)
     start = time.perf_counter()
     state = server_setup([s[0] for s in setups], params, rng_for(seed, Stream.IAI_SERVER), seed)
-    rounds.append({"round": 1, "client_s": sum(times), "client_s_max": max(times),
-                   "server_s": time.perf_counter() - start, "peak_rss_mb": _peak_mb(),
-                   **clustering_scores(truth, state.labels)})
+    rounds.append(
+        {
+            "round": 1,
+            "client_s": sum(times),
+            "client_s_max": max(times),
+            "server_s": time.perf_counter() - start,
+            "peak_rss_mb": _peak_mb(),
+            **clustering_scores(truth, state.labels),
+        }
+    )
     print(json.dumps(rounds[-1]), flush=True)  # noqa: T201 (script output)
     gae = [None] * m
     for s in range(2, cfg["num-server-rounds"] + 1):
         times, uploads = [], []
         for p in range(m):
             start = time.perf_counter()
-            uploads.append(client_round(views[p].features, mask[:, p], setups[p][1], gae[p],
-                                        state.neighbours, state.labels, state.target,
-                                        state.anchors, params, client_seeds[p] + s))
+            uploads.append(
+                client_round(
+                    views[p].features,
+                    mask[:, p],
+                    setups[p][1],
+                    gae[p],
+                    state.neighbours,
+                    state.labels,
+                    state.target,
+                    state.anchors,
+                    params,
+                    client_seeds[p] + s,
+                )
+            )
             times.append(time.perf_counter() - start)
         gae = [u.gae_state for u in uploads]
         emd = None if state.target is None else [u.emd for u in uploads]
         start = time.perf_counter()
-        state, weights = server_round(state, [u.distances for u in uploads],
-                                      [(u.anchor_indices, u.anchor_values) for u in uploads],
-                                      emd, params, seed + s)
-        rounds.append({"round": s, "client_s": sum(times), "client_s_max": max(times),
-                       "server_s": time.perf_counter() - start, "peak_rss_mb": _peak_mb(),
-                       "components": state.components, "weights": weights.tolist(),
-                       **clustering_scores(truth, state.labels)})
+        state, weights = server_round(
+            state,
+            [u.distances for u in uploads],
+            [(u.anchor_indices, u.anchor_values) for u in uploads],
+            emd,
+            params,
+            seed + s,
+        )
+        rounds.append(
+            {
+                "round": s,
+                "client_s": sum(times),
+                "client_s_max": max(times),
+                "server_s": time.perf_counter() - start,
+                "peak_rss_mb": _peak_mb(),
+                "components": state.components,
+                "weights": weights.tolist(),
+                **clustering_scores(truth, state.labels),
+            }
+        )
         print(json.dumps(rounds[-1]), flush=True)  # noqa: T201
-    return {"config": cfg, "n": n, "dims": [v.features.shape[1] for v in views],
-            "num_clusters": k, "total_s": time.perf_counter() - t0, "rounds": rounds}
+    return {
+        "config": cfg,
+        "n": n,
+        "dims": [v.features.shape[1] for v in views],
+        "num_clusters": k,
+        "total_s": time.perf_counter() - t0,
+        "rounds": rounds,
+    }
 
 
 def main() -> None:
@@ -124,11 +161,13 @@ def main() -> None:
     result = benchmark({"algorithm": "fmvc-iai", **_parse(args.run)})
     train = [r for r in result["rounds"] if r["round"] > 1]
     summary = {
-        "n": result["n"], "views": len(result["dims"]),
+        "n": result["n"],
+        "views": len(result["dims"]),
         "setup_client_s": result["rounds"][0]["client_s"],
         "train_round_client_s_mean": float(np.mean([r["client_s"] for r in train])) if train else None,
-        "train_round_client_s_max_mean": (float(np.mean([r["client_s_max"] for r in train]))
-                                          if train else None),
+        "train_round_client_s_max_mean": (
+            float(np.mean([r["client_s_max"] for r in train])) if train else None
+        ),
         "server_s_mean": float(np.mean([r["server_s"] for r in train])) if train else None,
         "peak_rss_mb": result["rounds"][-1]["peak_rss_mb"],
         "final": {key: result["rounds"][-1][key] for key in ("acc", "nmi", "ari")},

@@ -30,20 +30,32 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-__all__ = ["collect", "export_runs", "iai_table", "markdown", "method_name", "plot_ablation",
-           "plot_missing_rates", "variant_name"]
+__all__ = [
+    "collect",
+    "export_runs",
+    "iai_table",
+    "markdown",
+    "method_name",
+    "plot_ablation",
+    "plot_missing_rates",
+    "variant_name",
+]
 
 METRICS = ("acc", "nmi", "ari")
 
 
 def variant_name(cfg: dict[str, Any]) -> str:
     """``full`` or the removed modules, e.g. ``no M1``, from a run config."""
-    removed = [name for name, off in (
-        ("M1", cfg.get("iai.imputation") == "zeros"),
-        ("M2", cfg.get("iai.fusion") == "uniform"),
-        ("M3", cfg.get("iai.attribute-loss") is False),
-        ("M4", cfg.get("iai.structure-loss") is False),
-    ) if off]
+    removed = [
+        name
+        for name, off in (
+            ("M1", cfg.get("iai.imputation") == "zeros"),
+            ("M2", cfg.get("iai.fusion") == "uniform"),
+            ("M3", cfg.get("iai.attribute-loss") is False),
+            ("M4", cfg.get("iai.structure-loss") is False),
+        )
+        if off
+    ]
     return "full" if not removed else "no " + "+".join(removed)
 
 
@@ -63,8 +75,9 @@ def method_name(cfg: dict[str, Any]) -> str:
     return cfg["algorithm"]
 
 
-def collect(folders: list[Path], seeds: set[int] | None = None,
-            rates: set[float] | None = None) -> list[dict[str, Any]]:
+def collect(
+    folders: list[Path], seeds: set[int] | None = None, rates: set[float] | None = None
+) -> list[dict[str, Any]]:
     """Every finished run under ``folders``.
 
     Parameters
@@ -100,9 +113,17 @@ def collect(folders: list[Path], seeds: set[int] | None = None,
         job_s = data.get("job_s")
         if job_s is None and timing.is_file():
             job_s = json.loads(timing.read_text()).get("job_s")
-        runs.append({"data": Path(str(cfg["dataset"])).stem, "method": method_name(cfg),
-                     "rate": float(cfg.get("missing-rate", 0.0)), "seed": cfg["seed"],
-                     "job_s": job_s, "config": cfg, **{m: float(final[m]) for m in METRICS}})
+        runs.append(
+            {
+                "data": Path(str(cfg["dataset"])).stem,
+                "method": method_name(cfg),
+                "rate": float(cfg.get("missing-rate", 0.0)),
+                "seed": cfg["seed"],
+                "job_s": job_s,
+                "config": cfg,
+                **{m: float(final[m]) for m in METRICS},
+            }
+        )
     return runs
 
 
@@ -127,8 +148,13 @@ def export_runs(runs: list[dict[str, Any]], folder: Path) -> list[Path]:
     for run in runs:
         name = f"{run['data']}_{run['method']}_{run['rate']:g}_seed{run['seed']}"
         path = folder / ("".join(c if c.isalnum() or c in "-_." else "-" for c in name) + ".json")
-        path.write_text(json.dumps({"config": run["config"], "job_s": run["job_s"],
-                                    "final": {m: run[m] for m in METRICS}}, indent=1) + "\n")
+        path.write_text(
+            json.dumps(
+                {"config": run["config"], "job_s": run["job_s"], "final": {m: run[m] for m in METRICS}},
+                indent=1,
+            )
+            + "\n"
+        )
         paths.append(path)
     return paths
 
@@ -159,8 +185,7 @@ def _mean_mad(values: list[float]) -> tuple[float, float]:
     return float(x.mean()), float(np.abs(x - x.mean()).mean())
 
 
-def iai_table(folders: list[Path], seeds: set[int] | None = None,
-              rates: set[float] | None = None) -> str:
+def iai_table(folders: list[Path], seeds: set[int] | None = None, rates: set[float] | None = None) -> str:
     """Markdown table of the runs found under ``folders``: :func:`markdown` of :func:`collect`.
 
     Parameters
@@ -184,16 +209,22 @@ def markdown(runs: list[dict[str, Any]]) -> str:
     str
         One row per (data, method, missing rate), sorted by data, rate, then method.
     """
-    rows = ["| data | method | missing rate | runs (seeds) | ACC | NMI | ARI | s/run |",
-            "|---|---|---|---|---|---|---|---|"]
-    for (data, method, rate), group in sorted(_groups(runs).items(),
-                                              key=lambda item: (item[0][0], item[0][2], item[0][1])):
+    rows = [
+        "| data | method | missing rate | runs (seeds) | ACC | NMI | ARI | s/run |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (data, method, rate), group in sorted(
+        _groups(runs).items(), key=lambda item: (item[0][0], item[0][2], item[0][1])
+    ):
         seed_list = ",".join(str(r["seed"]) for r in sorted(group, key=lambda r: r["seed"]))
         cells = ["{:.3f} ± {:.3f}".format(*_mean_mad([r[m] for r in group])) for m in METRICS]
         times = [r["job_s"] for r in group if r["job_s"] is not None]
         seconds = f"{np.mean(times):.0f}" if times else "–"
-        rows.append(f"| {data} | {method} | {rate:g} | {len(group)} ({seed_list}) | "
-                    + " | ".join(cells) + f" | {seconds} |")
+        rows.append(
+            f"| {data} | {method} | {rate:g} | {len(group)} ({seed_list}) | "
+            + " | ".join(cells)
+            + f" | {seconds} |"
+        )
     return "\n".join(rows)
 
 
@@ -201,16 +232,15 @@ def plot_missing_rates(runs: list[dict[str, Any]], path: Path) -> Path:
     """ACC, NMI and ARI against the missing rate, one line per method, MAD as error bars;
     ablation variants and runs with a non-default ``missing-views-dropped`` are left to
     :func:`plot_ablation` and the table. ``runs`` from :func:`collect`; returns the PNG ``path``."""
-    groups = _groups([r for r in runs
-                      if " no M" not in r["method"] and "views dropped" not in r["method"]])
+    groups = _groups([r for r in runs if " no M" not in r["method"] and "views dropped" not in r["method"]])
     fig, axes = plt.subplots(1, len(METRICS), figsize=(13, 4), sharex=True)
-    for (data, method) in sorted({(d, m) for d, m, _ in groups}):
+    for data, method in sorted({(d, m) for d, m, _ in groups}):
         rates = sorted(r for d, m, r in groups if (d, m) == (data, method))
         for ax, metric in zip(axes, METRICS):
-            stats = np.array([_mean_mad([r[metric] for r in groups[(data, method, rate)]])
-                              for rate in rates])
-            ax.errorbar(rates, stats[:, 0], yerr=stats[:, 1], marker="o", capsize=3,
-                        label=f"{method} ({data})")
+            stats = np.array([_mean_mad([r[metric] for r in groups[(data, method, rate)]]) for rate in rates])
+            ax.errorbar(
+                rates, stats[:, 0], yerr=stats[:, 1], marker="o", capsize=3, label=f"{method} ({data})"
+            )
     for ax, metric in zip(axes, METRICS):
         ax.set_xlabel("missing rate η")
         ax.set_title(metric.upper())
@@ -228,17 +258,31 @@ def plot_ablation(runs: list[dict[str, Any]], path: Path) -> Path:
         if run["method"].startswith("fmvc-iai"):
             cells[(run["method"], run["rate"])].append(run)
     rates = sorted({rate for method, rate in cells if " no M" in method})
-    methods = sorted({method for method, rate in cells if rate in rates},
-                     key=lambda method: ("views dropped" in method, method))
+    methods = sorted(
+        {method for method, rate in cells if rate in rates},
+        key=lambda method: ("views dropped" in method, method),
+    )
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
     width = 0.8 / max(len(methods), 1)
     for ax, metric in zip(axes, ("acc", "nmi")):
         low = 1.0
         for i, method in enumerate(methods):
-            stats = np.array([_mean_mad([r[metric] for r in cells[(method, rate)]])
-                              if cells.get((method, rate)) else (np.nan, 0.0) for rate in rates])
-            ax.bar(np.arange(len(rates)) + i * width, stats[:, 0], width, yerr=stats[:, 1],
-                   capsize=2, label=method)
+            stats = np.array(
+                [
+                    _mean_mad([r[metric] for r in cells[(method, rate)]])
+                    if cells.get((method, rate))
+                    else (np.nan, 0.0)
+                    for rate in rates
+                ]
+            )
+            ax.bar(
+                np.arange(len(rates)) + i * width,
+                stats[:, 0],
+                width,
+                yerr=stats[:, 1],
+                capsize=2,
+                label=method,
+            )
             low = min(low, float(np.nanmin(stats[:, 0] - stats[:, 1])))
         ax.set_ylim(max(0.0, low - 0.05), None)  # a zoomed axis: the differences are small
         ax.set_xticks(np.arange(len(rates)) + width * (len(methods) - 1) / 2)
@@ -251,12 +295,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, help="write the Markdown table here too")
-    parser.add_argument("--seeds", type=lambda text: {int(t) for t in text.split(",")},
-                        help="comma-separated seeds to keep (default: all)")
-    parser.add_argument("--rates", type=lambda text: {float(t) for t in text.split(",")},
-                        help="comma-separated missing rates to keep (default: all)")
-    parser.add_argument("--export", type=Path,
-                        help="also write one small JSON per run here (readable by this script)")
+    parser.add_argument(
+        "--seeds",
+        type=lambda text: {int(t) for t in text.split(",")},
+        help="comma-separated seeds to keep (default: all)",
+    )
+    parser.add_argument(
+        "--rates",
+        type=lambda text: {float(t) for t in text.split(",")},
+        help="comma-separated missing rates to keep (default: all)",
+    )
+    parser.add_argument(
+        "--export", type=Path, help="also write one small JSON per run here (readable by this script)"
+    )
     parser.add_argument("--rates-figure", type=Path, help="PNG: the scores against the missing rate")
     parser.add_argument("--ablation-figure", type=Path, help="PNG: fmvc-iai's ablation variants")
     args = parser.parse_args()

@@ -26,6 +26,16 @@ import time
 import numpy as np
 
 from fedmf_app.common.graphs import knn_similarity, laplacian
+from fedmf_app.common.secure_sum import (
+    add_pairwise_masks,
+    decode_upper,
+    derive_pair_key,
+    encode_upper,
+    generate_private_key,
+    public_key_bytes,
+    sum_uploads,
+)
+from fedmf_app.methods.imk.reference import client_rng, server_rng
 from fedmf_app.methods.imk.updates import (
     IMKParams,
     ServerSolver,
@@ -36,16 +46,6 @@ from fedmf_app.methods.imk.updates import (
     normalised_laplacian_sum,
     objective,
     preprocess_view,
-)
-from fedmf_app.methods.imk.reference import client_rng, server_rng
-from fedmf_app.common.secure_sum import (
-    add_pairwise_masks,
-    decode_upper,
-    derive_pair_key,
-    encode_upper,
-    generate_private_key,
-    public_key_bytes,
-    sum_uploads,
 )
 
 
@@ -58,8 +58,10 @@ def clustered_views(n: int, dims: list[int], k: int, seed: int) -> list[np.ndarr
     """Views ``centre_m[y] + N(0, 1.5^2)``, preprocessed (z-score, unit Frobenius norm)."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, k, n)
-    return [preprocess_view(2.0 * rng.normal(size=(k, d))[y] + 1.5 * rng.normal(size=(n, d)),
-                            "zscore", True) for d in dims]
+    return [
+        preprocess_view(2.0 * rng.normal(size=(k, d))[y] + 1.5 * rng.normal(size=(n, d)), "zscore", True)
+        for d in dims
+    ]
 
 
 def secure_sum(views: list[np.ndarray], neighbours: int, frac_bits: int = 16) -> tuple[dict, object]:
@@ -78,9 +80,12 @@ def secure_sum(views: list[np.ndarray], neighbours: int, frac_bits: int = 16) ->
     t0 = time.perf_counter()
     total = decode_upper(sum_uploads(uploads), views[0].shape[0], frac_bits)
     server_s = time.perf_counter() - t0
-    costs = {"upload_mb_per_client": uploads[0].nbytes / 2**20,
-             "client_graph_encode_s_max": max(graph_s), "client_mask_s_max": max(mask_s),
-             "server_sum_decode_s": server_s}
+    costs = {
+        "upload_mb_per_client": uploads[0].nbytes / 2**20,
+        "client_graph_encode_s_max": max(graph_s),
+        "client_mask_s_max": max(mask_s),
+        "server_sum_decode_s": server_s,
+    }
     uploads.clear()
     return costs, laplacian(total)
 
@@ -94,8 +99,10 @@ def paillier_cost(n: int, values: int = 20) -> dict[str, float]:
     for v in range(values):
         public.encrypt(v % 2)
     per_value = (time.perf_counter() - t0) / values
-    return {"paillier_s_per_value": per_value,
-            "paillier_client_hours_extrapolated": per_value * n * (n - 1) / 2 / 3600}
+    return {
+        "paillier_s_per_value": per_value,
+        "paillier_client_hours_extrapolated": per_value * n * (n - 1) / 2 / 3600,
+    }
 
 
 def bench(n: int, views_count: int, k: int, rounds: int, seed: int, with_paillier: bool) -> dict:
@@ -107,8 +114,10 @@ def bench(n: int, views_count: int, k: int, rounds: int, seed: int, with_paillie
     costs, lsum = secure_sum(views, neighbours=5)
     out.update(costs)
     t0 = time.perf_counter()
-    states = [init_client(x, k, k, views_count, "normalised-indicator", params, client_rng(seed, i))
-              for i, x in enumerate(views)]
+    states = [
+        init_client(x, k, k, views_count, "normalised-indicator", params, client_rng(seed, i))
+        for i, x in enumerate(views)
+    ]
     out["client_init_s_max"] = (time.perf_counter() - t0) / views_count
     lap = normalised_laplacian_sum(lsum, views_count, 5)
     solver = ServerSolver(lap, views_count, params, "cg")
@@ -127,15 +136,20 @@ def bench(n: int, views_count: int, k: int, rounds: int, seed: int, with_paillie
             phis = [multiplier_step(phi, hp, h, params.rho) for phi, hp in zip(phis, prev)]
         h = solver.update(phis, [s.h for s in states], h)
         t2 = time.perf_counter()
-        objectives.append(objective([s.residual for s in stats], [s.ortho for s in stats], h, lap,
-                                    params)["objective"])
+        objectives.append(
+            objective([s.residual for s in stats], [s.ortho for s in stats], h, lap, params)["objective"]
+        )
         round_s.append(t2 - t0)
         server_s.append(t2 - t1)
-    out.update({"seconds_per_round_mean": float(np.mean(round_s)),
-                "server_solve_s_mean": float(np.mean(server_s)),
-                "objective_first_last": [objectives[0], objectives[-1]],
-                "objective_non_increasing": bool(np.all(np.diff(objectives) <= 0)),
-                "peak_rss_mb": peak_mb()})
+    out.update(
+        {
+            "seconds_per_round_mean": float(np.mean(round_s)),
+            "server_solve_s_mean": float(np.mean(server_s)),
+            "objective_first_last": [objectives[0], objectives[-1]],
+            "objective_non_increasing": bool(np.all(np.diff(objectives) <= 0)),
+            "peak_rss_mb": peak_mb(),
+        }
+    )
     if with_paillier:
         out.update(paillier_cost(n))
     return out
@@ -151,8 +165,7 @@ def main() -> None:
     parser.add_argument("--paillier", action="store_true", help="also time phe (pip install phe)")
     args = parser.parse_args()
     for n in args.n:  # peak memory is cumulative: run the largest N last
-        print(json.dumps(bench(n, args.views, args.k, args.rounds, args.seed, args.paillier)),
-              flush=True)
+        print(json.dumps(bench(n, args.views, args.k, args.rounds, args.seed, args.paillier)), flush=True)
 
 
 if __name__ == "__main__":

@@ -31,12 +31,12 @@ import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.decomposition import PCA
 
-from fedmf_app.methods.imk.options import imk_params
-from fedmf_app.options.run_config import validate_run_config
-from fedmf_app.data.multiview import load_multiview
-from fedmf_app.methods.imk.updates import extract_labels, preprocess_view
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings, label_rng
 from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.data.multiview import load_multiview
+from fedmf_app.methods.imk.options import imk_params
+from fedmf_app.methods.imk.reference import IMKReference, IMKSettings, label_rng
+from fedmf_app.methods.imk.updates import extract_labels, preprocess_view
+from fedmf_app.options.run_config import validate_run_config
 from simulations.imk.figures import GRID, describe, grid_figure
 
 METRICS = ("acc", "nmi", "purity")
@@ -57,19 +57,30 @@ def parse_overrides(pairs: list[str]) -> dict[str, str | float]:
 def run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
     """One fmvc-imk run as ``flwr run`` would do it; returns the final scores and rounds."""
     data = load_multiview(name)
-    cfg = validate_run_config({"algorithm": "fmvc-imk", "num-clients": len(data.views),
-                               "seed": seed, **overrides})
+    cfg = validate_run_config(
+        {"algorithm": "fmvc-imk", "num-clients": len(data.views), "seed": seed, **overrides}
+    )
     views = [preprocess_view(x, cfg["imk.standardise"], cfg["imk.unit-norm"]) for x in data.views]
     k = cfg["num-clusters"] or int(np.unique(data.labels).size)
-    settings = IMKSettings(k=k, latent_dim=cfg["imk.latent-dim"], neighbours=cfg["imk.neighbours"],
-                           similarity=cfg["imk.similarity"], client_init=cfg["imk.client-init"],
-                           server_init=cfg["imk.server-init"], solver=cfg["imk.server-solver"],
-                           seed=seed)
+    settings = IMKSettings(
+        k=k,
+        latent_dim=cfg["imk.latent-dim"],
+        neighbours=cfg["imk.neighbours"],
+        similarity=cfg["imk.similarity"],
+        client_init=cfg["imk.client-init"],
+        server_init=cfg["imk.server-init"],
+        solver=cfg["imk.server-solver"],
+        seed=seed,
+    )
     ref = IMKReference(views, imk_params(cfg), settings)
     previous = None
     for _ in range(cfg["num-server-rounds"]):
         current = ref.round()["objective"]
-        if previous is not None and cfg["imk.tol"] > 0 and abs(current - previous) <= cfg["imk.tol"] * abs(previous):
+        if (
+            previous is not None
+            and cfg["imk.tol"] > 0
+            and abs(current - previous) <= cfg["imk.tol"] * abs(previous)
+        ):
             break
         previous = current
     labels = extract_labels(ref.h, cfg["imk.labels"], label_rng(seed, len(ref.history)))
@@ -119,8 +130,10 @@ def ablation(datasets: list[str], seeds: int, overrides: dict) -> None:
     for name in datasets:
         cases = [
             ("(1) two-step, no graph", [two_step(name, s) for s in range(seeds)]),
-            ("(2) integrated, no graph", [run_one(name, s, {**overrides, "imk.lambda": 0.0})
-                                          for s in range(seeds)]),
+            (
+                "(2) integrated, no graph",
+                [run_one(name, s, {**overrides, "imk.lambda": 0.0}) for s in range(seeds)],
+            ),
             ("(3) integrated + graph", [run_one(name, s, overrides) for s in range(seeds)]),
         ]
         for case, runs in cases:
@@ -133,11 +146,16 @@ def grid(datasets: list[str], seeds: int, overrides: dict, out: Path) -> None:
         acc = np.zeros((len(GRID), len(GRID)))
         for i, lam in enumerate(GRID):
             for j, mu in enumerate(GRID):
-                runs = [run_one(name, s, {**overrides, "imk.lambda": lam, "imk.mu": mu})
-                        for s in range(seeds)]
+                runs = [
+                    run_one(name, s, {**overrides, "imk.lambda": lam, "imk.mu": mu}) for s in range(seeds)
+                ]
                 acc[i, j] = 100 * np.mean([r["acc"] for r in runs])
-        grid_figure(acc, f"fmvc-imk on {label(name)}: ACC over lambda x mu",
-                    f"ACC % (mean of {seeds} seeds)", out / f"imk_grid_{label(name)}.png")
+        grid_figure(
+            acc,
+            f"fmvc-imk on {label(name)}: ACC over lambda x mu",
+            f"ACC % (mean of {seeds} seeds)",
+            out / f"imk_grid_{label(name)}.png",
+        )
         print(describe(label(name), acc), flush=True)
 
 

@@ -68,8 +68,10 @@ def grid_figure(acc: np.ndarray, title: str, note: str, path: Path) -> None:
 def describe(name: str, acc: np.ndarray) -> str:
     """Best, default (0.1, 0.1) and worst cell of a grid."""
     best = np.unravel_index(np.nanargmax(acc), acc.shape)
-    return (f"{name}: best ACC {acc[best]:.1f} % at lambda={GRID[best[0]]:g}, mu={GRID[best[1]]:g}; "
-            f"defaults (0.1, 0.1): {acc[3, 3]:.1f} %; worst {np.nanmin(acc):.1f} %")
+    return (
+        f"{name}: best ACC {acc[best]:.1f} % at lambda={GRID[best[0]]:g}, mu={GRID[best[1]]:g}; "
+        f"defaults (0.1, 0.1): {acc[3, 3]:.1f} %; worst {np.nanmin(acc):.1f} %"
+    )
 
 
 def grid(runs: list[dict[str, Any]], out: Path) -> None:
@@ -84,8 +86,12 @@ def grid(runs: list[dict[str, Any]], out: Path) -> None:
         for (i, j), accs in values.items():
             acc[i, j] = np.mean(accs)
         seeds = max(len(v) for v in values.values())
-        grid_figure(acc, f"fmvc-imk on {name}: ACC over lambda x mu", f"ACC % ({seeds} seed(s))",
-                    out / f"imk_grid_{name}.png")
+        grid_figure(
+            acc,
+            f"fmvc-imk on {name}: ACC over lambda x mu",
+            f"ACC % ({seeds} seed(s))",
+            out / f"imk_grid_{name}.png",
+        )
         print(describe(name, acc))
 
 

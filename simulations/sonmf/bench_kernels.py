@@ -19,10 +19,10 @@ import time
 import numpy as np
 
 import fedmf_app.methods.sonmf.updates as sonmf
+from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view
 from fedmf_app.methods.sonmf.nonneg_orth import random_feasible_basis
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
-from fedmf_app.common.seeding import Stream, rng_for
 
 
 def run(h: float, rounds: int, clients: int, tau: int, seed: int) -> dict[str, float | str]:
@@ -57,8 +57,12 @@ def run(h: float, rounds: int, clients: int, tau: int, seed: int) -> dict[str, f
         total = time.perf_counter() - started
     finally:
         sonmf.solve_basis = solver
-    return {"h": h, "s_per_round": total / rounds, "solver_share": solver_s / total,
-            "final_v_sha1": hashlib.sha1(v.tobytes()).hexdigest()[:12]}
+    return {
+        "h": h,
+        "s_per_round": total / rounds,
+        "solver_share": solver_s / total,
+        "final_v_sha1": hashlib.sha1(v.tobytes()).hexdigest()[:12],
+    }
 
 
 def main() -> None:
@@ -72,8 +76,10 @@ def main() -> None:
     rows = ["| kernels from | h | s / round | U solver share | final V (sha1) |", "|---|---|---|---|---|"]
     for h in args.h:
         r = run(h, args.rounds, args.clients, args.tau, args.seed)
-        rows.append(f"| {sonmf.__file__} | {h} | {r['s_per_round']:.3f} | {r['solver_share']:.0%} "
-                    f"| {r['final_v_sha1']} |")
+        rows.append(
+            f"| {sonmf.__file__} | {h} | {r['s_per_round']:.3f} | {r['solver_share']:.0%} "
+            f"| {r['final_v_sha1']} |"
+        )
     sys.stdout.write("\n".join(rows) + "\n")
 
 

@@ -40,11 +40,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from fedmf_app.methods.sonmf.residuals import rounds_to_target  # noqa: E402
 from fedmf_app.federated.results import load_result  # noqa: E402
+from fedmf_app.methods.sonmf.residuals import rounds_to_target  # noqa: E402
 
-__all__ = ["FIGURES", "NORMALISATIONS", "collect", "line_label", "normalised", "rounds_table",
-           "shape_table", "write_figure"]
+__all__ = [
+    "FIGURES",
+    "NORMALISATIONS",
+    "collect",
+    "line_label",
+    "normalised",
+    "rounds_table",
+    "shape_table",
+    "write_figure",
+]
 
 NORMALISATIONS = ("ratio", "running-average", "min-norm-ratio")
 TARGET = 1e-2
@@ -60,18 +68,31 @@ def variant_label(cfg: dict[str, Any]) -> str:
     return f"{corrected}, tau={cfg['sonmf.local-steps']}"
 
 
-_VARIANT_ORDER = ("server update", "local copies, tau=1", "local copies, no correction, tau=10",
-                  "proposed (corrected), tau=10")
+_VARIANT_ORDER = (
+    "server update",
+    "local copies, tau=1",
+    "local copies, no correction, tau=10",
+    "proposed (corrected), tau=10",
+)
 _METHOD_ORDER = ("fedsonmf", "fedmgs", "fedmavg", "fedvra-u")
 
 #: figure -> (title, run config -> line label, line label -> sort key)
 FIGURES = {
-    "fig2": ("Fig. 2: proposed method, tau", lambda cfg: f"tau={cfg['sonmf.local-steps']}",
-             lambda label: (int(label.split("=")[1]), label)),
-    "fig3": ("Fig. 3: proposed vs adapted methods", lambda cfg: cfg["algorithm"],
-             lambda label: (_METHOD_ORDER.index(label) if label in _METHOD_ORDER else 99, label)),
-    "fig4": ("Figs. 4-5: ablation variants", variant_label,
-             lambda label: (_VARIANT_ORDER.index(label) if label in _VARIANT_ORDER else 99, label)),
+    "fig2": (
+        "Fig. 2: proposed method, tau",
+        lambda cfg: f"tau={cfg['sonmf.local-steps']}",
+        lambda label: (int(label.split("=")[1]), label),
+    ),
+    "fig3": (
+        "Fig. 3: proposed vs adapted methods",
+        lambda cfg: cfg["algorithm"],
+        lambda label: (_METHOD_ORDER.index(label) if label in _METHOD_ORDER else 99, label),
+    ),
+    "fig4": (
+        "Figs. 4-5: ablation variants",
+        variant_label,
+        lambda label: (_VARIANT_ORDER.index(label) if label in _VARIANT_ORDER else 99, label),
+    ),
 }
 
 
@@ -122,7 +143,8 @@ def collect(folders: list[Path], figure: str) -> tuple[dict, list[str]]:
             continue
         cfg = result["config"]
         runs[(line_label(figure, cfg), cfg["heterogeneity"])].append(
-            (cfg["seed"], result["rounds"], cfg["sonmf.residual-eps"]))
+            (cfg["seed"], result["rounds"], cfg["sonmf.residual-eps"])
+        )
     return runs, skipped
 
 
@@ -141,15 +163,21 @@ def write_figure(runs: dict, figure: str, normalisation: str, path: Path) -> Pat
             if not cell:
                 continue
             length = min(len(rounds) for _, rounds, _ in cell)
-            curves = np.array([normalised(rounds[:length], normalisation, eps)
-                               for _, rounds, eps in cell])
+            curves = np.array([normalised(rounds[:length], normalisation, eps) for _, rounds, eps in cell])
             floor = np.finfo(float).tiny
             s = np.arange(1, length + 1)
             color = f"C{i}"
-            ax.semilogy(s, np.maximum(curves.mean(axis=0), floor), color=color,
-                        label=f"{label} ({len(cell)} seeds)")
-            ax.fill_between(s, np.maximum(curves.min(axis=0), floor),
-                            np.maximum(curves.max(axis=0), floor), color=color, alpha=0.2, lw=0)
+            ax.semilogy(
+                s, np.maximum(curves.mean(axis=0), floor), color=color, label=f"{label} ({len(cell)} seeds)"
+            )
+            ax.fill_between(
+                s,
+                np.maximum(curves.min(axis=0), floor),
+                np.maximum(curves.max(axis=0), floor),
+                color=color,
+                alpha=0.2,
+                lw=0,
+            )
         ax.axhline(TARGET, color="grey", lw=0.8, ls=":")
         ax.set_title(f"h = {h}")
         ax.set_xlabel("communication round")
@@ -167,10 +195,13 @@ def rounds_table(runs: dict, figure: str) -> str:
     lines, hs = _lines_and_hs(runs, figure)
     out = []
     for normalisation in NORMALISATIONS:
-        out += [f"**Rounds to {TARGET:g}, {normalisation}** (mean over seeds; per seed in brackets; "
-                "`never` = not within the run's rounds)", "",
-                "| line | " + " | ".join(f"h = {h}" for h in hs) + " |",
-                "|---|" + "---|" * len(hs)]
+        out += [
+            f"**Rounds to {TARGET:g}, {normalisation}** (mean over seeds; per seed in brackets; "
+            "`never` = not within the run's rounds)",
+            "",
+            "| line | " + " | ".join(f"h = {h}" for h in hs) + " |",
+            "|---|" + "---|" * len(hs),
+        ]
         for label in lines:
             cells = []
             for h in hs:
@@ -178,17 +209,25 @@ def rounds_table(runs: dict, figure: str) -> str:
                 if not cell:
                     cells.append("")
                     continue
-                reached = [rounds_to_target(normalised(rounds, normalisation, eps), TARGET)
-                           for _, rounds, eps in cell]
+                reached = [
+                    rounds_to_target(normalised(rounds, normalisation, eps), TARGET)
+                    for _, rounds, eps in cell
+                ]
                 per_seed = ", ".join("never" if r is None else str(r) for r in reached)
-                mean = ("never" if all(r is None for r in reached) else
-                        f"{np.mean([r for r in reached if r is not None]):.1f}"
-                        + ("*" if None in reached else ""))
+                mean = (
+                    "never"
+                    if all(r is None for r in reached)
+                    else f"{np.mean([r for r in reached if r is not None]):.1f}"
+                    + ("*" if None in reached else "")
+                )
                 cells.append(f"{mean} [{per_seed}]")
             out.append(f"| {label} | " + " | ".join(cells) + " |")
         out.append("")
-    out.append("`*`: mean over the seeds that reached it. Runs: "
-               + ", ".join(f"{k[0]} h={k[1]}: {len(v)}" for k, v in sorted(runs.items())) + ".")
+    out.append(
+        "`*`: mean over the seeds that reached it. Runs: "
+        + ", ".join(f"{k[0]} h={k[1]}: {len(v)}" for k, v in sorted(runs.items()))
+        + "."
+    )
     return "\n".join(out)
 
 
@@ -196,21 +235,28 @@ def shape_table(runs: dict, figure: str) -> str:
     """Markdown: how each curve moves (mean over seeds): its peak of the per-round ratio and where,
     the value at the last round for each normalisation, and the final objective."""
     lines, hs = _lines_and_hs(runs, figure)
-    out = ["| line | h | rounds | peak R/R^1 (round) | final R/R^1 | final running avg "
-           "| final min-norm R/R^1 | final objective |", "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| line | h | rounds | peak R/R^1 (round) | final R/R^1 | final running avg "
+        "| final min-norm R/R^1 | final objective |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for label in lines:
         for h in hs:
             cell = runs.get((label, h))
             if not cell:
                 continue
             length = min(len(rounds) for _, rounds, _ in cell)
-            curves = {n: np.array([normalised(rounds[:length], n, eps) for _, rounds, eps in cell])
-                      .mean(axis=0) for n in NORMALISATIONS}
+            curves = {
+                n: np.array([normalised(rounds[:length], n, eps) for _, rounds, eps in cell]).mean(axis=0)
+                for n in NORMALISATIONS
+            }
             ratio = curves["ratio"]
             objective = np.mean([rounds[length - 1]["objective"] for _, rounds, _ in cell])
-            out.append(f"| {label} | {h} | {length} | {ratio.max():.3g} ({int(ratio.argmax()) + 1}) "
-                       f"| {ratio[-1]:.2e} | {curves['running-average'][-1]:.2e} "
-                       f"| {curves['min-norm-ratio'][-1]:.2e} | {objective:.4g} |")
+            out.append(
+                f"| {label} | {h} | {length} | {ratio.max():.3g} ({int(ratio.argmax()) + 1}) "
+                f"| {ratio[-1]:.2e} | {curves['running-average'][-1]:.2e} "
+                f"| {curves['min-norm-ratio'][-1]:.2e} | {objective:.4g} |"
+            )
     return "\n".join(out)
 
 
@@ -226,8 +272,9 @@ def main(argv: list[str] | None = None) -> None:
     if not runs:
         raise SystemExit(f"no completed run with diagnostics under {', '.join(map(str, args.folders))}")
     args.out.mkdir(parents=True, exist_ok=True)
-    written = [write_figure(runs, args.figure, n, args.out / f"{args.figure}_{n}.png")
-               for n in NORMALISATIONS]
+    written = [
+        write_figure(runs, args.figure, n, args.out / f"{args.figure}_{n}.png") for n in NORMALISATIONS
+    ]
     table = rounds_table(runs, args.figure) + "\n\n" + shape_table(runs, args.figure)
     table_path = args.out / f"{args.figure}_rounds_to_1e-2.md"
     table_path.write_text(table + "\n")

@@ -12,8 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from fedmf_app.methods.sonmf.residuals import rounds_to_target
 from fedmf_app.federated.results import load_result
+from fedmf_app.methods.sonmf.residuals import rounds_to_target
 
 __all__ = ["runs_table"]
 
@@ -50,7 +50,8 @@ def runs_table(folders: list[Path], target: float = 1e-2) -> str:
         last = rounds[-1]
         wall = result["summary"].get("wall_s", last["elapsed_s"])
         rows.append(
-            f"| {path.parent.name} | {cfg['heterogeneity']} | {cfg['sonmf.local-steps']} | {cfg['num-clients']} "
+            f"| {path.parent.name} | {cfg['heterogeneity']} | {cfg['sonmf.local-steps']} "
+            f"| {cfg['num-clients']} "
             f"| {len(rounds)} | {wall:.1f} | {wall / len(rounds):.3f} | {last['residual']:.2e} "
             f"| {last['residual_ratio']:.2e} | {last['normalized_residual']:.2e} "
             f"| {_fmt(rounds_to_target([r['residual_ratio'] for r in rounds], target), 'd')} "

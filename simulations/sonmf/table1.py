@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data.embedded import EMBEDDED
 from fedmf_app.data.multiview import load_multiview, require_labels
 from fedmf_app.data.preprocess import prepare_view
 from fedmf_app.methods.sonmf.centralised import concat_kmeans, pooled_nmf_kmeans
-from fedmf_app.common.metrics import clustering_scores
 
 METRICS = ("acc", "nmi", "purity", "ari")
 ORDER = ("hw", "ORL", "yaleA_3view", "sonar_3view")
@@ -59,17 +59,24 @@ def baseline_scores(dataset: str, cfg: dict[str, Any], rank: int, seeds: list[in
     """Both centralised baselines for every seed (NMF with the federated runs' ``rank``)."""
     data = load_multiview(dataset)
     truth = require_labels(data)
-    views = [prepare_view(v, cfg["negative-values"], cfg["view-normalisation"], f"view {i}")
-             for i, v in enumerate(data.views)]
+    views = [
+        prepare_view(v, cfg["negative-values"], cfg["view-normalisation"], f"view {i}")
+        for i, v in enumerate(data.views)
+    ]
     k = cfg["num-clusters"] or data.num_classes
-    out: dict[str, Any] = {"nmf": [], "kmeans": [], "n": data.num_samples, "k": k,
-                           "dims": [v.shape[1] for v in views]}
+    out: dict[str, Any] = {
+        "nmf": [],
+        "kmeans": [],
+        "n": data.num_samples,
+        "k": k,
+        "dims": [v.shape[1] for v in views],
+    }
     started = time.perf_counter()
     for seed in seeds:
-        out["nmf"].append(clustering_scores(truth, pooled_nmf_kmeans(
-            views, rank, k, np.random.default_rng(seed))))
-        out["kmeans"].append(clustering_scores(truth, concat_kmeans(
-            views, k, np.random.default_rng(seed))))
+        out["nmf"].append(
+            clustering_scores(truth, pooled_nmf_kmeans(views, rank, k, np.random.default_rng(seed)))
+        )
+        out["kmeans"].append(clustering_scores(truth, concat_kmeans(views, k, np.random.default_rng(seed))))
     out["wall_s"] = time.perf_counter() - started
     return out
 
@@ -85,21 +92,30 @@ def cell(scores: list[dict[str, float]]) -> str:
 
 def markdown(groups: dict[str, list[dict[str, Any]]], baselines: dict[str, dict[str, Any]]) -> str:
     """The results table and the cost table."""
-    names = sorted(groups, key=lambda d: (ORDER.index(display_name(d))
-                                          if display_name(d) in ORDER else len(ORDER), d))
+    names = sorted(
+        groups, key=lambda d: (ORDER.index(display_name(d)) if display_name(d) in ORDER else len(ORDER), d)
+    )
     algorithm = groups[names[0]][0]["config"]["algorithm"]
     head = "| method | " + " | ".join(display_name(d) for d in names) + " |"
     rule = "|---" * (len(names) + 1) + "|"
-    rows = [head, rule,
-            f"| {algorithm} (federated, one view per client) | "
-            + " | ".join(cell([r["final"] for r in groups[d]]) for d in names) + " |",
-            "| NMF + k-means (centralised, pooled views) | "
-            + " | ".join(cell(baselines[d]["nmf"]) for d in names) + " |",
-            "| k-means (centralised, concatenated views) | "
-            + " | ".join(cell(baselines[d]["kmeans"]) for d in names) + " |"]
-    cost = ["| data set | n | views (dims) | k | rank | rounds | seeds | wall per run (s) | "
-            "job per run (s) | peak RSS server / client (MiB) | baselines, all seeds (s) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        head,
+        rule,
+        f"| {algorithm} (federated, one view per client) | "
+        + " | ".join(cell([r["final"] for r in groups[d]]) for d in names)
+        + " |",
+        "| NMF + k-means (centralised, pooled views) | "
+        + " | ".join(cell(baselines[d]["nmf"]) for d in names)
+        + " |",
+        "| k-means (centralised, concatenated views) | "
+        + " | ".join(cell(baselines[d]["kmeans"]) for d in names)
+        + " |",
+    ]
+    cost = [
+        "| data set | n | views (dims) | k | rank | rounds | seeds | wall per run (s) | "
+        "job per run (s) | peak RSS server / client (MiB) | baselines, all seeds (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for d in names:
         runs, base = groups[d], baselines[d]
         cfg = runs[0]["config"]
@@ -112,9 +128,12 @@ def markdown(groups: dict[str, list[dict[str, Any]]], baselines: dict[str, dict[
             f"| {display_name(d)} | {base['n']} | {len(base['dims'])} "
             f"({', '.join(map(str, base['dims']))}) | {base['k']} | {runs[0]['summary']['rank']} | "
             f"{cfg['num-server-rounds']} | {len(runs)} | {wall.mean():.1f}±{wall.std():.1f} | "
-            f"{job} | {server:.0f} / {client:.0f} | {base['wall_s']:.1f} |")
-    note = ("Cells: ACC / NMI / purity / ARI in %, mean ± std over the seeds listed below "
-            "(federated: k-means on V^T, 10 replicates x 300 iterations; baselines: same seeds).")
+            f"{job} | {server:.0f} / {client:.0f} | {base['wall_s']:.1f} |"
+        )
+    note = (
+        "Cells: ACC / NMI / purity / ARI in %, mean ± std over the seeds listed below "
+        "(federated: k-means on V^T, 10 replicates x 300 iterations; baselines: same seeds)."
+    )
     return "\n".join(rows) + "\n\n" + note + "\n\n" + "\n".join(cost) + "\n"
 
 
@@ -129,8 +148,9 @@ def main() -> None:
         raise SystemExit(f"no completed run with final scores under {args.folder}")
     baselines = {}
     for dataset, runs in groups.items():
-        baselines[dataset] = baseline_scores(dataset, runs[0]["config"], runs[0]["summary"]["rank"],
-                                             [r["config"]["seed"] for r in runs])
+        baselines[dataset] = baseline_scores(
+            dataset, runs[0]["config"], runs[0]["summary"]["rank"], [r["config"]["seed"] for r in runs]
+        )
     text = markdown(groups, baselines)
     print(text)
     if args.out:

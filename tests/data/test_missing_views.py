@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.data import DataError, load_client_view
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
+from fedmf_app.options.run_config import validate_run_config
 
 RNG = np.random.default_rng(3)
 VIEWS = [RNG.random((40, d)) * 5 for d in (6, 4, 5)]
@@ -39,14 +39,20 @@ def test_fill_rejects_bad_input():
 def test_complete_view_clients_see_only_their_observed_rows(tmp_path, algorithm):
     """The prepared view is the same whatever the missing rows held; they become one row."""
     np.savez(tmp_path / "a.npz", X_0=VIEWS[0], X_1=VIEWS[1], X_2=VIEWS[2], y=np.arange(40) % 4)
-    cfg = validate_run_config({"algorithm": algorithm, "dataset": str(tmp_path / "a.npz"),
-                               "num-clients": 3, "missing-rate": 0.5, "seed": 2})
+    cfg = validate_run_config(
+        {
+            "algorithm": algorithm,
+            "dataset": str(tmp_path / "a.npz"),
+            "num-clients": 3,
+            "missing-rate": 0.5,
+            "seed": 2,
+        }
+    )
     observed = missing_view_mask(40, 3, 0.5, seed=2)
     scrambled = [v.copy() for v in VIEWS]
     for p, view in enumerate(scrambled):
         view[~observed[:, p]] = RNG.random((int((~observed[:, p]).sum()), view.shape[1])) * 100
-    np.savez(tmp_path / "b.npz", X_0=scrambled[0], X_1=scrambled[1], X_2=scrambled[2],
-             y=np.arange(40) % 4)
+    np.savez(tmp_path / "b.npz", X_0=scrambled[0], X_1=scrambled[1], X_2=scrambled[2], y=np.arange(40) % 4)
     for p in range(3):
         view = load_client_view(cfg, p).features
         other = load_client_view({**cfg, "dataset": str(tmp_path / "b.npz")}, p).features
@@ -66,6 +72,9 @@ def test_mask_reading_algorithm_gets_the_view_unchanged(tmp_path):
 
 def test_one_view_cannot_have_missing_views():
     cfg = validate_run_config({"num-clients": 1, "missing-rate": 0.3})
-    with pytest.raises(DataError, match=r"synthetic view 0 .*cannot apply missing-rate = 0.3: missing "
-                                        r"views need at least 2 views"):
+    with pytest.raises(
+        DataError,
+        match=r"synthetic view 0 .*cannot apply missing-rate = 0.3: missing "
+        r"views need at least 2 views",
+    ):
         load_client_view(cfg, 0)

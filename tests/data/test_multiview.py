@@ -123,27 +123,44 @@ def _mat(tmp_path, views, **extra):
 @pytest.mark.parametrize(
     ("make", "fragment"),
     [
-        (lambda t: _mat(t, [VIEWS[0], VIEWS[1][:-1]], Y=CLASSES),
-         r"bad.mat: view 1 \('X'\{2\}\) is 11x3: its sample count does not match the 12 labels under 'Y'"),
-        (lambda t: _mat(t, [VIEWS[0], VIEWS[1][:-1]]),
-         r"bad.mat: the views do not share one sample count and there are no labels"),
-        (lambda t: _mat(t, [VIEWS[0], np.where(VIEWS[1] > 0.5, np.nan, VIEWS[1])], Y=CLASSES),
-         r"bad.mat: view 1 \('X'\{2\}\) has \d+ NaN/inf value\(s\), the first at sample"),
-        (lambda t: _mat(t, [VIEWS[0], np.full((N, 2), np.inf)], Y=CLASSES),
-         r"view 1 \('X'\{2\}\) has 24 NaN/inf value\(s\)"),
-        (lambda t: _mat(t, [VIEWS[0], np.zeros((N, 0))], Y=CLASSES),
-         r"bad.mat: view 1 \('X'\{2\}\) is empty"),
-        (lambda t: str(scipy.io.savemat(t / "bad.mat", {"Z": VIEWS[0]}) or t / "bad.mat"),
-         r"bad.mat: no views under any of the keys X, fea, data \(keys found: Z\)"),
-        (lambda t: _mat(t, VIEWS, truelabel=_cell([CLASSES, CLASSES[::-1]], (1, 2))),
-         r"bad.mat: label cell 'truelabel' holds 2 label vectors that differ"),
-        (lambda t: _mat(t, VIEWS, Y=np.ones((N, 2))),
-         r"bad.mat: labels 'Y' must be a vector"),
-        (lambda t: (t / "bad.mat").write_text("not a mat file") and str(t / "bad.mat"),
-         r"bad.mat: not a readable MATLAB file"),
+        (
+            lambda t: _mat(t, [VIEWS[0], VIEWS[1][:-1]], Y=CLASSES),
+            r"bad.mat: view 1 \('X'\{2\}\) is 11x3: its sample count does not match the 12 labels under 'Y'",
+        ),
+        (
+            lambda t: _mat(t, [VIEWS[0], VIEWS[1][:-1]]),
+            r"bad.mat: the views do not share one sample count and there are no labels",
+        ),
+        (
+            lambda t: _mat(t, [VIEWS[0], np.where(VIEWS[1] > 0.5, np.nan, VIEWS[1])], Y=CLASSES),
+            r"bad.mat: view 1 \('X'\{2\}\) has \d+ NaN/inf value\(s\), the first at sample",
+        ),
+        (
+            lambda t: _mat(t, [VIEWS[0], np.full((N, 2), np.inf)], Y=CLASSES),
+            r"view 1 \('X'\{2\}\) has 24 NaN/inf value\(s\)",
+        ),
+        (
+            lambda t: _mat(t, [VIEWS[0], np.zeros((N, 0))], Y=CLASSES),
+            r"bad.mat: view 1 \('X'\{2\}\) is empty",
+        ),
+        (
+            lambda t: str(scipy.io.savemat(t / "bad.mat", {"Z": VIEWS[0]}) or t / "bad.mat"),
+            r"bad.mat: no views under any of the keys X, fea, data \(keys found: Z\)",
+        ),
+        (
+            lambda t: _mat(t, VIEWS, truelabel=_cell([CLASSES, CLASSES[::-1]], (1, 2))),
+            r"bad.mat: label cell 'truelabel' holds 2 label vectors that differ",
+        ),
+        (lambda t: _mat(t, VIEWS, Y=np.ones((N, 2))), r"bad.mat: labels 'Y' must be a vector"),
+        (
+            lambda t: (t / "bad.mat").write_text("not a mat file") and str(t / "bad.mat"),
+            r"bad.mat: not a readable MATLAB file",
+        ),
         (lambda t: str(t / "missing.mat"), r"missing.mat: no such file"),
-        (lambda t: (t / "bad.txt").write_text("1") and str(t / "bad.txt"),
-         r"bad.txt: unsupported file type '.txt'"),
+        (
+            lambda t: (t / "bad.txt").write_text("1") and str(t / "bad.txt"),
+            r"bad.txt: unsupported file type '.txt'",
+        ),
     ],
 )
 def test_bad_files_are_named_with_the_view_and_the_problem(tmp_path, make, fragment):
@@ -170,8 +187,9 @@ def test_negative_views_are_refused_or_made_nonnegative():
     y = prepare_view(x, "shift", "frobenius", "v")
     assert np.linalg.norm(y) == pytest.approx(1.0) and y.min() >= 0
     nonneg = np.abs(x)
-    np.testing.assert_allclose(prepare_view(nonneg, "min-max", "frobenius", "v"),
-                               nonneg / np.linalg.norm(nonneg))
+    np.testing.assert_allclose(
+        prepare_view(nonneg, "min-max", "frobenius", "v"), nonneg / np.linalg.norm(nonneg)
+    )
 
 
 def test_client_takes_its_view_of_a_file_or_its_node_file(tmp_path):
@@ -202,12 +220,15 @@ def test_embedded_hw_is_uci_multiple_features():
 SHARED = Path(os.environ.get("FEDMF_DEV_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 
 
-@pytest.mark.parametrize(("relative", "n", "dims", "k"), [
-    ("hw/Handwritten.mat", 2000, [216, 76, 64, 6, 240, 47], 10),
-    ("orl/ORL.mat", 400, [512, 59, 864, 254], 40),
-    ("yale/yaleA_3view.mat", 165, [9, 512, 50], 15),  # MAT v7.3
-    ("sonar/sonar_3view.mat", 208, [20, 20, 20], 2),
-])
+@pytest.mark.parametrize(
+    ("relative", "n", "dims", "k"),
+    [
+        ("hw/Handwritten.mat", 2000, [216, 76, 64, 6, 240, 47], 10),
+        ("orl/ORL.mat", 400, [512, 59, 864, 254], 40),
+        ("yale/yaleA_3view.mat", 165, [9, 512, 50], 15),  # MAT v7.3
+        ("sonar/sonar_3view.mat", 208, [20, 20, 20], 2),
+    ],
+)
 def test_development_copies_of_public_files(relative, n, dims, k):
     path = SHARED / relative
     if not path.exists():

@@ -10,7 +10,10 @@ import pytest
 from fedmf_app.data import DataError
 from fedmf_app.data.noisy_mnist import build_noisy_mnist, read_idx, write_noisy_mnist
 
-MNIST = Path(os.environ.get("FEDMF_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) / "mnist_t10k"
+MNIST = (
+    Path(os.environ.get("FEDMF_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
+    / "mnist_t10k"
+)
 
 
 def _write_idx(path, array):

@@ -14,11 +14,11 @@ import psutil
 import pytest
 
 from fedmf_app.deployment.certificates import make_supernode_keys
-from fedmf_app.methods.sonmf.options import sonmf_params
-from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.deployment.federation import LocalFederation
 from fedmf_app.deployment.supernode import LocalSuperNode
+from fedmf_app.methods.sonmf.options import sonmf_params
 from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
+from fedmf_app.options.run_config import validate_run_config
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e
@@ -56,8 +56,9 @@ def _run(tmp_path, num_nodes, overrides, **kwargs):
 
 def _reference_residuals(m, h, seed, rounds):
     cfg = validate_run_config({"num-clients": m, "heterogeneity": h, "seed": seed})
-    reference = KernelFederation([v.x for v in synthetic_views(m=m, h=h, seed=seed)],
-                                 sonmf_params(cfg), seed=seed)
+    reference = KernelFederation(
+        [v.x for v in synthetic_views(m=m, h=h, seed=seed)], sonmf_params(cfg), seed=seed
+    )
     for _ in range(rounds):
         reference.round()
     return [h["residual"] for h in reference.history]
@@ -66,29 +67,43 @@ def _reference_residuals(m, h, seed, rounds):
 def test_three_node_deployment_gives_the_simulation_residuals(tmp_path):
     # The same config and seed as test_e2e_simulation's three-client run: both are checked
     # against the same in-process reference at rtol 1e-9, so deployment == simulation.
-    overrides = {"num-server-rounds": 3, "heterogeneity": 0.3, "seed": 3,
-                 "out-dir": str(tmp_path), "run-name": "deployed"}
+    overrides = {
+        "num-server-rounds": 3,
+        "heterogeneity": 0.3,
+        "seed": 3,
+        "out-dir": str(tmp_path),
+        "run-name": "deployed",
+    }
     outcome = _run(tmp_path, 3, overrides)
     assert outcome.status == "completed", outcome.error
     assert outcome.result_path == tmp_path / "deployed" / "result.json"
     result = json.loads(outcome.result_path.read_text())
     assert result["config"] == validate_run_config({"num-clients": 3, **overrides})
     assert [c["partition-id"] for c in result["clients"]] == [0, 1, 2]
-    np.testing.assert_allclose([r["residual"] for r in result["rounds"]],
-                               _reference_residuals(3, 0.3, 3, 3), rtol=1e-9)
+    np.testing.assert_allclose(
+        [r["residual"] for r in result["rounds"]], _reference_residuals(3, 0.3, 3, 3), rtol=1e-9
+    )
     assert "[fedsonmf] round 3/3" in outcome.log
     assert not outcome.node_exits
 
 
 def test_tls_and_supernode_authentication_refuse_an_unregistered_node(tmp_path):
-    overrides = {"num-server-rounds": 2, "heterogeneity": 0.3, "seed": 3, "connect-timeout-s": 20.0,
-                 "out-dir": str(tmp_path), "run-name": "tls"}
+    overrides = {
+        "num-server-rounds": 2,
+        "heterogeneity": 0.3,
+        "seed": 3,
+        "connect-timeout-s": 20.0,
+        "out-dir": str(tmp_path),
+        "run-name": "tls",
+    }
     with LocalFederation(tmp_path / "federation", 3, ROOT, supernode_auth=True) as federation:
         # a fourth SuperNode with a key the SuperLink never registered: with authentication
         # enforced it is refused, otherwise the server would see 4 nodes and stop the run
-        (key, _), = make_supernode_keys(tmp_path / "intruder-key", 1)
+        ((key, _),) = make_supernode_keys(tmp_path / "intruder-key", 1)
         intruder = LocalSuperNode(
-            "intruder", federation.superlink.address, tmp_path / "intruder",
+            "intruder",
+            federation.superlink.address,
+            tmp_path / "intruder",
             {"partition-id": 0, "num-partitions": 3},
             root_certificates=federation.workdir / "certificates" / "ca.crt",
             auth_private_key=key,
@@ -103,20 +118,30 @@ def test_tls_and_supernode_authentication_refuse_an_unregistered_node(tmp_path):
     assert outcome.status == "completed", outcome.error
     np.testing.assert_allclose(
         [r["residual"] for r in json.loads(outcome.result_path.read_text())["rounds"]],
-        _reference_residuals(3, 0.3, 3, 2), rtol=1e-9)
+        _reference_residuals(3, 0.3, 3, 2),
+        rtol=1e-9,
+    )
     assert "--insecure" not in federation.superlink.command
     assert "--enable-supernode-auth" in federation.superlink.command
 
 
-@pytest.mark.parametrize("round_timeout, bound", [
-    # the round's messages expire after round-timeout-s; the ServerApp polls every 3 s
-    (12.0, 12.0 + 15),
-    # Flower marks a node offline 2 x 30 s after its last heartbeat, before a long timeout
-    pytest.param(600.0, 60.0 + 15, marks=pytest.mark.slow, id="heartbeat"),
-])
+@pytest.mark.parametrize(
+    "round_timeout, bound",
+    [
+        # the round's messages expire after round-timeout-s; the ServerApp polls every 3 s
+        (12.0, 12.0 + 15),
+        # Flower marks a node offline 2 x 30 s after its last heartbeat, before a long timeout
+        pytest.param(600.0, 60.0 + 15, marks=pytest.mark.slow, id="heartbeat"),
+    ],
+)
 def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time(tmp_path, round_timeout, bound):
-    overrides = {"num-server-rounds": 20, "round-timeout-s": round_timeout, "seed": 1,
-                 "out-dir": str(tmp_path), "run-name": "killed"}
+    overrides = {
+        "num-server-rounds": 20,
+        "round-timeout-s": round_timeout,
+        "seed": 1,
+        "out-dir": str(tmp_path),
+        "run-name": "killed",
+    }
     result_path = tmp_path / "killed" / "result.json"
     killed_at = []
 
@@ -160,8 +185,12 @@ def test_a_malformed_data_file_on_one_node_stops_the_run_naming_the_node_and_fil
         np.save(files[-1], view.x.T)
     files.append(tmp_path / "view2.csv")
     files[-1].write_text("1.0,2.0\n3.0,oops\n")
-    overrides = {"out-dir": str(tmp_path / "results"), "run-name": "bad", "num-server-rounds": 2,
-                 "sonmf.rank": 2}
+    overrides = {
+        "out-dir": str(tmp_path / "results"),
+        "run-name": "bad",
+        "num-server-rounds": 2,
+        "sonmf.rank": 2,
+    }
     outcome = _run(tmp_path, 3, overrides, data_files=files)
     assert outcome.status == "failed"
     assert outcome.result_path is None and not (tmp_path / "results" / "bad").exists()

@@ -18,12 +18,12 @@ from cryptography.hazmat.primitives.serialization import load_ssh_private_key
 from flwr.cli.supernode.register import try_load_public_key
 from flwr.common import Context, RecordDict
 
-from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys
 from fedmf_app.client_app import client_fn
-from fedmf_app.options.run_config import ConfigError
 from fedmf_app.data import DataError
+from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys
 from fedmf_app.deployment.federation import federation_run_config, main
 from fedmf_app.deployment.processes import OwnedProcess
+from fedmf_app.options.run_config import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,7 +42,11 @@ def test_server_certificate_is_signed_by_the_ca_for_loopback_and_given_hosts(tmp
 def test_supernode_keys_are_p384_pairs_that_flower_accepts(tmp_path):
     pairs = make_supernode_keys(tmp_path, 2)
     assert [p.name for pair in pairs for p in pair] == [
-        "supernode-0.key", "supernode-0.pub", "supernode-1.key", "supernode-1.pub"]
+        "supernode-0.key",
+        "supernode-0.pub",
+        "supernode-1.key",
+        "supernode-1.pub",
+    ]
     for private, public in pairs:
         key = load_ssh_private_key(private.read_bytes(), password=None)
         assert isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp384r1"
@@ -51,8 +55,9 @@ def test_supernode_keys_are_p384_pairs_that_flower_accepts(tmp_path):
 
 
 def test_owned_process_stop_ends_descendants_that_left_its_group(tmp_path):
-    code = ("import subprocess, time; "
-            "subprocess.Popen(['sleep', '60'], start_new_session=True); time.sleep(60)")
+    code = (
+        "import subprocess, time; subprocess.Popen(['sleep', '60'], start_new_session=True); time.sleep(60)"
+    )
     proc = OwnedProcess("test", [sys.executable, "-c", code], {}, tmp_path / "log")
     deadline = time.monotonic() + 20
     children = []
@@ -68,8 +73,13 @@ def test_owned_process_stop_ends_descendants_that_left_its_group(tmp_path):
 
 
 def _context(node_config, **run_config):
-    return Context(run_id=1, node_id=4242, node_config=node_config, state=RecordDict(),
-                   run_config={"num-clients": 3, **run_config})
+    return Context(
+        run_id=1,
+        node_id=4242,
+        node_config=node_config,
+        state=RecordDict(),
+        run_config={"num-clients": 3, **run_config},
+    )
 
 
 @pytest.mark.parametrize("problem", ["missing", "folder", "malformed"])
@@ -93,8 +103,9 @@ def test_clientapp_rejects_a_partition_without_a_view_naming_the_node():
 
 def test_clientapp_loads_a_good_data_file(tmp_path):
     np.save(tmp_path / "view.npy", np.abs(np.random.default_rng(0).standard_normal((30, 8))))
-    client = client_fn(_context({"partition-id": 0, "data-file": str(tmp_path / "view.npy")},
-                                **{"sonmf.rank": 2}))
+    client = client_fn(
+        _context({"partition-id": 0, "data-file": str(tmp_path / "view.npy")}, **{"sonmf.rank": 2})
+    )
     assert client is not None
 
 
@@ -106,20 +117,33 @@ def test_run_config_must_have_one_client_per_supernode():
         federation_run_config(3, {"sonmf.rank": 30})
 
 
-@pytest.mark.parametrize("argv", [
-    ["--num-nodes", "3", "--run-config", "num-clients=2"],
-    ["--num-nodes", "2", "--data-file", "a.npy"],
-    ["--num-nodes", "3", "--run-config", "nonsense-key=1"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--num-nodes", "3", "--run-config", "num-clients=2"],
+        ["--num-nodes", "2", "--data-file", "a.npy"],
+        ["--num-nodes", "3", "--run-config", "nonsense-key=1"],
+    ],
+)
 def test_command_line_rejects_bad_arguments_before_starting_anything(argv):
     assert main(argv) == 2
 
 
 @pytest.mark.e2e
 def test_command_line_stops_everything_it_started_on_sigterm(tmp_path):
-    command = [sys.executable, "-m", "fedmf_app.deployment.federation", "--num-nodes", "2", "--app-dir",
-               str(ROOT), "--workdir", str(tmp_path / "work"), "--run-config",
-               f'num-server-rounds=50 out-dir="{tmp_path}"']
+    command = [
+        sys.executable,
+        "-m",
+        "fedmf_app.deployment.federation",
+        "--num-nodes",
+        "2",
+        "--app-dir",
+        str(ROOT),
+        "--workdir",
+        str(tmp_path / "work"),
+        "--run-config",
+        f'num-server-rounds=50 out-dir="{tmp_path}"',
+    ]
     cli = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     pids, lines = [], []
     deadline = time.monotonic() + 60
@@ -143,9 +167,11 @@ def test_command_line_stops_everything_it_started_on_sigterm(tmp_path):
 def test_clientapp_message_path_does_not_import_torch():
     # a deployed SuperNode starts a fresh ClientApp process for every message: an import of
     # torch there (several seconds) would be paid by every node in every round
-    code = ("import sys, fedmf_app.client_app; from fedmf_app.registry import client_class; "
-            "client_class('fedsonmf'); print(sorted({m.split('.')[0] for m in sys.modules} "
-            "& {'torch', 'torch_geometric', 'sklearn', 'matplotlib'}))")
+    code = (
+        "import sys, fedmf_app.client_app; from fedmf_app.registry import client_class; "
+        "client_class('fedsonmf'); print(sorted({m.split('.')[0] for m in sys.modules} "
+        "& {'torch', 'torch_geometric', 'sklearn', 'matplotlib'}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

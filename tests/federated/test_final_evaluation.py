@@ -6,14 +6,15 @@ import numpy as np
 import pytest
 import scipy.io
 
-from fakes import build_federation, run_federation
-from fedmf_app.methods.sonmf.options import resolve_rank
-from fedmf_app.options.run_config import validate_run_config
-from fedmf_app.data import DataError
 from fedmf_app.common.clustering import kmeans_labels
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.data import DataError
 from fedmf_app.federated.strategy import FederationError
+from fedmf_app.methods.sonmf.options import resolve_rank
+from fedmf_app.options.run_config import validate_run_config
+
+from fakes import build_federation, run_federation
 
 N_PER_CLASS, K = 10, 3
 
@@ -34,8 +35,9 @@ def _separable_views(tmp_path):
 
 
 def _cfg(path, **overrides):
-    return validate_run_config({"dataset": path, "num-clients": 3, "sonmf.rank": K,
-                                "num-server-rounds": 3, "seed": 2, **overrides})
+    return validate_run_config(
+        {"dataset": path, "num-clients": 3, "sonmf.rank": K, "num-server-rounds": 3, "seed": 2, **overrides}
+    )
 
 
 def test_final_labels_are_scored_against_the_clients_ground_truth(tmp_path):
@@ -55,8 +57,9 @@ def test_final_labels_are_scored_against_the_clients_ground_truth(tmp_path):
 
 
 def test_without_ground_truth_the_run_keeps_only_labels(tmp_path):
-    strategy, _ = run_federation(tmp_path, validate_run_config(
-        {"num-clients": 2, "num-samples": 30, "num-server-rounds": 2}))
+    strategy, _ = run_federation(
+        tmp_path, validate_run_config({"num-clients": 2, "num-samples": 30, "num-server-rounds": 2})
+    )
     final = json.loads((tmp_path / "run" / "result.json").read_text())["final"]
     assert len(final["labels"]) == 30 and final["num_clusters"] <= 6
     assert "acc" not in final

@@ -35,8 +35,17 @@ def test_docs_hold_the_current_table_of_keys():
 
 def test_defaults_validate_and_rounds_default_to_the_methods_own():
     assert validate_run_config({}) == {**defaults(), "num-server-rounds": 100}
-    rounds = {a: validate_run_config({"algorithm": a})["num-server-rounds"] for f in FAMILIES for a in f.algorithms}
-    assert rounds == {"fedsonmf": 100, "fedmavg": 100, "fedmgs": 100, "fedvra-u": 100, "fmvc-imk": 100, "fmvc-iai": 6}
+    rounds = {
+        a: validate_run_config({"algorithm": a})["num-server-rounds"] for f in FAMILIES for a in f.algorithms
+    }
+    assert rounds == {
+        "fedsonmf": 100,
+        "fedmavg": 100,
+        "fedmgs": 100,
+        "fedvra-u": 100,
+        "fmvc-imk": 100,
+        "fmvc-iai": 6,
+    }
     assert validate_run_config({"algorithm": "fmvc-iai", "num-server-rounds": 3})["num-server-rounds"] == 3
 
 

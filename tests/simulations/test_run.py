@@ -3,16 +3,15 @@
 import os
 import shutil
 import subprocess
-import tomllib
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 import psutil
 import pytest
 from omegaconf import OmegaConf
 
-from fedmf_app.options.run_config import defaults, validate_run_config
 from fedmf_app.federated.results import load_result
 from simulations.run import failed_jobs
 
@@ -30,14 +29,28 @@ def test_hydra_run_block_is_pyprojects_table():
 
 
 def _hydra(args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "simulations.run", *args], cwd=ROOT, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "simulations.run", *args],
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @pytest.mark.e2e
 def test_two_job_grid_leaves_one_completed_result_per_job(tmp_path):
-    proc = _hydra(["-m", "run.num-server-rounds=2", "run.num-clients=2", "run.heterogeneity=0,0.9",
-                   f"hydra.sweep.dir={tmp_path}"])
+    proc = _hydra(
+        [
+            "-m",
+            "run.num-server-rounds=2",
+            "run.num-clients=2",
+            "run.heterogeneity=0,0.9",
+            f"hydra.sweep.dir={tmp_path}",
+        ]
+    )
     assert proc.returncode == 0, proc.stdout[-3000:]
     results = [load_result(tmp_path / str(job)) for job in (0, 1)]
     assert [r["config"]["heterogeneity"] for r in results] == [0.0, 0.9]
@@ -78,10 +91,24 @@ def test_a_failed_job_is_reported_skipped_and_leaves_no_process(tmp_path):
     tmp = Path(tempfile.mkdtemp(prefix="fedmf-", dir="/tmp"))
     env = {**os.environ, "TMPDIR": str(tmp)}
     proc = subprocess.run(
-        [sys.executable, "-m", "simulations.run", "-m", "run.num-server-rounds=2", "num_supernodes=2",
-         "run.num-clients=2,3", f"hydra.sweep.dir={sweep}"],
-        cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600,
-        check=False, env=env)
+        [
+            sys.executable,
+            "-m",
+            "simulations.run",
+            "-m",
+            "run.num-server-rounds=2",
+            "num_supernodes=2",
+            "run.num-clients=2,3",
+            f"hydra.sweep.dir={sweep}",
+        ],
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=600,
+        check=False,
+        env=env,
+    )
     assert proc.returncode == 1, proc.stdout[-3000:]
     assert load_result(sweep / "0")["status"] == "completed"
     [failed] = failed_jobs(sweep)
@@ -102,5 +129,3 @@ def test_sweeps_default_to_two_jobs_side_by_side_and_can_run_one_by_one(launcher
     assert cfg.hydra.launcher._target_.endswith(target)
     if launcher is None:
         assert cfg.hydra.launcher.n_jobs == 2
-
-

@@ -60,8 +60,9 @@ def _read_json(name: str) -> dict[str, Any]:
     try:
         text = resources.files(__package__).joinpath(EMBEDDED[name]).read_text()
     except (FileNotFoundError, OSError) as exc:
-        raise DataError(f"embedded:{name}: the package file {EMBEDDED[name]} is missing ({exc}); "
-                        "reinstall the app") from exc
+        raise DataError(
+            f"embedded:{name}: the package file {EMBEDDED[name]} is missing ({exc}); reinstall the app"
+        ) from exc
     return json.loads(text)
 
 

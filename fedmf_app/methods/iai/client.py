@@ -25,12 +25,12 @@ import torch
 from flwr.common import Context, Scalar
 from flwr.common.logger import log
 
-from fedmf_app.federated.client import ViewClient, load_state, save_state
-from fedmf_app.methods.iai.options import iai_params
-from fedmf_app.data import ClientView
-from fedmf_app.methods.iai.client_updates import client_round, client_setup
-from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.data import ClientView
+from fedmf_app.data.missing_views import missing_view_mask
+from fedmf_app.federated.client import ViewClient, load_state, save_state
+from fedmf_app.methods.iai.client_updates import client_round, client_setup
+from fedmf_app.methods.iai.options import iai_params
 
 __all__ = ["FMVCIAIClient"]
 
@@ -54,13 +54,20 @@ class FMVCIAIClient(ViewClient):
         See :class:`~fedmf_app.federated.client.ViewClient`.
     """
 
-    def __init__(self, context: Context, cfg: dict[str, Any], partition_id: int,
-                 num_partitions: int | None, view: ClientView) -> None:
+    def __init__(
+        self,
+        context: Context,
+        cfg: dict[str, Any],
+        partition_id: int,
+        num_partitions: int | None,
+        view: ClientView,
+    ) -> None:
         super().__init__(context, cfg, partition_id, num_partitions, view)
         torch.set_num_threads(1)
         n = view.features.shape[0]
-        self.observed = missing_view_mask(n, cfg["num-clients"], cfg["missing-rate"], cfg["seed"],
-                                          cfg["missing-views-dropped"])[:, partition_id]
+        self.observed = missing_view_mask(
+            n, cfg["num-clients"], cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"]
+        )[:, partition_id]
         self.seed = int(rng_for(cfg["seed"], Stream.IAI_CLIENT, partition_id).integers(2**31 - 1))
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
@@ -79,20 +86,34 @@ class FMVCIAIClient(ViewClient):
             params = iai_params(self.cfg, num_clusters=1)
             neighbours, ae_state = client_setup(x, self.observed, params, self.seed)
             save_state(self.context, _NAME, server_round, {f"ae.{k}": v for k, v in ae_state.items()})
-            return [neighbours], int(self.observed.sum()), {
-                "kernel_s": time.perf_counter() - started}
+            return [neighbours], int(self.observed.sum()), {"kernel_s": time.perf_counter() - started}
         neighbours, labels, target, anchors = parameters
-        params = replace(iai_params(self.cfg, num_clusters=target.shape[1]),
-                         device=_device(self.cfg["iai.device"]))
+        params = replace(
+            iai_params(self.cfg, num_clusters=target.shape[1]), device=_device(self.cfg["iai.device"])
+        )
         ae_state = {k[3:]: v for k, v in state.items() if k.startswith("ae.")}
         gae_state = {k[4:]: v for k, v in state.items() if k.startswith("gae.")} or None
         upload = client_round(
-            x, self.observed, ae_state, gae_state, neighbours, labels,
-            target if target.shape[0] else None, anchors, params, self.seed + server_round,
+            x,
+            self.observed,
+            ae_state,
+            gae_state,
+            neighbours,
+            labels,
+            target if target.shape[0] else None,
+            anchors,
+            params,
+            self.seed + server_round,
         )
-        save_state(self.context, _NAME, server_round,
-                   {**{f"ae.{k}": v for k, v in ae_state.items()},
-                    **{f"gae.{k}": v for k, v in upload.gae_state.items()}})
+        save_state(
+            self.context,
+            _NAME,
+            server_round,
+            {
+                **{f"ae.{k}": v for k, v in ae_state.items()},
+                **{f"gae.{k}": v for k, v in upload.gae_state.items()},
+            },
+        )
         metrics: dict[str, Scalar] = {
             "kernel_s": time.perf_counter() - started,
             "loss_attribute": upload.losses.attribute,
@@ -101,5 +122,8 @@ class FMVCIAIClient(ViewClient):
         }
         if upload.emd is not None:
             metrics["emd"] = upload.emd
-        return ([upload.distances, upload.anchor_indices, upload.anchor_values],
-                int(self.observed.sum()), metrics)
+        return (
+            [upload.distances, upload.anchor_indices, upload.anchor_values],
+            int(self.observed.sum()),
+            metrics,
+        )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from fedmf_app.common.graphs import adjacency
 from fedmf_app.methods.iai.deep_clustering import prototype_distances, prototypes, total_variation_emd
 from fedmf_app.methods.iai.feature_propagation import feature_propagation
 from fedmf_app.methods.iai.graph_autoencoder import (
@@ -29,9 +30,8 @@ from fedmf_app.methods.iai.graph_autoencoder import (
     soft_assignment,
     train_gae,
 )
-from fedmf_app.common.graphs import adjacency
-from fedmf_app.methods.iai.sample_graphs import anchor_graph, observed_knn
 from fedmf_app.methods.iai.params import IAIParams
+from fedmf_app.methods.iai.sample_graphs import anchor_graph, observed_knn
 
 __all__ = ["ClientUpload", "client_round", "client_setup", "scale_features"]
 
@@ -119,8 +119,15 @@ def client_setup(
         Autoencoder weights.
     """
     scaled = scale_features(x, observed, params.feature_scaling)
-    ae = pretrain_autoencoder(scaled[observed], params.ae_hidden, params.embed_dim,
-                              params.ae_epochs, params.ae_lr, params.ae_batch_size, seed)
+    ae = pretrain_autoencoder(
+        scaled[observed],
+        params.ae_hidden,
+        params.embed_dim,
+        params.ae_epochs,
+        params.ae_lr,
+        params.ae_batch_size,
+        seed,
+    )
     z = encode(ae, scaled)
     return observed_knn(z, observed, params.knn).astype(np.int32), _to_numpy(ae.state_dict())
 

@@ -119,8 +119,9 @@ def total_variation_emd(p: np.ndarray, q: np.ndarray) -> float:
     return float(0.5 * np.abs(p - q).sum(axis=1).mean())
 
 
-def fusion_weights(emd: np.ndarray, rule: str = "inverse-emd", temperature: float = 0.1,
-                   floor: float = 1e-12) -> np.ndarray:
+def fusion_weights(
+    emd: np.ndarray, rule: str = "inverse-emd", temperature: float = 0.1, floor: float = 1e-12
+) -> np.ndarray:
     """Client weights w^(m) from EMD_m (spec §3.3 (11)); they decrease with the EMD.
 
     Parameters
@@ -216,6 +217,8 @@ def spectral_labels(affinity: sp.spmatrix, num_clusters: int, seed: int) -> np.n
     from sklearn.cluster import spectral_clustering  # imported here: keeps config imports light
 
     return spectral_clustering(
-        sp.csr_matrix(affinity), n_clusters=num_clusters, random_state=seed,
+        sp.csr_matrix(affinity),
+        n_clusters=num_clusters,
+        random_state=seed,
         assign_labels="cluster_qr",
     ).astype(np.int64)

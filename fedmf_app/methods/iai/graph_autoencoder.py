@@ -183,7 +183,8 @@ class GraphAutoencoder(nn.Module):
         self.attribute_decoder = _mlp([params.out_dim, params.decoder_hidden, in_dim])
         self.structure_head = (
             _mlp([params.out_dim, params.decoder_hidden, params.out_dim])
-            if params.structure_head == "mlp" else nn.Identity()
+            if params.structure_head == "mlp"
+            else nn.Identity()
         )
         self.centroids = nn.Parameter(torch.zeros(num_clusters, params.out_dim))
 
@@ -259,17 +260,20 @@ def train_gae(
             attribute = F.mse_loss(model.attribute_decoder(h), x) if params.attribute_loss else zero
             if params.structure_loss:
                 negatives = negative_sampling(
-                    positives.cpu(), num_nodes=n,
+                    positives.cpu(),
+                    num_nodes=n,
                     num_neg_samples=int(params.negative_ratio * positives.shape[1]),
                 ).to(device)
                 pos = model.edge_logits(h, positives)
                 neg = model.edge_logits(h, negatives)
-                structure = (F.binary_cross_entropy_with_logits(pos, torch.ones_like(pos))
-                             + F.binary_cross_entropy_with_logits(neg, torch.zeros_like(neg)))
+                structure = F.binary_cross_entropy_with_logits(
+                    pos, torch.ones_like(pos)
+                ) + F.binary_cross_entropy_with_logits(neg, torch.zeros_like(neg))
             if p is not None and params.alpha > 0:
                 q = soft_assignment(h, model.centroids)
-                clustering = (p * (torch.log(p.clamp_min(1e-12)) - torch.log(q.clamp_min(1e-12)))
-                              ).sum(dim=1).mean()
+                clustering = (
+                    (p * (torch.log(p.clamp_min(1e-12)) - torch.log(q.clamp_min(1e-12)))).sum(dim=1).mean()
+                )
             loss = attribute + structure + params.alpha * clustering
             if not loss.requires_grad:  # every term disabled: nothing to train
                 break

@@ -22,68 +22,144 @@ from fedmf_app.options.schema import ConfigError, Family, Option
 __all__ = ["FAMILY", "iai_params"]
 
 OPTIONS: tuple[Option, ...] = (
-    Option("iai.knn", 20, Interval(int, 1, None, closed="left"),
-           "Neighbours k of every kNN graph (paper: 20)."),
-    Option("iai.anchors", 200, Interval(int, 2, None, closed="left", text="an integer >= iai.anchor-neighbours + 1"),
-           "Shared anchors r, sample indices drawn once at random by the server ([A] 200)."),
-    Option("iai.anchor-neighbours", 10, Interval(int, 1, None, closed="left"),
-           "Anchors per sample s of the parameter-free anchor graph ([A] 10, spec 3.3b)."),
-    Option("iai.fp-iterations", 40, Interval(int, 0, None, closed="left"),
-           "Feature-propagation steps T (Rossi et al.: 40)."),
-    Option("iai.imputation", "propagation", OneOf(IMPUTATIONS),
-           "Missing rows of Z by feature propagation on A_g, or left at zero (ablation M1)."),
-    Option("iai.start-graph", "support", OneOf(START_GRAPHS),
-           "First global graph, the k neighbours listed by most views ([A] spec 3.3b) or "
-           "the union of the clients' kNN graphs (the literal reading)."),
-    Option("iai.fusion", "inverse-emd", OneOf(FUSION_WEIGHTS),
-           "Anchor-graph weights w_m, 1/EMD_m normalised ([A]), softmax(-EMD/T), or "
-           "uniform (ablation M2)."),
-    Option("iai.fusion-temperature", 0.1, Interval(float, 0, None, closed="neither"),
-           "Temperature T of softmax fusion."),
-    Option("iai.pseudo-labels", "prototype-argmin", OneOf(PSEUDO_LABELS),
-           "Y = argmin_k of the summed prototype distances, a federated k-means step "
-           "([A] spec 3.3b), or spectral clustering of A_g (the literal reading; collapsed on HW)."),
-    Option("iai.feature-scaling", "standard", OneOf(FEATURE_SCALINGS),
-           "Each client z-scores its features on its observed rows before the "
-           "autoencoder ([A])."),
-    Option("iai.ae-hidden", "256,128", PositiveIntegers(),
-           "Autoencoder hidden widths d -> ... -> d_z, mirrored decoder ([A] spec 3.3b)."),
-    Option("iai.embed-dim", 64, Interval(int, 1, None, closed="left"),
-           "Autoencoder code size d_z ([A] 64)."),
-    Option("iai.ae-epochs", 100, Interval(int, 1, None, closed="left"),
-           "Autoencoder pre-training epochs, once in round 1 ([A] 100, spec 3.3b)."),
-    Option("iai.ae-lr", 1e-3, Interval(float, 0, None, closed="neither"),
-           "Autoencoder Adam step ([A] 1e-3)."),
-    Option("iai.ae-batch-size", 256, Interval(int, 1, None, closed="left"),
-           "Autoencoder mini-batch ([A] 256)."),
-    Option("iai.gat-hidden", 64, Interval(int, 1, None, closed="left"),
-           "Width per head of the first GAT layer ([A] 64)."),
-    Option("iai.gat-heads", 4, Interval(int, 1, None, closed="left"),
-           "Heads of the first GAT layer, concatenated ([A] 4)."),
-    Option("iai.embedding-dim", 64, Interval(int, 1, None, closed="left"),
-           "GAT embedding d_h, second layer with one head, linear ([A] 64)."),
-    Option("iai.decoder-hidden", 256, Interval(int, 1, None, closed="left"),
-           "Hidden width of the attribute decoder and the structure head ([A] 256)."),
-    Option("iai.structure-head", "mlp", OneOf(("mlp", "identity")),
-           "Structure logits <H_s,i, H_s,j> with H_s = MLP_s(H) ([A]) or H."),
-    Option("iai.epochs", 20, Interval(int, 1, None, closed="left"),
-           "Full-batch GAE epochs per round (spec 3.4 [A] says 100; 20 as in the measured "
-           "reconstruction of spec 3.3a, 5x cheaper)."),
-    Option("iai.lr", 1e-3, Interval(float, 0, None, closed="neither"),
-           "GAE Adam step ([A] 1e-3)."),
-    Option("iai.alpha", 1.0, Interval(float, 0.0, None, closed="left"),
-           "Weight alpha of the clustering loss KL(P || Q) ([A] 1; 0 in the first "
-           "training round, which has no P)."),
-    Option("iai.negative-ratio", 1.0, Interval(float, 0, None, closed="neither"),
-           "Uniformly sampled non-edges per edge of A_g + I in the structure loss "
-           "([A] 1; never an n x n loss)."),
-    Option("iai.attribute-loss", True, Boolean(),
-           "Attribute reconstruction MSE (false: ablation M3)."),
-    Option("iai.structure-loss", True, Boolean(),
-           "Structure reconstruction BCE (false: ablation M4)."),
-    Option("iai.device", "cpu", OneOf(DEVICES),
-           "Where torch-based clients (fmvc-iai) train; `cuda` falls back to the CPU with a "
-           "warning when no GPU is present."),
+    Option(
+        "iai.knn", 20, Interval(int, 1, None, closed="left"), "Neighbours k of every kNN graph (paper: 20)."
+    ),
+    Option(
+        "iai.anchors",
+        200,
+        Interval(int, 2, None, closed="left", text="an integer >= iai.anchor-neighbours + 1"),
+        "Shared anchors r, sample indices drawn once at random by the server ([A] 200).",
+    ),
+    Option(
+        "iai.anchor-neighbours",
+        10,
+        Interval(int, 1, None, closed="left"),
+        "Anchors per sample s of the parameter-free anchor graph ([A] 10, spec 3.3b).",
+    ),
+    Option(
+        "iai.fp-iterations",
+        40,
+        Interval(int, 0, None, closed="left"),
+        "Feature-propagation steps T (Rossi et al.: 40).",
+    ),
+    Option(
+        "iai.imputation",
+        "propagation",
+        OneOf(IMPUTATIONS),
+        "Missing rows of Z by feature propagation on A_g, or left at zero (ablation M1).",
+    ),
+    Option(
+        "iai.start-graph",
+        "support",
+        OneOf(START_GRAPHS),
+        "First global graph, the k neighbours listed by most views ([A] spec 3.3b) or "
+        "the union of the clients' kNN graphs (the literal reading).",
+    ),
+    Option(
+        "iai.fusion",
+        "inverse-emd",
+        OneOf(FUSION_WEIGHTS),
+        "Anchor-graph weights w_m, 1/EMD_m normalised ([A]), softmax(-EMD/T), or uniform (ablation M2).",
+    ),
+    Option(
+        "iai.fusion-temperature",
+        0.1,
+        Interval(float, 0, None, closed="neither"),
+        "Temperature T of softmax fusion.",
+    ),
+    Option(
+        "iai.pseudo-labels",
+        "prototype-argmin",
+        OneOf(PSEUDO_LABELS),
+        "Y = argmin_k of the summed prototype distances, a federated k-means step "
+        "([A] spec 3.3b), or spectral clustering of A_g (the literal reading; collapsed on HW).",
+    ),
+    Option(
+        "iai.feature-scaling",
+        "standard",
+        OneOf(FEATURE_SCALINGS),
+        "Each client z-scores its features on its observed rows before the autoencoder ([A]).",
+    ),
+    Option(
+        "iai.ae-hidden",
+        "256,128",
+        PositiveIntegers(),
+        "Autoencoder hidden widths d -> ... -> d_z, mirrored decoder ([A] spec 3.3b).",
+    ),
+    Option("iai.embed-dim", 64, Interval(int, 1, None, closed="left"), "Autoencoder code size d_z ([A] 64)."),
+    Option(
+        "iai.ae-epochs",
+        100,
+        Interval(int, 1, None, closed="left"),
+        "Autoencoder pre-training epochs, once in round 1 ([A] 100, spec 3.3b).",
+    ),
+    Option(
+        "iai.ae-lr", 1e-3, Interval(float, 0, None, closed="neither"), "Autoencoder Adam step ([A] 1e-3)."
+    ),
+    Option(
+        "iai.ae-batch-size", 256, Interval(int, 1, None, closed="left"), "Autoencoder mini-batch ([A] 256)."
+    ),
+    Option(
+        "iai.gat-hidden",
+        64,
+        Interval(int, 1, None, closed="left"),
+        "Width per head of the first GAT layer ([A] 64).",
+    ),
+    Option(
+        "iai.gat-heads",
+        4,
+        Interval(int, 1, None, closed="left"),
+        "Heads of the first GAT layer, concatenated ([A] 4).",
+    ),
+    Option(
+        "iai.embedding-dim",
+        64,
+        Interval(int, 1, None, closed="left"),
+        "GAT embedding d_h, second layer with one head, linear ([A] 64).",
+    ),
+    Option(
+        "iai.decoder-hidden",
+        256,
+        Interval(int, 1, None, closed="left"),
+        "Hidden width of the attribute decoder and the structure head ([A] 256).",
+    ),
+    Option(
+        "iai.structure-head",
+        "mlp",
+        OneOf(("mlp", "identity")),
+        "Structure logits <H_s,i, H_s,j> with H_s = MLP_s(H) ([A]) or H.",
+    ),
+    Option(
+        "iai.epochs",
+        20,
+        Interval(int, 1, None, closed="left"),
+        "Full-batch GAE epochs per round (spec 3.4 [A] says 100; 20 as in the measured "
+        "reconstruction of spec 3.3a, 5x cheaper).",
+    ),
+    Option("iai.lr", 1e-3, Interval(float, 0, None, closed="neither"), "GAE Adam step ([A] 1e-3)."),
+    Option(
+        "iai.alpha",
+        1.0,
+        Interval(float, 0.0, None, closed="left"),
+        "Weight alpha of the clustering loss KL(P || Q) ([A] 1; 0 in the first "
+        "training round, which has no P).",
+    ),
+    Option(
+        "iai.negative-ratio",
+        1.0,
+        Interval(float, 0, None, closed="neither"),
+        "Uniformly sampled non-edges per edge of A_g + I in the structure loss ([A] 1; never an n x n loss).",
+    ),
+    Option("iai.attribute-loss", True, Boolean(), "Attribute reconstruction MSE (false: ablation M3)."),
+    Option("iai.structure-loss", True, Boolean(), "Structure reconstruction BCE (false: ablation M4)."),
+    Option(
+        "iai.device",
+        "cpu",
+        OneOf(DEVICES),
+        "Where torch-based clients (fmvc-iai) train; `cuda` falls back to the CPU with a "
+        "warning when no GPU is present.",
+    ),
 )
 
 

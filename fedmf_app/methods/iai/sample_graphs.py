@@ -58,7 +58,7 @@ def start_graph(client_graphs: list[np.ndarray], k: int, rule: str = "support") 
 
     Returns
     -------
-    ndarray of int64, shape (n, k') 
+    ndarray of int64, shape (n, k')
         Neighbour indices, ``-1`` padded (``k' = k`` for ``support``).
 
     Raises
@@ -70,8 +70,7 @@ def start_graph(client_graphs: list[np.ndarray], k: int, rule: str = "support") 
         raise ValueError(f"unknown start-graph rule {rule!r}; use one of {START_GRAPHS}")
     n = client_graphs[0].shape[0]
     stacked = np.concatenate(client_graphs, axis=1)
-    ranks = np.concatenate([np.broadcast_to(np.arange(g.shape[1]), g.shape) for g in client_graphs],
-                           axis=1)
+    ranks = np.concatenate([np.broadcast_to(np.arange(g.shape[1]), g.shape) for g in client_graphs], axis=1)
     width = k if rule == "support" else stacked.shape[1]
     out = np.full((n, width), -1, dtype=np.int64)
     for i in range(n):
@@ -119,9 +118,7 @@ def anchor_graph(
     r, s = anchors.shape[0], neighbours
     if r < s + 1:
         raise ValueError(f"an anchor graph with s = {s} neighbours needs at least {s + 1} anchors, got {r}")
-    sq = (
-        (embedding**2).sum(1)[:, None] - 2.0 * embedding @ anchors.T + (anchors**2).sum(1)[None, :]
-    )
+    sq = (embedding**2).sum(1)[:, None] - 2.0 * embedding @ anchors.T + (anchors**2).sum(1)[None, :]
     sq = np.maximum(sq, 0.0)
     nearest = np.argpartition(sq, s, axis=1)[:, : s + 1]
     d = np.take_along_axis(sq, nearest, axis=1)
@@ -152,5 +149,3 @@ def anchor_matrix(indices: np.ndarray, values: np.ndarray, num_anchors: int) -> 
     n, s = indices.shape
     rows = np.repeat(np.arange(n), s)
     return sp.csr_matrix((values.ravel(), (rows, indices.ravel())), shape=(n, num_anchors))
-
-

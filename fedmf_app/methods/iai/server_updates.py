@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedmf_app.common.graphs import adjacency, knn_indices, num_components
 from fedmf_app.methods.iai.deep_clustering import (
     fuse,
     fusion_weights,
@@ -21,9 +22,8 @@ from fedmf_app.methods.iai.deep_clustering import (
     student_t,
     target_distribution,
 )
-from fedmf_app.common.graphs import adjacency, knn_indices, num_components
-from fedmf_app.methods.iai.sample_graphs import anchor_matrix, start_graph
 from fedmf_app.methods.iai.params import IAIParams
+from fedmf_app.methods.iai.sample_graphs import anchor_matrix, start_graph
 
 __all__ = ["ServerState", "server_round", "server_setup"]
 
@@ -53,8 +53,9 @@ class ServerState:
     components: int
 
 
-def server_setup(client_graphs: list[np.ndarray], params: IAIParams,
-                 rng: np.random.Generator, seed: int) -> ServerState:
+def server_setup(
+    client_graphs: list[np.ndarray], params: IAIParams, rng: np.random.Generator, seed: int
+) -> ServerState:
     """A_g⁰ from the clients' kNN graphs, Y⁰ by spectral clustering, shared anchors (spec §3.4).
 
     Parameters
@@ -122,8 +123,9 @@ def server_round(
     q = student_t(np.sum(distances, axis=0))
     target = target_distribution(q)
     rule = params.fusion if emd is not None else "uniform"
-    weights = fusion_weights(np.asarray(emd if emd is not None else [0.0] * len(distances)),
-                             rule, params.fusion_temperature)
+    weights = fusion_weights(
+        np.asarray(emd if emd is not None else [0.0] * len(distances)), rule, params.fusion_temperature
+    )
     fused = fuse([anchor_matrix(i, v, params.anchors) for i, v in anchor_graphs], weights)
     neighbours = knn_indices(fused, params.knn).astype(np.int32)
     graph = adjacency(neighbours, n)

@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 from flwr.common.logger import log
 
-from fedmf_app.methods.iai.options import iai_params
-from fedmf_app.methods.iai.params import IAIParams
-from fedmf_app.methods.iai import server_updates as iai_server
-from fedmf_app.methods.iai.server_updates import ServerState
+from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data.missing_views import views_dropped
 from fedmf_app.federated.results import RunRecorder
-from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
+from fedmf_app.methods.iai import server_updates as iai_server
+from fedmf_app.methods.iai.options import iai_params
+from fedmf_app.methods.iai.params import IAIParams
+from fedmf_app.methods.iai.server_updates import ServerState
 
 __all__ = ["FMVCIAIStrategy"]
 
@@ -67,8 +67,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         self.params = iai_params(self.cfg, self.num_clusters)
         n = int(self.client_info[0]["num-samples"])
         if self.params.anchors > n:
-            raise FederationError(f"run config 'iai.anchors' = {self.params.anchors} exceeds the "
-                                  f"{n} samples")
+            raise FederationError(f"run config 'iai.anchors' = {self.params.anchors} exceeds the {n} samples")
         if self.cfg["missing-rate"] > 0:
             try:
                 views_dropped(len(self.client_info), self.cfg["missing-views-dropped"])
@@ -84,8 +83,9 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         seed = int(self.cfg["seed"])
         record: dict[str, Any]
         if server_round == 1:
-            self.state = iai_server.server_setup([r.arrays[0] for r in replies], self.params,
-                                      rng_for(seed, Stream.IAI_SERVER), seed)
+            self.state = iai_server.server_setup(
+                [r.arrays[0] for r in replies], self.params, rng_for(seed, Stream.IAI_SERVER), seed
+            )
             record = {"phase": "setup", "components": self.state.components}
         else:
             assert self.state is not None
@@ -93,8 +93,12 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             emd = [float(r.metrics["emd"]) for r in replies] if has_emd else None
             previous = self.state.labels
             self.state, weights = iai_server.server_round(
-                self.state, [r.arrays[0] for r in replies],
-                [(r.arrays[1], r.arrays[2]) for r in replies], emd, self.params, seed + server_round,
+                self.state,
+                [r.arrays[0] for r in replies],
+                [(r.arrays[1], r.arrays[2]) for r in replies],
+                emd,
+                self.params,
+                seed + server_round,
             )
             record = {
                 "phase": "train",
@@ -103,15 +107,22 @@ class FMVCIAIStrategy(ViewFederationStrategy):
                 "emd": emd,
                 "emd_mean": None if emd is None else float(np.mean(emd)),
                 "weights": weights.tolist(),
-                **{key: float(np.mean([r.metrics[key] for r in replies]))
-                   for key in ("loss_attribute", "loss_structure", "loss_clustering")},
+                **{
+                    key: float(np.mean([r.metrics[key] for r in replies]))
+                    for key in ("loss_attribute", "loss_structure", "loss_clustering")
+                },
             }
         state = self.state
         if self.params.pseudo_labels == "spectral" and state.components > self.params.num_clusters:
-            log(WARNING, "round %d: the global graph A_g has %d connected components for %d "
+            log(
+                WARNING,
+                "round %d: the global graph A_g has %d connected components for %d "
                 "clusters; spectral pseudo-labels will follow the components (consider "
-                "iai-pseudo-labels = prototype-argmin or a larger iai-knn)", server_round,
-                state.components, self.params.num_clusters)
+                "iai-pseudo-labels = prototype-argmin or a larger iai-knn)",
+                server_round,
+                state.components,
+                self.params.num_clusters,
+            )
         target = state.target if state.target is not None else np.zeros((0, self.params.num_clusters))
         return [state.neighbours, state.labels, target, state.anchors], record
 
@@ -121,5 +132,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
 
     def summary(self) -> dict[str, Any]:
         """Training rounds and the last graph's connectivity."""
-        return {"training_rounds": self.num_rounds - 1,
-                "components": None if self.state is None else self.state.components}
+        return {
+            "training_rounds": self.num_rounds - 1,
+            "components": None if self.state is None else self.state.components,
+        }

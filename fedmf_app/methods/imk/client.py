@@ -23,11 +23,7 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from flwr.common import Array, ArrayRecord, ConfigRecord, NDArrays, Scalar
 
-from fedmf_app.federated.client import ViewClient, load_state, save_state
-from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.common.graphs import knn_similarity
-from fedmf_app.methods.imk.updates import ClientState, client_round, init_client, preprocess_view
-from fedmf_app.methods.imk.reference import client_rng
 from fedmf_app.common.secure_sum import (
     add_pairwise_masks,
     derive_pair_key,
@@ -35,6 +31,10 @@ from fedmf_app.common.secure_sum import (
     generate_private_key,
     public_key_bytes,
 )
+from fedmf_app.federated.client import ViewClient, load_state, save_state
+from fedmf_app.methods.imk.options import imk_params
+from fedmf_app.methods.imk.reference import client_rng
+from fedmf_app.methods.imk.updates import ClientState, client_round, init_client, preprocess_view
 
 __all__ = ["FMVCIMKClient"]
 
@@ -42,21 +42,20 @@ _NAME = "fmvc-imk"
 
 
 def _pack(state: ClientState) -> dict[str, np.ndarray]:
-    return {"f": state.f, "w": state.w, "h": state.h, "phi": state.phi,
-            "alpha": np.array([state.alpha])}
+    return {"f": state.f, "w": state.w, "h": state.h, "phi": state.phi, "alpha": np.array([state.alpha])}
 
 
 def _unpack(arrays: dict[str, np.ndarray]) -> ClientState:
-    return ClientState(f=arrays["f"], w=arrays["w"], h=arrays["h"], phi=arrays["phi"],
-                       alpha=float(arrays["alpha"][0]))
+    return ClientState(
+        f=arrays["f"], w=arrays["w"], h=arrays["h"], phi=arrays["phi"], alpha=float(arrays["alpha"][0])
+    )
 
 
 class FMVCIMKClient(ViewClient):
     """One view of FMVC-IMK: its graph, its factors and its copy of the indicator."""
 
     def _view(self) -> np.ndarray:
-        return preprocess_view(self.view.features, self.cfg["imk.standardise"],
-                               self.cfg["imk.unit-norm"])
+        return preprocess_view(self.view.features, self.cfg["imk.standardise"], self.cfg["imk.unit-norm"])
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """The base handshake, or the key stage."""
@@ -88,30 +87,50 @@ class FMVCIMKClient(ViewClient):
                 self.context.state.config_records[f"{_NAME}.keys"]["private-key"]
             )
             context = bytes(config["mask-context"])
-            pair_keys = {j: derive_pair_key(private, bytes(config[f"public-key-{j}"]), context)
-                         for j in range(m) if j != self.partition_id}
+            pair_keys = {
+                j: derive_pair_key(private, bytes(config[f"public-key-{j}"]), context)
+                for j in range(m)
+                if j != self.partition_id
+            }
             add_pairwise_masks(upload, self.partition_id, pair_keys)
             mask_s = time.perf_counter() - mask_started
-        state = init_client(x, k, self.cfg["imk.latent-dim"] or k, m, self.cfg["imk.client-init"],
-                            imk_params(self.cfg), client_rng(self.cfg["seed"], self.partition_id))
+        state = init_client(
+            x,
+            k,
+            self.cfg["imk.latent-dim"] or k,
+            m,
+            self.cfg["imk.client-init"],
+            imk_params(self.cfg),
+            client_rng(self.cfg["seed"], self.partition_id),
+        )
         self.context.state.array_records[f"{_NAME}.init"] = ArrayRecord(
             {key: Array(v) for key, v in _pack(state).items()}
         )
         arrays = [upload, state.h]
         if self.view.labels is not None:
             arrays.append(np.asarray(self.view.labels, dtype=np.int64))
-        metrics = {"kernel_s": time.perf_counter() - started, "mask_s": mask_s,
-                   "upload_bytes": int(upload.nbytes)}
+        metrics = {
+            "kernel_s": time.perf_counter() - started,
+            "mask_s": mask_s,
+            "upload_bytes": int(upload.nbytes),
+        }
         return arrays, x.shape[0], metrics
 
-    def _round(self, parameters: NDArrays, server_round: int, started: float) -> tuple[NDArrays, int, dict[str, Any]]:
+    def _round(
+        self, parameters: NDArrays, server_round: int, started: float
+    ) -> tuple[NDArrays, int, dict[str, Any]]:
         stored = load_state(self.context, _NAME, server_round)
         if server_round == 1:
             stored = {k: v.numpy() for k, v in self.context.state.array_records[f"{_NAME}.init"].items()}
         x = self._view()
-        state, stats = client_round(x, _unpack(stored), parameters[0], imk_params(self.cfg),
-                                    first=server_round == 1)
+        state, stats = client_round(
+            x, _unpack(stored), parameters[0], imk_params(self.cfg), first=server_round == 1
+        )
         save_state(self.context, _NAME, server_round, _pack(state))
-        metrics = {"kernel_s": time.perf_counter() - started, "residual": stats.residual,
-                   "ortho": stats.ortho, "alpha": stats.alpha}
+        metrics = {
+            "kernel_s": time.perf_counter() - started,
+            "residual": stats.residual,
+            "ortho": stats.ortho,
+            "alpha": stats.alpha,
+        }
         return [state.h], x.shape[0], metrics

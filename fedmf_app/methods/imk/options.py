@@ -25,58 +25,125 @@ __all__ = ["FAMILY", "imk_params"]
 SECURE_SUMS = ("masking", "none")
 
 OPTIONS: tuple[Option, ...] = (
-    Option("imk.lambda", 0.1, Interval(float, 0.0, None, closed="left"),
-           "Weight lambda of the graph term Tr(H^T L H) (0: no graph, ablation case 2)."),
-    Option("imk.mu", 0.1, Interval(float, 0.0, None, closed="left"),
-           "Weight mu of the orthogonality penalty ||H^T H - I||^2."),
-    Option("imk.rho", 5.0, Interval(float, 0, None, closed="neither"),
-           "ADMM penalty rho of H^(m) = H (5: the objective decreases monotonically; the "
-           "spec's 1 oscillates and gains a few ACC points on some data sets, see the README)."),
-    Option("imk.beta", 1.0, Interval(float, 0, None, closed="neither"),
-           "Step beta on Delta H^(m) [P]."),
-    Option("imk.sigma", 1.0, Interval(float, 0, None, closed="neither"),
-           "CoCoA curvature sigma' (1, spec 2.2b; the literal reading is the number of "
-           "clients)."),
-    Option("imk.latent-dim", 0, Interval(int, 0, None, closed="left"),
-           "Latent dimension c ([A] 0: c = k); a view with fewer features uses d_m."),
-    Option("imk.neighbours", 5, Interval(int, 1, None, closed="left"),
-           "Neighbours p of each client's kNN graph ([A] 5)."),
-    Option("imk.similarity", "binary", OneOf(SIMILARITIES),
-           "KNN edge weights, 0/1 or the heat kernel exp(-d^2/t), t = mean squared kNN "
-           "distance ([A] binary)."),
-    Option("imk.ortho-placement", "local", OneOf(ORTHO_PLACEMENTS),
-           "Orthogonality penalty on each H^(m) (clients) or on the global H (server, "
-           "linearised at the previous H) ([A] local)."),
-    Option("imk.ortho-curvature", True, Boolean(),
-           "Add the majoriser 4 mu (3 ||H^(m)||_2^2 - 1)_+ to the H step (false: the "
-           "literal step, which diverges for mu >= 1)."),
-    Option("imk.nonneg", False, Boolean(),
-           "Project H^(m) onto H >= 0 after each step, as FedMVL's code ([A] false)."),
-    Option("imk.client-init", "normalised-indicator", OneOf(CLIENT_INITS),
-           "Initial H^(m) from k-means on the view, entries 1/sqrt(n_j) or FedMVL's "
-           "one-hot + 0.2 ([A] normalised-indicator)."),
-    Option("imk.server-init", "kmeans-concat", OneOf(SERVER_INITS),
-           "Initial H from k-means on the concatenated initial H^(m), or their mean "
-           "([A] kmeans-concat)."),
-    Option("imk.labels", "kmeans", OneOf(LABEL_RULES),
-           "Labels from H by k-means on its normalised rows or by argmax_j H_ij ([A] "
-           "kmeans: H is only defined up to a rotation unless imk.nonneg is on)."),
-    Option("imk.standardise", "zscore", OneOf(STANDARDISATIONS),
-           "Per-view preprocessing, per-feature z-score, per-sample l2 (text) or none."),
-    Option("imk.unit-norm", True, Boolean(),
-           "Scale each preprocessed view to ||X^(m)||_F = 1."),
-    Option("imk.tol", 1e-4, Interval(float, 0.0, None, closed="left"),
-           "Stop when |F_t - F_{t-1}| <= tol |F_{t-1}| (0: run all rounds) ([A] 1e-4)."),
-    Option("imk.server-solver", "cg", OneOf(SERVER_SOLVERS),
-           "Server solve of (2 lambda L + M rho I) H = rhs by warm-started conjugate "
-           "gradients or a sparse LU made once."),
-    Option("imk.secure-sum", "masking", OneOf(SECURE_SUMS),
-           "How the server gets sum_m L^(m): pairwise additive masking with X25519 keys "
-           "(it sees only uniformly random uploads), or `none` (plain uploads; for measuring the "
-           "masking's cost only, the server sees every graph)."),
-    Option("imk.mask-frac-bits", 16, Interval(int, 0, 24, closed="both"),
-           "Fixed-point bits of the masked similarities in Z_{2^32} (heat-kernel entries "
-           "are rounded to 2^-bits; the sum must stay below 2^(32-bits) per entry)."),
+    Option(
+        "imk.lambda",
+        0.1,
+        Interval(float, 0.0, None, closed="left"),
+        "Weight lambda of the graph term Tr(H^T L H) (0: no graph, ablation case 2).",
+    ),
+    Option(
+        "imk.mu",
+        0.1,
+        Interval(float, 0.0, None, closed="left"),
+        "Weight mu of the orthogonality penalty ||H^T H - I||^2.",
+    ),
+    Option(
+        "imk.rho",
+        5.0,
+        Interval(float, 0, None, closed="neither"),
+        "ADMM penalty rho of H^(m) = H (5: the objective decreases monotonically; the "
+        "spec's 1 oscillates and gains a few ACC points on some data sets, see the README).",
+    ),
+    Option("imk.beta", 1.0, Interval(float, 0, None, closed="neither"), "Step beta on Delta H^(m) [P]."),
+    Option(
+        "imk.sigma",
+        1.0,
+        Interval(float, 0, None, closed="neither"),
+        "CoCoA curvature sigma' (1, spec 2.2b; the literal reading is the number of clients).",
+    ),
+    Option(
+        "imk.latent-dim",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "Latent dimension c ([A] 0: c = k); a view with fewer features uses d_m.",
+    ),
+    Option(
+        "imk.neighbours",
+        5,
+        Interval(int, 1, None, closed="left"),
+        "Neighbours p of each client's kNN graph ([A] 5).",
+    ),
+    Option(
+        "imk.similarity",
+        "binary",
+        OneOf(SIMILARITIES),
+        "KNN edge weights, 0/1 or the heat kernel exp(-d^2/t), t = mean squared kNN distance ([A] binary).",
+    ),
+    Option(
+        "imk.ortho-placement",
+        "local",
+        OneOf(ORTHO_PLACEMENTS),
+        "Orthogonality penalty on each H^(m) (clients) or on the global H (server, "
+        "linearised at the previous H) ([A] local).",
+    ),
+    Option(
+        "imk.ortho-curvature",
+        True,
+        Boolean(),
+        "Add the majoriser 4 mu (3 ||H^(m)||_2^2 - 1)_+ to the H step (false: the "
+        "literal step, which diverges for mu >= 1).",
+    ),
+    Option(
+        "imk.nonneg",
+        False,
+        Boolean(),
+        "Project H^(m) onto H >= 0 after each step, as FedMVL's code ([A] false).",
+    ),
+    Option(
+        "imk.client-init",
+        "normalised-indicator",
+        OneOf(CLIENT_INITS),
+        "Initial H^(m) from k-means on the view, entries 1/sqrt(n_j) or FedMVL's "
+        "one-hot + 0.2 ([A] normalised-indicator).",
+    ),
+    Option(
+        "imk.server-init",
+        "kmeans-concat",
+        OneOf(SERVER_INITS),
+        "Initial H from k-means on the concatenated initial H^(m), or their mean ([A] kmeans-concat).",
+    ),
+    Option(
+        "imk.labels",
+        "kmeans",
+        OneOf(LABEL_RULES),
+        "Labels from H by k-means on its normalised rows or by argmax_j H_ij ([A] "
+        "kmeans: H is only defined up to a rotation unless imk.nonneg is on).",
+    ),
+    Option(
+        "imk.standardise",
+        "zscore",
+        OneOf(STANDARDISATIONS),
+        "Per-view preprocessing, per-feature z-score, per-sample l2 (text) or none.",
+    ),
+    Option("imk.unit-norm", True, Boolean(), "Scale each preprocessed view to ||X^(m)||_F = 1."),
+    Option(
+        "imk.tol",
+        1e-4,
+        Interval(float, 0.0, None, closed="left"),
+        "Stop when |F_t - F_{t-1}| <= tol |F_{t-1}| (0: run all rounds) ([A] 1e-4).",
+    ),
+    Option(
+        "imk.server-solver",
+        "cg",
+        OneOf(SERVER_SOLVERS),
+        "Server solve of (2 lambda L + M rho I) H = rhs by warm-started conjugate "
+        "gradients or a sparse LU made once.",
+    ),
+    Option(
+        "imk.secure-sum",
+        "masking",
+        OneOf(SECURE_SUMS),
+        "How the server gets sum_m L^(m): pairwise additive masking with X25519 keys "
+        "(it sees only uniformly random uploads), or `none` (plain uploads; for measuring the "
+        "masking's cost only, the server sees every graph).",
+    ),
+    Option(
+        "imk.mask-frac-bits",
+        16,
+        Interval(int, 0, 24, closed="both"),
+        "Fixed-point bits of the masked similarities in Z_{2^32} (heat-kernel entries "
+        "are rounded to 2^-bits; the sum must stay below 2^(32-bits) per entry).",
+    ),
 )
 
 
@@ -116,7 +183,13 @@ def imk_params(cfg: Mapping[str, Any]) -> IMKParams:
     -------
     IMKParams
     """
-    return IMKParams(lam=cfg["imk.lambda"], mu=cfg["imk.mu"], rho=cfg["imk.rho"],
-                     beta=cfg["imk.beta"], sigma=cfg["imk.sigma"],
-                     ortho_placement=cfg["imk.ortho-placement"],
-                     ortho_curvature=cfg["imk.ortho-curvature"], nonneg=cfg["imk.nonneg"])
+    return IMKParams(
+        lam=cfg["imk.lambda"],
+        mu=cfg["imk.mu"],
+        rho=cfg["imk.rho"],
+        beta=cfg["imk.beta"],
+        sigma=cfg["imk.sigma"],
+        ortho_placement=cfg["imk.ortho-placement"],
+        ortho_curvature=cfg["imk.ortho-curvature"],
+        nonneg=cfg["imk.nonneg"],
+    )

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 __all__ = ["plot_convergence"]
 
+
 def plot_convergence(result: dict[str, Any], path: str | Path) -> Path:
     """Objective and clustering accuracy against communication rounds (paper B's Fig. 2).
 

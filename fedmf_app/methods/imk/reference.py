@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedmf_app.common.graphs import knn_similarity, laplacian
+from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.methods.imk.updates import (
     ClientState,
     IMKParams,
@@ -24,7 +25,6 @@ from fedmf_app.methods.imk.updates import (
     normalised_laplacian_sum,
     objective,
 )
-from fedmf_app.common.seeding import Stream, rng_for
 
 __all__ = ["IMKSettings", "IMKReference", "client_rng", "label_rng", "server_rng"]
 
@@ -101,12 +101,10 @@ class IMKReference:
         m = len(views)
         latent = settings.latent_dim or settings.k
         self.states: list[ClientState] = [
-            init_client(x, settings.k, latent, m, settings.client_init, params,
-                        client_rng(settings.seed, i))
+            init_client(x, settings.k, latent, m, settings.client_init, params, client_rng(settings.seed, i))
             for i, x in enumerate(views)
         ]
-        lsum = sum_laplacians([knn_similarity(x, settings.neighbours, settings.similarity)
-                               for x in views])
+        lsum = sum_laplacians([knn_similarity(x, settings.neighbours, settings.similarity) for x in views])
         self.laplacian = normalised_laplacian_sum(lsum, m, settings.neighbours)
         self.solver = ServerSolver(self.laplacian, m, params, settings.solver)
         self.rng = server_rng(settings.seed)
@@ -123,12 +121,15 @@ class IMKReference:
             self.states[i], st = client_round(x, self.states[i], self.h, self.params, first)
             stats.append(st)
         if not first:
-            self.server_phis = [multiplier_step(phi, hl, self.h, self.params.rho)
-                                for phi, hl in zip(self.server_phis, h_prev_locals)]
+            self.server_phis = [
+                multiplier_step(phi, hl, self.h, self.params.rho)
+                for phi, hl in zip(self.server_phis, h_prev_locals)
+            ]
         h_locals = [s.h for s in self.states]
         self.h = self.solver.update(self.server_phis, h_locals, self.h)
-        record = objective([s.residual for s in stats], [s.ortho for s in stats], self.h,
-                           self.laplacian, self.params)
+        record = objective(
+            [s.residual for s in stats], [s.ortho for s in stats], self.h, self.laplacian, self.params
+        )
         record["consensus"] = float(np.sqrt(sum(np.sum((hl - self.h) ** 2) for hl in h_locals)))
         self.history.append(record)
         return record

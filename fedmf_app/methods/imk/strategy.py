@@ -41,8 +41,13 @@ from flwr.common.logger import log
 from flwr.server.client_manager import ClientManager
 from flwr.server.client_proxy import ClientProxy
 
-from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.common.graphs import laplacian
+from fedmf_app.common.secure_sum import decode_upper, sum_uploads
+from fedmf_app.federated.results import RunRecorder
+from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
+from fedmf_app.methods.imk.options import imk_params
+from fedmf_app.methods.imk.plots import plot_convergence
+from fedmf_app.methods.imk.reference import label_rng, server_rng
 from fedmf_app.methods.imk.updates import (
     ServerSolver,
     extract_labels,
@@ -51,11 +56,6 @@ from fedmf_app.methods.imk.updates import (
     normalised_laplacian_sum,
     objective,
 )
-from fedmf_app.methods.imk.reference import label_rng, server_rng
-from fedmf_app.common.secure_sum import decode_upper, sum_uploads
-from fedmf_app.methods.imk.plots import plot_convergence
-from fedmf_app.federated.results import RunRecorder
-from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 
 __all__ = ["FMVCIMKStrategy"]
 
@@ -122,8 +122,9 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         replies = self._parallel(lambda p: self._fit_stage(p, config))
         n = replies[0][0][1].shape[0]
         sum_started = time.perf_counter()
-        total = decode_upper(sum_uploads([arrays[0] for arrays, _ in replies]), n,
-                             self.cfg["imk.mask-frac-bits"])
+        total = decode_upper(
+            sum_uploads([arrays[0] for arrays, _ in replies]), n, self.cfg["imk.mask-frac-bits"]
+        )
         m = len(replies)
         self.laplacian = normalised_laplacian_sum(laplacian(total), m, self.cfg["imk.neighbours"])
         self.solver = ServerSolver(self.laplacian, m, self.params, self.cfg["imk.server-solver"])
@@ -164,21 +165,25 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         """Multiplier copies, (20), objective, scores and the stopping rule."""
         h_locals = [r.arrays[0] for r in replies]
         if server_round > 1:
-            self.phis = [multiplier_step(phi, hl, self.h, self.params.rho)
-                         for phi, hl in zip(self.phis, self.h_locals)]
+            self.phis = [
+                multiplier_step(phi, hl, self.h, self.params.rho) for phi, hl in zip(self.phis, self.h_locals)
+            ]
         self.h = self.solver.update(self.phis, h_locals, self.h)
         self.h_locals = h_locals
         record: dict[str, Any] = objective(
             [float(r.metrics["residual"]) for r in replies],
-            [float(r.metrics["ortho"]) for r in replies], self.h, self.laplacian, self.params)
+            [float(r.metrics["ortho"]) for r in replies],
+            self.h,
+            self.laplacian,
+            self.params,
+        )
         record["consensus"] = float(np.sqrt(sum(np.sum((hl - self.h) ** 2) for hl in h_locals)))
         record["alpha"] = [float(r.metrics["alpha"]) for r in replies]
         if self.truth is not None:
             record.update(self._scores(self._labels(server_round)))
         previous = self.recorder.data["rounds"][-1]["objective"] if self.recorder.data["rounds"] else None
         tol = self.cfg["imk.tol"]
-        if (previous is not None and tol > 0
-                and abs(record["objective"] - previous) <= tol * abs(previous)):
+        if previous is not None and tol > 0 and abs(record["objective"] - previous) <= tol * abs(previous):
             self.converged_round = server_round
             self.num_rounds = server_round  # the base class finishes the run after this round
             log(INFO, "fmvc-imk: converged in round %d (relative change <= %g)", server_round, tol)
@@ -199,8 +204,12 @@ class FMVCIMKStrategy(ViewFederationStrategy):
     def summary(self) -> dict[str, Any]:
         """Setup costs, rounds run, convergence and the final objective and scores."""
         last = self.recorder.data["rounds"][-1]
-        out = {"setup": self.setup, "rounds_run": last["round"],
-               "converged_round": self.converged_round, "objective": last["objective"]}
+        out = {
+            "setup": self.setup,
+            "rounds_run": last["round"],
+            "converged_round": self.converged_round,
+            "objective": last["objective"],
+        }
         for key in ("acc", "nmi", "purity", "ari"):
             if key in last:
                 out[key] = last[key]
@@ -218,8 +227,9 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             return list(pool.map(call, self.clients))
 
     def _properties_stage(self, proxy: ClientProxy, config: dict[str, Scalar]) -> dict[str, Scalar]:
-        res = proxy.get_properties(GetPropertiesIns(config=config),
-                                   timeout=float(self.cfg["round-timeout-s"]), group_id=0)
+        res = proxy.get_properties(
+            GetPropertiesIns(config=config), timeout=float(self.cfg["round-timeout-s"]), group_id=0
+        )
         if res.status.code != Code.OK:
             raise FederationError(f"SuperNode {proxy.cid} failed the key stage: {res.status.message}")
         return dict(res.properties)

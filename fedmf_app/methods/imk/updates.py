@@ -511,8 +511,15 @@ class ServerSolver:
         out = np.empty_like(rhs)
         for j in range(rhs.shape[1]):
             x0 = None if start is None else start[:, j]
-            out[:, j], info = spla.cg(self._matrix, rhs[:, j], x0=x0, rtol=self.tol, atol=0.0,
-                                      M=self._precond, maxiter=10 * rhs.shape[0])
+            out[:, j], info = spla.cg(
+                self._matrix,
+                rhs[:, j],
+                x0=x0,
+                rtol=self.tol,
+                atol=0.0,
+                M=self._precond,
+                maxiter=10 * rhs.shape[0],
+            )
             if info != 0:
                 # the system is well conditioned (eigenvalues in [M rho, M rho + 2 lam ||L||]):
                 # only overflowing uploads stop CG
@@ -582,8 +589,7 @@ def objective(
     else:
         ortho = params.mu * ortho_penalty(h_global)
     graph = params.lam * graph_term(laplacian, h_global)
-    return {"objective": data + ortho + graph, "data_term": data, "ortho_term": ortho,
-            "graph_term": graph}
+    return {"objective": data + ortho + graph, "data_term": data, "ortho_term": ortho, "graph_term": graph}
 
 
 def extract_labels(h: np.ndarray, rule: str, rng: np.random.Generator) -> np.ndarray:

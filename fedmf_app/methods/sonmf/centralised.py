@@ -26,9 +26,7 @@ __all__ = ["NMF_MAX_ITER", "concat_kmeans", "pooled_nmf_kmeans"]
 NMF_MAX_ITER = 500
 
 
-def pooled_nmf_kmeans(
-    views: list[np.ndarray], rank: int, k: int, rng: np.random.Generator
-) -> np.ndarray:
+def pooled_nmf_kmeans(views: list[np.ndarray], rank: int, k: int, rng: np.random.Generator) -> np.ndarray:
     """NMF of the concatenated views, then k-means on the sample factor.
 
     Parameters
@@ -48,8 +46,9 @@ def pooled_nmf_kmeans(
         Cluster of every sample.
     """
     pooled = np.hstack(views)
-    model = NMF(n_components=rank, init="nndsvda", max_iter=NMF_MAX_ITER,
-                random_state=int(rng.integers(2**31 - 1)))
+    model = NMF(
+        n_components=rank, init="nndsvda", max_iter=NMF_MAX_ITER, random_state=int(rng.integers(2**31 - 1))
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         w = model.fit_transform(pooled)

@@ -19,25 +19,35 @@ global variable :math:`V^{s-1}` (both for the drift correction); the math is in
 """
 
 from __future__ import annotations
+
 import time
 from abc import abstractmethod
 from dataclasses import dataclass, field
+
 import numpy as np
 from flwr.common import NDArrays, Scalar
-from fedmf_app.federated.client import ViewClient, load_state, save_state
-from fedmf_app.methods.sonmf.options import basis_init, sonmf_params
-from fedmf_app.common.clustering import kmeans_basis
-from fedmf_app.methods.sonmf.nonneg_orth import random_feasible_basis
-from fedmf_app.methods.sonmf.updates import SONMFParams, client_diagnostics
-from fedmf_app.common.seeding import Stream, rng_for
-from flwr.common import NDArrays
-from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
-from fedmf_app.methods.sonmf.updates import fixed_v_round, local_round
-from fedmf_app.methods.sonmf.options import fedmgs_params, fedvra_params
-from fedmf_app.methods.sonmf.adapted_updates import fedmavg_local_round, fedmavg_local_steps, fedvra_local_round
-from fedmf_app.methods.sonmf.updates import SONMFParams
 
-__all__ = ['FedMAvgClient', 'FedMGSClient', 'FedSONMFClient', 'FedVRAUClient', 'LocalWork', 'SparseONMFClient']
+from fedmf_app.common.clustering import kmeans_basis
+from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.federated.client import ViewClient, load_state, save_state
+from fedmf_app.methods.sonmf.adapted_updates import (
+    fedmavg_local_round,
+    fedmavg_local_steps,
+    fedvra_local_round,
+)
+from fedmf_app.methods.sonmf.nonneg_orth import random_feasible_basis
+from fedmf_app.methods.sonmf.options import basis_init, fedmgs_params, fedvra_params, sonmf_params
+from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
+from fedmf_app.methods.sonmf.updates import SONMFParams, client_diagnostics, fixed_v_round, local_round
+
+__all__ = [
+    "FedMAvgClient",
+    "FedMGSClient",
+    "FedSONMFClient",
+    "FedVRAUClient",
+    "LocalWork",
+    "SparseONMFClient",
+]
 
 
 @dataclass(frozen=True)
@@ -95,9 +105,7 @@ class SparseONMFClient(ViewClient):
         server_round : int
         """
 
-    def fit(
-        self, parameters: NDArrays, config: dict[str, Scalar]
-    ) -> tuple[NDArrays, int, dict[str, Scalar]]:
+    def fit(self, parameters: NDArrays, config: dict[str, Scalar]) -> tuple[NDArrays, int, dict[str, Scalar]]:
         """Run this round's local work from the broadcast.
 
         Parameters
@@ -161,8 +169,12 @@ class FedSONMFClient(SparseONMFClient):
             u_end, grad_avg = fixed_v_round(x, u, v, params)
             return LocalWork(upload=grad_avg, u=u_end, v=v)
         result = local_round(x, u, received[0], params, state.get("v_prev"), state.get("grad_prev"))
-        return LocalWork(upload=result.v_hat, u=result.u, v=result.v,
-                         state={"grad_prev": result.grad_avg, "v_prev": result.v})
+        return LocalWork(
+            upload=result.v_hat,
+            u=result.u,
+            v=result.v,
+            state={"grad_prev": result.grad_avg, "v_prev": result.v},
+        )
 
 
 class FedMAvgClient(SparseONMFClient):
@@ -171,8 +183,14 @@ class FedMAvgClient(SparseONMFClient):
 
     state_name = "fedmavg"
 
-    def local_work(self, x: np.ndarray, u: np.ndarray, received: NDArrays,
-                   state: dict[str, np.ndarray], server_round: int) -> LocalWork:
+    def local_work(
+        self,
+        x: np.ndarray,
+        u: np.ndarray,
+        received: NDArrays,
+        state: dict[str, np.ndarray],
+        server_round: int,
+    ) -> LocalWork:
         """Upload :math:`V_p` after :math:`\\tau_s` steps (``fedmavg-schedule``)."""
         params = self.make_params()
         steps = fedmavg_local_steps(params.local_steps, server_round, self.cfg["sonmf.fedmavg-schedule"])
@@ -196,11 +214,16 @@ class FedVRAUClient(SparseONMFClient):
 
     state_name = "fedvra-u"
 
-    def local_work(self, x: np.ndarray, u: np.ndarray, received: NDArrays,
-                   state: dict[str, np.ndarray], server_round: int) -> LocalWork:
+    def local_work(
+        self,
+        x: np.ndarray,
+        u: np.ndarray,
+        received: NDArrays,
+        state: dict[str, np.ndarray],
+        server_round: int,
+    ) -> LocalWork:
         """``tau`` primal steps from :math:`V^s`, then :math:`\\Lambda_p \\mathrel{+}= a\\rho(V_p - V^s)`."""
         v = received[0]
         dual = state.get("dual", np.zeros_like(v))
-        upload, dual, u_end = fedvra_local_round(x, u, v, dual, self.make_params(),
-                                                 fedvra_params(self.cfg))
+        upload, dual, u_end = fedvra_local_round(x, u, v, dual, self.make_params(), fedvra_params(self.cfg))
         return LocalWork(upload=upload, u=u_end, v=v, state={"dual": dual})

@@ -374,8 +374,8 @@ def _exact_penalty(u, q, b, inv_r, options):
     here = _SmoothPart(u, q, b)
     inner_total = 0
     outer = 0
-    gap = float(inv_r * (here.rows ** 2).sum() - 1.0)
-    for outer in range(1, options.max_outer + 1):
+    gap = float(inv_r * (here.rows**2).sum() - 1.0)
+    for outer in range(1, options.max_outer + 1):  # noqa: B007 (the count is returned)
         g = here.penalised_grad(sigma, inv_r)
         ref, weight = None, 1.0
         for _ in range(options.max_inner):
@@ -407,7 +407,7 @@ def _exact_penalty(u, q, b, inv_r, options):
             ref = (gamma * weight * ref + fn) / weight_new
             weight = weight_new
             here, g = there, gn
-        gap = float(inv_r * (here.rows ** 2).sum() - 1.0)
+        gap = float(inv_r * (here.rows**2).sum() - 1.0)
         if abs(gap) <= options.feasibility_tol:
             break
         sigma = min(sigma * options.sigma_growth, options.sigma_max)

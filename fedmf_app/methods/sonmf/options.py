@@ -25,63 +25,149 @@ __all__ = ["FAMILY", "basis_init", "fedmgs_params", "fedvra_params", "resolve_ra
 BASIS_INITS = ("auto", "random", "kmeans")
 
 OPTIONS: tuple[Option, ...] = (
-    Option("sonmf.diagnostics", True, Boolean(),
-           "Clients also upload grad_V f_p(U_p^{s,0}, V^s) (r x n) and two scalars so the server can "
-           "compute the objective and the stationarity residual; doubles the upload."),
-    Option("sonmf.rank", 0, Interval(int, 0, None, closed="left", text="an integer >= 0 and <= every view's dimension"),
-           "Rank r; 0 = auto ([A]): synthetic data 6 (paper), real data the number of clusters "
-           "(num-clusters, else the ground-truth classes; paper: r = #clusters) capped at the "
-           "smallest view's dimension, since U_p^T U_p = I needs d_p >= r (6 without either)."),
-    Option("sonmf.local-steps", 10, Interval(int, 1, None, closed="left"),
-           "Local steps tau per round ([A] 10)."),
-    Option("sonmf.local-lr", 0.01, Interval(float, 0, None, closed="neither"),
-           "Local step alpha ([A] 0.01; theory-safe 1/(10 L2 eta_g tau) = 1/300 is ~3x slower)."),
-    Option("sonmf.global-lr", 1.5, Interval(float, 0, None, closed="neither"),
-           "Server step eta_g ([A] 1.5; theory needs >= 3/2)."),
-    Option("sonmf.mu", 0.01, Interval(float, 0.0, None, closed="left"),
-           "Weight of the joint-sparsity term mu ||V||_{2,1} ([A] 0.01)."),
-    Option("sonmf.rho1", 1.0, Interval(float, 0.0, None, closed="left"),
-           "Proximal weight of the U subproblem ([A] 1)."),
-    Option("sonmf.drift-correction", True, Boolean(),
-           "Apply the drift correction C_p (false: the uncorrected ablation)."),
-    Option("sonmf.v-update", "local-copies", OneOf(V_UPDATES),
-           "fedsonmf: `server` is the ablation in which clients run sonmf.local-steps U steps with V "
-           "fixed at V^s, upload their average grad_V f_p, and only the server updates V "
-           "(one prox-gradient step of size sonmf.server-step)."),
-    Option("sonmf.server-step", "global-times-local", OneOf(SERVER_STEPS),
-           "Step of the server-only V update (sonmf.v-update=server): eta_g * alpha, or the effective "
-           "eta~ = eta_g * tau * alpha ([A] eta_g * alpha, spec 1.8b's ablation reading)."),
-    Option("sonmf.fedmgs-step", "effective", OneOf(SERVER_STEPS),
-           "fedmgs: server step, eta_g * alpha or eta~ = eta_g * tau * alpha ([A] eta~, the proposed "
-           "method's step per round)."),
-    Option("sonmf.fedmavg-schedule", "decreasing", OneOf(FEDMAVG_SCHEDULES),
-           "fedmavg: local steps in round s, ceil(tau / sqrt(s)) or tau ([A] decreasing)."),
-    Option("sonmf.fedvra-rho", 5.0, Interval(float, 0, None, closed="neither"),
-           "fedvra-u: penalty rho of the augmented Lagrangian; server prox step 1/rho ([A] 5)."),
-    Option("sonmf.fedvra-dual-step", 1.0, Interval(float, 0, None, closed="neither"),
-           "fedvra-u: dual step a, Lambda_p += a * rho * (V_p - V^s) ([A] 1, as in ADMM)."),
-    Option("sonmf.fedvra-aggregation-step", 1.0, Interval(float, 0, 1, closed="right"),
-           "fedvra-u: aggregation step d, V^{s+1} = V^s + d (prox point - V^s) ([A] 1, as in ADMM)."),
-    Option("sonmf.basis-init", "auto", OneOf(BASIS_INITS),
-           "Initial U_p: `random` (spec 1.9, round(P(|randn|))), `kmeans` (the client's features "
-           "grouped by k-means into r groups, unit-norm group indicators; spec 1.8b: HW ACC 65% -> "
-           "83.5%), `auto` ([A]): random on synthetic data, kmeans on real data."),
-    Option("sonmf.v-init-scale", 1.0, Interval(float, 0, None, closed="neither"),
-           "Initial V = scale * |N(0, 1)| ([A])."),
-    Option("sonmf.basis-sigma0", 1e-3, Interval(float, 0, None, closed="neither"),
-           "U solver: initial penalty sigma_0 of the scaled subproblem, restarted every solve."),
-    Option("sonmf.basis-max-outer", 300, Interval(int, 1, None, closed="left"),
-           "U solver: maximum outer (penalty) iterations."),
-    Option("sonmf.basis-inner-tol", 1e-2, Interval(float, 0, None, closed="neither"),
-           "U solver: initial inner tolerance on ||min(U, grad P_sigma)||_F of the scaled subproblem "
-           "([A] 1e-2; 0.1 left U at its start on the scaled problem)."),
-    Option("sonmf.basis-polish", True, Boolean(),
-           "U solver: exact minimiser on the rounded supports ([A] on)."),
-    Option("sonmf.residual-eps", 1e-12, Interval(float, 0, None, closed="neither"),
-           "Floor of the residual normaliser max(R^1, eps) ([A] 1e-12)."),
-    Option("sonmf.residual-normalisation", "ratio", OneOf(RESIDUAL_NORMALISATIONS),
-           "Normalised residual shown in the log and summary: per-round ratio R^s/R^1 or the "
-           "paper's printed running average; both are always recorded."),
+    Option(
+        "sonmf.diagnostics",
+        True,
+        Boolean(),
+        "Clients also upload grad_V f_p(U_p^{s,0}, V^s) (r x n) and two scalars so the server can "
+        "compute the objective and the stationarity residual; doubles the upload.",
+    ),
+    Option(
+        "sonmf.rank",
+        0,
+        Interval(int, 0, None, closed="left", text="an integer >= 0 and <= every view's dimension"),
+        "Rank r; 0 = auto ([A]): synthetic data 6 (paper), real data the number of clusters "
+        "(num-clusters, else the ground-truth classes; paper: r = #clusters) capped at the "
+        "smallest view's dimension, since U_p^T U_p = I needs d_p >= r (6 without either).",
+    ),
+    Option(
+        "sonmf.local-steps", 10, Interval(int, 1, None, closed="left"), "Local steps tau per round ([A] 10)."
+    ),
+    Option(
+        "sonmf.local-lr",
+        0.01,
+        Interval(float, 0, None, closed="neither"),
+        "Local step alpha ([A] 0.01; theory-safe 1/(10 L2 eta_g tau) = 1/300 is ~3x slower).",
+    ),
+    Option(
+        "sonmf.global-lr",
+        1.5,
+        Interval(float, 0, None, closed="neither"),
+        "Server step eta_g ([A] 1.5; theory needs >= 3/2).",
+    ),
+    Option(
+        "sonmf.mu",
+        0.01,
+        Interval(float, 0.0, None, closed="left"),
+        "Weight of the joint-sparsity term mu ||V||_{2,1} ([A] 0.01).",
+    ),
+    Option(
+        "sonmf.rho1",
+        1.0,
+        Interval(float, 0.0, None, closed="left"),
+        "Proximal weight of the U subproblem ([A] 1).",
+    ),
+    Option(
+        "sonmf.drift-correction",
+        True,
+        Boolean(),
+        "Apply the drift correction C_p (false: the uncorrected ablation).",
+    ),
+    Option(
+        "sonmf.v-update",
+        "local-copies",
+        OneOf(V_UPDATES),
+        "fedsonmf: `server` is the ablation in which clients run sonmf.local-steps U steps with V "
+        "fixed at V^s, upload their average grad_V f_p, and only the server updates V "
+        "(one prox-gradient step of size sonmf.server-step).",
+    ),
+    Option(
+        "sonmf.server-step",
+        "global-times-local",
+        OneOf(SERVER_STEPS),
+        "Step of the server-only V update (sonmf.v-update=server): eta_g * alpha, or the effective "
+        "eta~ = eta_g * tau * alpha ([A] eta_g * alpha, spec 1.8b's ablation reading).",
+    ),
+    Option(
+        "sonmf.fedmgs-step",
+        "effective",
+        OneOf(SERVER_STEPS),
+        "fedmgs: server step, eta_g * alpha or eta~ = eta_g * tau * alpha ([A] eta~, the proposed "
+        "method's step per round).",
+    ),
+    Option(
+        "sonmf.fedmavg-schedule",
+        "decreasing",
+        OneOf(FEDMAVG_SCHEDULES),
+        "fedmavg: local steps in round s, ceil(tau / sqrt(s)) or tau ([A] decreasing).",
+    ),
+    Option(
+        "sonmf.fedvra-rho",
+        5.0,
+        Interval(float, 0, None, closed="neither"),
+        "fedvra-u: penalty rho of the augmented Lagrangian; server prox step 1/rho ([A] 5).",
+    ),
+    Option(
+        "sonmf.fedvra-dual-step",
+        1.0,
+        Interval(float, 0, None, closed="neither"),
+        "fedvra-u: dual step a, Lambda_p += a * rho * (V_p - V^s) ([A] 1, as in ADMM).",
+    ),
+    Option(
+        "sonmf.fedvra-aggregation-step",
+        1.0,
+        Interval(float, 0, 1, closed="right"),
+        "fedvra-u: aggregation step d, V^{s+1} = V^s + d (prox point - V^s) ([A] 1, as in ADMM).",
+    ),
+    Option(
+        "sonmf.basis-init",
+        "auto",
+        OneOf(BASIS_INITS),
+        "Initial U_p: `random` (spec 1.9, round(P(|randn|))), `kmeans` (the client's features "
+        "grouped by k-means into r groups, unit-norm group indicators; spec 1.8b: HW ACC 65% -> "
+        "83.5%), `auto` ([A]): random on synthetic data, kmeans on real data.",
+    ),
+    Option(
+        "sonmf.v-init-scale",
+        1.0,
+        Interval(float, 0, None, closed="neither"),
+        "Initial V = scale * |N(0, 1)| ([A]).",
+    ),
+    Option(
+        "sonmf.basis-sigma0",
+        1e-3,
+        Interval(float, 0, None, closed="neither"),
+        "U solver: initial penalty sigma_0 of the scaled subproblem, restarted every solve.",
+    ),
+    Option(
+        "sonmf.basis-max-outer",
+        300,
+        Interval(int, 1, None, closed="left"),
+        "U solver: maximum outer (penalty) iterations.",
+    ),
+    Option(
+        "sonmf.basis-inner-tol",
+        1e-2,
+        Interval(float, 0, None, closed="neither"),
+        "U solver: initial inner tolerance on ||min(U, grad P_sigma)||_F of the scaled subproblem "
+        "([A] 1e-2; 0.1 left U at its start on the scaled problem).",
+    ),
+    Option(
+        "sonmf.basis-polish", True, Boolean(), "U solver: exact minimiser on the rounded supports ([A] on)."
+    ),
+    Option(
+        "sonmf.residual-eps",
+        1e-12,
+        Interval(float, 0, None, closed="neither"),
+        "Floor of the residual normaliser max(R^1, eps) ([A] 1e-12).",
+    ),
+    Option(
+        "sonmf.residual-normalisation",
+        "ratio",
+        OneOf(RESIDUAL_NORMALISATIONS),
+        "Normalised residual shown in the log and summary: per-round ratio R^s/R^1 or the "
+        "paper's printed running average; both are always recorded.",
+    ),
 )
 
 FAMILY = Family(
@@ -178,8 +264,9 @@ def fedmgs_params(cfg: Mapping[str, Any]) -> SONMFParams:
     -------
     SONMFParams
     """
-    return replace(sonmf_params(cfg), v_update="server", server_step=cfg["sonmf.fedmgs-step"],
-                   drift_correction=False)
+    return replace(
+        sonmf_params(cfg), v_update="server", server_step=cfg["sonmf.fedmgs-step"], drift_correction=False
+    )
 
 
 def fedvra_params(cfg: Mapping[str, Any]) -> FedVRAParams:
@@ -194,5 +281,8 @@ def fedvra_params(cfg: Mapping[str, Any]) -> FedVRAParams:
     -------
     FedVRAParams
     """
-    return FedVRAParams(rho=cfg["sonmf.fedvra-rho"], dual_step=cfg["sonmf.fedvra-dual-step"],
-                        aggregation_step=cfg["sonmf.fedvra-aggregation-step"])
+    return FedVRAParams(
+        rho=cfg["sonmf.fedvra-rho"],
+        dual_step=cfg["sonmf.fedvra-dual-step"],
+        aggregation_step=cfg["sonmf.fedvra-aggregation-step"],
+    )

@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view
 from fedmf_app.methods.sonmf.nonneg_orth import random_feasible_basis
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
@@ -15,7 +16,6 @@ from fedmf_app.methods.sonmf.updates import (
     regulariser,
     server_step,
 )
-from fedmf_app.common.seeding import Stream, rng_for
 
 
 @dataclass

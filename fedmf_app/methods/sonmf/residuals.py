@@ -11,7 +11,8 @@
     :math:`R_V = \\operatorname{dist}^2(0, \\bar g^s + \\partial h(V^{s+1}))`. It needs no prox step,
     so it is defined for every server update (model averaging included), and it is never larger
     than the server-prox value;
-* :math:`R_U^s = \\frac1m\\sum_p r_p^{s,\\tau}` (see :func:`~fedmf_app.methods.sonmf.nonneg_orth.basis_residual`);
+* :math:`R_U^s = \\frac1m\\sum_p r_p^{s,\\tau}`
+  (see :func:`~fedmf_app.methods.sonmf.nonneg_orth.basis_residual`);
 * :math:`R^s = R_V^s + R_U^s`.
 
 Normalisations (all recorded, because the printed one cannot produce the paper's Fig. 5 counts):
@@ -66,8 +67,8 @@ def residual_v_min_norm(v_next: np.ndarray, mean_grad: np.ndarray, mu: float) ->
 
     Row by row, with :math:`v = V^{s+1}_{i\\cdot} \\ge 0` and :math:`g = \\bar g_{i\\cdot}`:
 
-    * :math:`v \\ne 0`: :math:`\\partial h = \\{\\mu v/\\|v\\| + w : w_j = 0 \\text{ if } v_j > 0,\\ w_j \\le 0
-      \\text{ if } v_j = 0\\}`, so the row contributes
+    * :math:`v \\ne 0`: :math:`\\partial h = \\{\\mu v/\\|v\\| + w : w_j = 0 \\text{ if } v_j > 0,
+      \\ w_j \\le 0 \\text{ if } v_j = 0\\}`, so the row contributes
       :math:`\\sum_{v_j > 0} (g_j + \\mu v_j/\\|v\\|)^2 + \\sum_{v_j = 0} \\min(g_j, 0)^2`;
     * :math:`v = 0`: :math:`\\partial h = \\{y : \\|y^+\\| \\le \\mu\\}`, so the row contributes
       :math:`\\max(\\|\\min(g, 0)\\| - \\mu, 0)^2`.

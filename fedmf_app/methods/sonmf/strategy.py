@@ -50,23 +50,33 @@ broadcasts :math:`\\bar V^{s}` like it. All record the same diagnostics as the p
 The math is in :mod:`fedmf_app.methods.sonmf.adapted_updates` and
 :mod:`fedmf_app.methods.sonmf.updates`.
 
-============  ===================================  =====================================  ===========================
-algorithm     upload                               server update                          ``residual_v`` subgradient
-============  ===================================  =====================================  ===========================
-``fedmavg``   :math:`V_p` after its local steps    :math:`V^{s+1} = \\mathrm{mean}_p V_p`  min-norm (no server prox)
-``fedmgs``    :math:`G_p` at fixed :math:`V^s`      :math:`P_{\\eta\\mu}(V^s - \\eta\\bar G)`  server prox, step ``eta``
-``fedvra-u``  :math:`Z_p = V_p + \\Lambda_p/\\rho`     :math:`V^s + d(P_{\\mu/\\rho}(\\bar Z) - V^s)`  server prox (``d = 1``), else min-norm
-============  ===================================  =====================================  ===========================
+* ``fedmavg`` uploads :math:`V_p` after its local steps; the server averages,
+  :math:`V^{s+1} = \\mathrm{mean}_p V_p`; ``residual_v`` uses the min-norm subgradient (no server
+  prox).
+* ``fedmgs`` uploads :math:`G_p` at fixed :math:`V^s`; the server steps,
+  :math:`V^{s+1} = P_{\\eta\\mu}(V^s - \\eta\\bar G)`; ``residual_v`` uses the server prox's subgradient
+  (step ``eta``).
+* ``fedvra-u`` uploads :math:`Z_p = V_p + \\Lambda_p/\\rho`; the server relaxes,
+  :math:`V^{s+1} = V^s + d(P_{\\mu/\\rho}(\\bar Z) - V^s)`; ``residual_v`` uses the server prox's
+  subgradient when ``d = 1``, else the min-norm one.
 """
 
 from __future__ import annotations
+
 from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any
+
 import numpy as np
 from flwr.common import Scalar
-from fedmf_app.methods.sonmf.options import resolve_rank, sonmf_params
+
 from fedmf_app.common.clustering import kmeans_labels
+from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.federated.results import RunRecorder
+from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
+from fedmf_app.methods.sonmf.adapted_updates import fedmavg_server_step, fedvra_server_step
+from fedmf_app.methods.sonmf.options import fedmgs_params, fedvra_params, resolve_rank, sonmf_params
+from fedmf_app.methods.sonmf.plots import plot_residuals
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residuals import (
     gradient_mapping,
@@ -75,17 +85,16 @@ from fedmf_app.methods.sonmf.residuals import (
     residual_v_min_norm,
     rounds_to_target,
 )
-from fedmf_app.methods.sonmf.updates import SONMFParams, regulariser
-from fedmf_app.methods.sonmf.plots import plot_residuals
-from fedmf_app.federated.results import RunRecorder
-from fedmf_app.common.seeding import Stream, rng_for
-from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
-from fedmf_app.methods.sonmf.updates import prox_gradient_step, server_step
-from fedmf_app.methods.sonmf.options import fedmgs_params, fedvra_params
-from fedmf_app.methods.sonmf.adapted_updates import fedmavg_server_step, fedvra_server_step
-from fedmf_app.methods.sonmf.updates import SONMFParams
+from fedmf_app.methods.sonmf.updates import SONMFParams, prox_gradient_step, regulariser, server_step
 
-__all__ = ['FedMAvgStrategy', 'FedMGSStrategy', 'FedSONMFStrategy', 'FedVRAUStrategy', 'ServerUpdate', 'SparseONMFStrategy']
+__all__ = [
+    "FedMAvgStrategy",
+    "FedMGSStrategy",
+    "FedSONMFStrategy",
+    "FedVRAUStrategy",
+    "ServerUpdate",
+    "SparseONMFStrategy",
+]
 
 
 @dataclass(frozen=True)
@@ -172,16 +181,16 @@ class SparseONMFStrategy(ViewFederationStrategy):
         small = [i for i in info if int(i["num-features"]) < rank]
         if small:
             detail = ", ".join(
-                f"partition {i['partition-id']} ({i['source']}) has {i['num-features']}"
-                for i in small
+                f"partition {i['partition-id']} ({i['source']}) has {i['num-features']}" for i in small
             )
             raise FederationError(
-                f"run config 'rank' = {rank} is invalid: every view needs at least {rank} features "
+                f"run config 'sonmf.rank' = {rank} is invalid: every view needs at least {rank} features "
                 f"for a nonnegative orthonormal basis, but {detail}"
             )
 
     def initial_arrays(self) -> list[np.ndarray]:
-        """:math:`\\bar V^1 = c\\,|N(0,1)|^{r \\times n}` ([A] ``v-init-scale``), :math:`V^1 = P_{t\\mu}(\\bar V^1)`."""
+        """:math:`\\bar V^1 = c\\,|N(0,1)|^{r \\times n}` ([A] ``sonmf.v-init-scale``),
+        :math:`V^1 = P_{t\\mu}(\\bar V^1)`."""
         n = int(self.client_info[0]["num-samples"])
         rng = rng_for(self.cfg["seed"], Stream.SERVER_INIT)
         v_bar = self.cfg["sonmf.v-init-scale"] * np.abs(rng.standard_normal((self.rank, n)))
@@ -230,9 +239,18 @@ class SparseONMFStrategy(ViewFederationStrategy):
         min_norm = [r["residual_min"] for r in rounds]
         return {
             "rank": self.rank,
-            "final": {k: last[k] for k in ("objective", "residual", "residual_v", "residual_u",
-                                           "residual_ratio", "normalized_residual",
-                                           "residual_min")},
+            "final": {
+                k: last[k]
+                for k in (
+                    "objective",
+                    "residual",
+                    "residual_v",
+                    "residual_u",
+                    "residual_ratio",
+                    "normalized_residual",
+                    "residual_min",
+                )
+            },
             "rounds_to_1e-2": {
                 "ratio": rounds_to_target([r["residual_ratio"] for r in rounds]),
                 "running-average": rounds_to_target([r["normalized_residual"] for r in rounds]),
@@ -251,8 +269,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         k = self.num_clusters or self.rank
         n = self.v.shape[1]
         if k > n:
-            raise FederationError(f"cannot form {k} clusters from {n} samples (run config "
-                                  "'num-clusters')")
+            raise FederationError(f"cannot form {k} clusters from {n} samples (run config 'num-clusters')")
         return kmeans_labels(self.v.T, k, rng_for(self.cfg["seed"], Stream.FINAL_CLUSTERING))
 
     def write_plots(self) -> list[str]:
@@ -307,8 +324,7 @@ class FedSONMFStrategy(SparseONMFStrategy):
             v_bar_next, v_next = server_step(self.v, uploads, self.params)
             self.global_correction = (self.v - v_bar_next) / self.effective_lr
         self.v_prev, self.v_bar = self.v, v_bar_next
-        return ServerUpdate(v_next=v_next, broadcast=[v_bar_next], prox_input=v_bar_next,
-                            prox_step=lr)
+        return ServerUpdate(v_next=v_next, broadcast=[v_bar_next], prox_input=v_bar_next, prox_step=lr)
 
 
 class FedMAvgStrategy(SparseONMFStrategy):
@@ -355,6 +371,7 @@ class FedVRAUStrategy(SparseONMFStrategy):
         :math:`\\rho(\\bar Z - V^{s+1})`); with ``d < 1`` it is not."""
         z_mean, _, v_next = fedvra_server_step(self.v, uploads, self.params.mu, self.vra)
         if self.vra.aggregation_step == 1.0:
-            return ServerUpdate(v_next=v_next, broadcast=[v_next], prox_input=z_mean,
-                                prox_step=1.0 / self.vra.rho)
+            return ServerUpdate(
+                v_next=v_next, broadcast=[v_next], prox_input=z_mean, prox_step=1.0 / self.vra.rho
+            )
         return ServerUpdate(v_next=v_next, broadcast=[v_next])

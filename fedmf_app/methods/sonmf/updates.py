@@ -265,9 +265,7 @@ def local_round(
         grad_sum += g
         v_hat -= alpha * (g + corr)
         v_local = prox_l21_nonneg(v_hat, (k + 1) * alpha * mu)
-    return LocalRoundResult(
-        v_hat=v_hat, u=u, grad_avg=grad_sum / params.local_steps, v=v, correction=corr
-    )
+    return LocalRoundResult(v_hat=v_hat, u=u, grad_avg=grad_sum / params.local_steps, v=v, correction=corr)
 
 
 def server_step(
@@ -331,7 +329,8 @@ def fixed_v_round(
 def prox_gradient_step(
     v: np.ndarray, grad: np.ndarray, lr: float, mu: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One proximal gradient step on ``V``: :math:`\\bar V^{+} = V - t\\,G`, :math:`V^{+} = P_{t\\mu}(\\bar V^{+})`.
+    """One proximal gradient step on ``V``: :math:`\\bar V^{+} = V - t\\,G`,
+    :math:`V^{+} = P_{t\\mu}(\\bar V^{+})`.
 
     Parameters
     ----------

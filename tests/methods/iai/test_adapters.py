@@ -3,16 +3,18 @@
 import numpy as np
 import pytest
 
+from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.data import load_client_view
+from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.client import ClientStateError
+from fedmf_app.methods.iai.client_updates import client_round, client_setup
 from fedmf_app.methods.iai.options import iai_params
 from fedmf_app.options.run_config import validate_run_config
-from fedmf_app.data import load_client_view
-from fedmf_app.methods.iai.client_updates import client_round, client_setup
-from fedmf_app.common.metrics import clustering_scores
-from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.registry import client_class
+
 from fakes import client_context, run_federation
 from iai_data import SMALL
+
 
 def _client(cfg, p, context=None):
     context = context or client_context(cfg, p, cfg["num-clients"])
@@ -74,12 +76,13 @@ def test_model_state_survives_across_rounds_in_context_state():
     view = load_client_view(cfg, 0).features
     seed = client.seed
     _, ae = client_setup(view, client.observed, params, seed)
-    two = client_round(view, client.observed, ae, None, neighbours, labels, target, anchors, params,
-                       seed + 2)
-    three = client_round(view, client.observed, ae, two.gae_state, neighbours, labels, target,
-                         anchors, params, seed + 3)
-    fresh = client_round(view, client.observed, ae, None, neighbours, labels, target, anchors,
-                         params, seed + 3)
+    two = client_round(view, client.observed, ae, None, neighbours, labels, target, anchors, params, seed + 2)
+    three = client_round(
+        view, client.observed, ae, two.gae_state, neighbours, labels, target, anchors, params, seed + 3
+    )
+    fresh = client_round(
+        view, client.observed, ae, None, neighbours, labels, target, anchors, params, seed + 3
+    )
     np.testing.assert_allclose(up3[0], three.distances, rtol=1e-5, atol=1e-6)
     assert not np.allclose(up3[0], fresh.distances, rtol=1e-3)
 
@@ -89,9 +92,18 @@ def test_model_state_survives_across_rounds_in_context_state():
 
 
 def test_hw_with_half_the_samples_incomplete_clusters_well(tmp_path):
-    cfg = validate_run_config({"algorithm": "fmvc-iai", "dataset": "hw", "num-clients": 6,
-                               "missing-rate": 0.5, "iai.ae-epochs": 15, "iai.epochs": 5,
-                               "num-server-rounds": 3, "out-dir": str(tmp_path)})
+    cfg = validate_run_config(
+        {
+            "algorithm": "fmvc-iai",
+            "dataset": "hw",
+            "num-clients": 6,
+            "missing-rate": 0.5,
+            "iai.ae-epochs": 15,
+            "iai.epochs": 5,
+            "num-server-rounds": 3,
+            "out-dir": str(tmp_path),
+        }
+    )
     strategy, _ = run_federation(tmp_path, cfg)
     truth = load_client_view(cfg, 0).labels
     scores = clustering_scores(truth, strategy.final_labels())
@@ -115,9 +127,11 @@ def test_other_algorithms_do_not_import_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from fedmf_app.registry import client_class, strategy_class; "
-            "[(client_class(a), strategy_class(a)) for a in ('fedsonmf', 'fedmavg')]; "
-            "strategy_class('fmvc-iai'); import fedmf_app.client_app, fedmf_app.server_app; "
-            "print('torch' in sys.modules)")
+    code = (
+        "import sys; from fedmf_app.registry import client_class, strategy_class; "
+        "[(client_class(a), strategy_class(a)) for a in ('fedsonmf', 'fedmavg')]; "
+        "strategy_class('fmvc-iai'); import fedmf_app.client_app, fedmf_app.server_app; "
+        "print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stderr

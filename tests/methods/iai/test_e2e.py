@@ -6,8 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.deployment.superlink import LocalSuperLink
+from fedmf_app.options.run_config import validate_run_config
+
 from fakes import run_federation
 from iai_data import SMALL
 

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from fedmf_app.common.graphs import adjacency, knn_indices
+from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.methods.iai.deep_clustering import (
     fusion_weights,
     label_alignment,
@@ -14,9 +16,7 @@ from fedmf_app.methods.iai.deep_clustering import (
     total_variation_emd,
 )
 from fedmf_app.methods.iai.feature_propagation import feature_propagation, normalised_adjacency
-from fedmf_app.common.graphs import adjacency, knn_indices
 from fedmf_app.methods.iai.sample_graphs import anchor_graph, observed_knn, start_graph
-from fedmf_app.data.missing_views import missing_view_mask
 
 
 def _random_graph(n, k, seed):

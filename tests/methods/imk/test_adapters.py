@@ -3,31 +3,30 @@ the server sees only masked graph uploads, the stopping rule ends the run."""
 
 import numpy as np
 import pytest
-from flwr.common import Code, GetPropertiesRes, Status, parameters_to_ndarrays
-from flwr.server import SimpleClientManager
 
-from fakes import FakeProxy, client_context, fit_res, run_evaluate_round
-from fedmf_app.methods.imk.options import imk_params
-from fedmf_app.options.run_config import validate_run_config
-from fedmf_app.data import load_client_view
 from fedmf_app.common.graphs import knn_similarity
-from fedmf_app.methods.imk.updates import preprocess_view
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.common.secure_sum import decode_upper, encode_upper, sum_uploads
-from fedmf_app.registry import client_class, strategy_class
-from fedmf_app.federated.results import RunRecorder
+from fedmf_app.data import load_client_view
+from fedmf_app.methods.imk.options import imk_params
+from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
-from imk_data import BASE, clustered_views, labelled_file, run
+from fedmf_app.methods.imk.updates import preprocess_view
+
+from imk_data import labelled_file, run
+
 
 def reference_views(cfg):
-    return [preprocess_view(load_client_view(cfg, p).features, cfg["imk.standardise"],
-                            cfg["imk.unit-norm"]) for p in range(cfg["num-clients"])]
+    return [
+        preprocess_view(load_client_view(cfg, p).features, cfg["imk.standardise"], cfg["imk.unit-norm"])
+        for p in range(cfg["num-clients"])
+    ]
 
 
 def test_labelled_data_gives_per_round_and_final_scores(tmp_path):
     path, y = labelled_file(tmp_path)
-    cfg, strategy, _ = run(tmp_path, **{"dataset": path, "num-clusters": 0, "imk.tol": 1e-4,
-                                        "num-server-rounds": 30})
+    cfg, strategy, _ = run(
+        tmp_path, **{"dataset": path, "num-clusters": 0, "imk.tol": 1e-4, "num-server-rounds": 30}
+    )
     result = strategy.recorder.data
     assert result["status"] == "completed" and strategy.k == 3
     rounds = result["rounds"]
@@ -43,13 +42,13 @@ def test_rounds_match_the_in_process_kernels(tmp_path):
     cfg, strategy, _ = run(tmp_path)
     result = strategy.recorder.data
     assert result["status"] == "completed"
-    ref = IMKReference(reference_views(cfg), imk_params(cfg),
-                       IMKSettings(k=3, seed=cfg["seed"]))
+    ref = IMKReference(reference_views(cfg), imk_params(cfg), IMKSettings(k=3, seed=cfg["seed"]))
     for _ in range(cfg["num-server-rounds"]):
         ref.round()
     for key in ("objective", "graph_term", "consensus"):
-        np.testing.assert_allclose([r[key] for r in result["rounds"]],
-                                   [h[key] for h in ref.history], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(
+            [r[key] for r in result["rounds"]], [h[key] for h in ref.history], rtol=1e-9, atol=1e-12
+        )
     np.testing.assert_allclose(strategy.h, ref.h, atol=1e-10)
     assert result["summary"]["setup"]["upload_bytes_per_client"] == 4 * 60 * 59 // 2
     assert (tmp_path / "run" / "convergence.png").exists()

@@ -7,6 +7,7 @@ from scipy.linalg import expm
 from sklearn.metrics import normalized_mutual_info_score
 
 from fedmf_app.common.graphs import knn_similarity, laplacian
+from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.updates import (
     ClientState,
     IMKParams,
@@ -23,7 +24,7 @@ from fedmf_app.methods.imk.updates import (
     update_f,
     update_w,
 )
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
+
 from imk_data import clustered_views
 
 
@@ -81,14 +82,19 @@ def quadratic_model(delta, x, state, h_global, params):
     r = x - h @ b
     k = h.shape[1]
     ell = max(4 * params.mu * (3 * np.linalg.norm(h, 2) ** 2 - 1), 0) if params.ortho_curvature else 0
-    return (-2 * alpha * np.sum(r @ b.T * delta) + alpha * params.sigma * np.linalg.norm(delta @ b) ** 2
-            + np.sum(4 * params.mu * h @ (h.T @ h - np.eye(k)) * delta) + np.sum(state.phi * delta)
-            + params.rho / 2 * np.linalg.norm(h + delta - h_global) ** 2
-            + ell / 2 * np.linalg.norm(delta) ** 2)
+    return (
+        -2 * alpha * np.sum(r @ b.T * delta)
+        + alpha * params.sigma * np.linalg.norm(delta @ b) ** 2
+        + np.sum(4 * params.mu * h @ (h.T @ h - np.eye(k)) * delta)
+        + np.sum(state.phi * delta)
+        + params.rho / 2 * np.linalg.norm(h + delta - h_global) ** 2
+        + ell / 2 * np.linalg.norm(delta) ** 2
+    )
 
 
-@pytest.mark.parametrize("params", [IMKParams(), IMKParams(mu=2.0, rho=0.5, sigma=3.0),
-                                    IMKParams(ortho_curvature=False)])
+@pytest.mark.parametrize(
+    "params", [IMKParams(), IMKParams(mu=2.0, rho=0.5, sigma=3.0), IMKParams(ortho_curvature=False)]
+)
 def test_h_step_minimises_the_clients_quadratic_model(tiny, params):
     rng, x, h, w, f = tiny
     state = ClientState(f=f, w=w, h=h, phi=rng.normal(size=h.shape), alpha=0.7)
@@ -104,8 +110,10 @@ def test_h_step_minimises_the_clients_quadratic_model(tiny, params):
     for idx in np.ndindex(delta.shape):
         e = np.zeros_like(delta)
         e[idx] = step
-        grad[idx] = (quadratic_model(delta + e, x, state, h_global, params)
-                     - quadratic_model(delta - e, x, state, h_global, params)) / (2 * step)
+        grad[idx] = (
+            quadratic_model(delta + e, x, state, h_global, params)
+            - quadratic_model(delta - e, x, state, h_global, params)
+        ) / (2 * step)
     np.testing.assert_allclose(grad, 0.0, atol=1e-6)
 
 
@@ -121,9 +129,13 @@ def test_h_step_decreases_the_clients_augmented_lagrangian():
         f = np.linalg.qr(rng.normal(size=(x.shape[1], 3)))[0].T
         phi, h_global, alpha = 0.1 * rng.normal(size=h.shape), 0.3 * rng.normal(size=h.shape), 2.0
 
-        def lagrangian(hh):
-            return (alpha * loss(x, hh, w, f) + params.mu * ortho_penalty(hh)
-                    + np.sum(phi * (hh - h_global)) + params.rho / 2 * np.linalg.norm(hh - h_global) ** 2)
+        def lagrangian(hh, alpha=alpha, w=w, f=f, phi=phi, h_global=h_global):
+            return (
+                alpha * loss(x, hh, w, f)
+                + params.mu * ortho_penalty(hh)
+                + np.sum(phi * (hh - h_global))
+                + params.rho / 2 * np.linalg.norm(hh - h_global) ** 2
+            )
 
         state = ClientState(f=f, w=w, h=h, phi=phi, alpha=alpha)
         assert lagrangian(h + h_step(x, state, h_global, params)) < lagrangian(h)
@@ -144,7 +156,7 @@ def test_knn_graph_and_laplacian_match_brute_force():
     np.testing.assert_array_equal(s.toarray(), s_true)
     heat = knn_similarity(x, 5, "heat").toarray()
     t = np.mean(np.sort(dist, axis=1)[:, :5] ** 2)
-    np.testing.assert_allclose(heat, np.where(s_true > 0, np.exp(-dist**2 / t), 0.0), atol=1e-12)
+    np.testing.assert_allclose(heat, np.where(s_true > 0, np.exp(-(dist**2) / t), 0.0), atol=1e-12)
     lap = laplacian(s)
     assert sp.issparse(lap)
     np.testing.assert_allclose(lap.sum(axis=1), 0.0, atol=1e-12)
@@ -192,8 +204,9 @@ def test_preprocessing_and_initialisation():
     assert small.f.shape == (2, 2) and small.w.shape == (3, 2) and small.h.min() == pytest.approx(0.2)
     # per-view cluster numbers are permuted: k-means on the concatenation re-aligns them
     hs = [normalised_indicator(y, 3), normalised_indicator((y + 1) % 3, 3)]
-    labels = extract_labels(initial_global_h(hs, "kmeans-concat", np.random.default_rng(0)), "argmax",
-                            np.random.default_rng(0))
+    labels = extract_labels(
+        initial_global_h(hs, "kmeans-concat", np.random.default_rng(0)), "argmax", np.random.default_rng(0)
+    )
     assert normalized_mutual_info_score(y, labels) == pytest.approx(1.0)
     np.testing.assert_allclose(initial_global_h(hs, "mean", None), (hs[0] + hs[1]) / 2)
 

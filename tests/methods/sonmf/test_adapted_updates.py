@@ -7,8 +7,6 @@ import numpy as np
 import pytest
 from flwr.common import parameters_to_ndarrays
 
-from fedmf_app.methods.sonmf.options import fedmgs_params, fedvra_params
-from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.methods.sonmf.adapted_updates import (
     FedVRAParams,
     fedmavg_local_round,
@@ -18,13 +16,29 @@ from fedmf_app.methods.sonmf.adapted_updates import (
     fedvra_server_step,
 )
 from fedmf_app.methods.sonmf.nonneg_orth import random_feasible_basis, solve_basis
+from fedmf_app.methods.sonmf.options import fedmgs_params, fedvra_params
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residuals import residual_v, residual_v_min_norm
-from fedmf_app.methods.sonmf.updates import SONMFParams, fixed_v_round, grad_v, local_round, prox_gradient_step
+from fedmf_app.methods.sonmf.updates import (
+    SONMFParams,
+    fixed_v_round,
+    grad_v,
+    local_round,
+    prox_gradient_step,
+)
+from fedmf_app.options.run_config import validate_run_config
+
 from fakes import build_federation, fit_res, run_federation
 
-CFG = {"num-clients": 3, "num-samples": 40, "num-server-rounds": 4, "heterogeneity": 0.6,
-       "sonmf.local-steps": 3, "seed": 5, "connect-timeout-s": 0.2}
+CFG = {
+    "num-clients": 3,
+    "num-samples": 40,
+    "num-server-rounds": 4,
+    "heterogeneity": 0.6,
+    "sonmf.local-steps": 3,
+    "seed": 5,
+    "connect-timeout-s": 0.2,
+}
 
 
 def _rng_problem(seed=0, d=20, r=6, n=40):
@@ -42,9 +56,9 @@ def test_min_norm_residual_is_zero_exactly_at_stationary_points():
     v[1] = 0.0
     v[2, [0, 3]] = 0.0
     g = -mu * v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-300)
-    g[2, [0, 3]] = [0.5, 2.0]                    # zero entries of a nonzero row: any g >= 0
-    g[1] = -0.9 * mu / np.sqrt(6)                 # zero row: ||min(g, 0)|| = 0.9 mu <= mu ...
-    g[1, 2] = 4.0                                 # ... and its positive entries are free
+    g[2, [0, 3]] = [0.5, 2.0]  # zero entries of a nonzero row: any g >= 0
+    g[1] = -0.9 * mu / np.sqrt(6)  # zero row: ||min(g, 0)|| = 0.9 mu <= mu ...
+    g[1, 2] = 4.0  # ... and its positive entries are free
     assert residual_v_min_norm(v, g, mu) == pytest.approx(0.0, abs=1e-24)
     # and V is then a fixed point of the prox-gradient map
     np.testing.assert_allclose(prox_l21_nonneg(v - 0.1 * g, 0.1 * mu), v, atol=1e-12)
@@ -55,7 +69,7 @@ def test_min_norm_residual_is_zero_exactly_at_stationary_points():
         expected = delta**2 if (i, j) != (2, 0) else (g[2, 0] + delta) ** 2
         assert residual_v_min_norm(v, h, mu) == pytest.approx(expected)
     h = g.copy()
-    h[1] = -2.0 * mu / np.sqrt(7)                 # ||min(g, 0)|| = 2 mu on the zero row
+    h[1] = -2.0 * mu / np.sqrt(7)  # ||min(g, 0)|| = 2 mu on the zero row
     assert residual_v_min_norm(v, h, mu) == pytest.approx(mu**2)
 
 
@@ -83,11 +97,21 @@ def test_both_residuals_agree_when_the_subdifferential_is_a_point():
 
 # ------------------------------------------------------------------------------- kernels
 def test_fedmavg_schedule_shrinks_as_ceil_tau_over_sqrt_s():
-    assert [fedmavg_local_steps(10, s, "decreasing") for s in (1, 2, 4, 25, 100, 101, 10**6)] == \
-        [10, 8, 5, 2, 1, 1, 1]
+    assert [fedmavg_local_steps(10, s, "decreasing") for s in (1, 2, 4, 25, 100, 101, 10**6)] == [
+        10,
+        8,
+        5,
+        2,
+        1,
+        1,
+        1,
+    ]
     assert all(fedmavg_local_steps(10, s, "constant") == 10 for s in (1, 50))
-    assert all(fedmavg_local_steps(t, s, "decreasing") == math.ceil(t / math.sqrt(s))
-               for t in (1, 5, 30) for s in range(1, 200))
+    assert all(
+        fedmavg_local_steps(t, s, "decreasing") == math.ceil(t / math.sqrt(s))
+        for t in (1, 5, 30)
+        for s in range(1, 200)
+    )
 
 
 def test_fedmavg_with_one_client_and_one_step_is_a_proximal_gradient_step():
@@ -131,8 +155,9 @@ def test_one_local_step_of_the_method_equals_the_server_only_update_with_step_et
     v_s = prox_l21_nonneg(v_bar, params.effective_lr * params.mu)
     local = local_round(x, u, v_bar, params)
     _, g = fixed_v_round(x, u, v_s, SONMFParams(local_steps=1, local_lr=0.02, v_update="server"))
-    np.testing.assert_allclose(v_s + params.global_lr * (local.v_hat - v_s),
-                               v_s - params.global_lr * params.local_lr * g, atol=1e-13)
+    np.testing.assert_allclose(
+        v_s + params.global_lr * (local.v_hat - v_s), v_s - params.global_lr * params.local_lr * g, atol=1e-13
+    )
 
 
 def test_fedvra_round_follows_its_primal_and_dual_updates():
@@ -176,12 +201,20 @@ def test_aggregation_of_constructed_replies(tmp_path, algorithm):
     rng = np.random.default_rng(0)
     uploads = [np.abs(rng.standard_normal(strategy.v.shape)) for _ in range(3)]
     grads = [rng.standard_normal(strategy.v.shape) for _ in range(3)]
-    results = [(proxy, fit_res([uploads[p], grads[p]], {"partition-id": p, "kernel_s": 0.1,
-                                                         "loss": float(p), "basis_residual": 2.0}))
-               for p, proxy in enumerate(strategy.clients)]
+    results = [
+        (
+            proxy,
+            fit_res(
+                [uploads[p], grads[p]],
+                {"partition-id": p, "kernel_s": 0.1, "loss": float(p), "basis_residual": 2.0},
+            ),
+        )
+        for p, proxy in enumerate(strategy.clients)
+    ]
     v_before = strategy.v.copy()
     broadcast = parameters_to_ndarrays(
-        strategy.aggregate_fit(server_round=1, results=results[::-1], failures=[])[0])
+        strategy.aggregate_fit(server_round=1, results=results[::-1], failures=[])[0]
+    )
     mean_grad, mu = np.mean(grads, axis=0), cfg["sonmf.mu"]
     if algorithm == "fedmavg":
         expected_v = np.mean(uploads, axis=0)
@@ -212,12 +245,19 @@ def test_server_only_variant_aggregates_mean_gradients_with_step_eta_g_alpha(tmp
     strategy.initialize_parameters(client_manager=manager)
     rng = np.random.default_rng(1)
     grads = [rng.standard_normal(strategy.v.shape) for _ in range(3)]
-    results = [(proxy, fit_res([grads[p], grads[p]], {"partition-id": p, "kernel_s": 0.1,
-                                                       "loss": 1.0, "basis_residual": 0.0}))
-               for p, proxy in enumerate(strategy.clients)]
+    results = [
+        (
+            proxy,
+            fit_res(
+                [grads[p], grads[p]], {"partition-id": p, "kernel_s": 0.1, "loss": 1.0, "basis_residual": 0.0}
+            ),
+        )
+        for p, proxy in enumerate(strategy.clients)
+    ]
     v_before = strategy.v.copy()
-    broadcast = parameters_to_ndarrays(strategy.aggregate_fit(server_round=1, results=results,
-                                                              failures=[])[0])
+    broadcast = parameters_to_ndarrays(
+        strategy.aggregate_fit(server_round=1, results=results, failures=[])[0]
+    )
     lr = cfg["sonmf.global-lr"] * cfg["sonmf.local-lr"]
     v_bar, v_next = prox_gradient_step(v_before, np.mean(grads, axis=0), lr, cfg["sonmf.mu"])
     np.testing.assert_allclose(broadcast[0], v_bar)
@@ -228,19 +268,29 @@ def test_server_only_variant_aggregates_mean_gradients_with_step_eta_g_alpha(tmp
 
 @pytest.mark.parametrize("step", ["global-times-local", "effective"])
 def test_fedmgs_is_the_server_only_variant_with_its_own_step(tmp_path, step):
-    mgs, mgs_broadcasts = run_federation(tmp_path, _cfg(algorithm="fedmgs", **{"sonmf.fedmgs-step": step}),
-                                         run_name="mgs")
+    mgs, mgs_broadcasts = run_federation(
+        tmp_path, _cfg(algorithm="fedmgs", **{"sonmf.fedmgs-step": step}), run_name="mgs"
+    )
     variant, variant_broadcasts = run_federation(
-        tmp_path, _cfg(**{"sonmf.v-update": "server", "sonmf.server-step": step}), run_name="variant")
+        tmp_path, _cfg(**{"sonmf.v-update": "server", "sonmf.server-step": step}), run_name="variant"
+    )
     for a, b in zip(mgs_broadcasts, variant_broadcasts):
         np.testing.assert_array_equal(a[0], b[0])
     residuals = [[r["residual"] for r in s.recorder.data["rounds"]] for s in (mgs, variant)]
     assert residuals[0] == residuals[1]
 
 
-@pytest.mark.parametrize("overrides", [{"algorithm": "fedmavg"}, {"algorithm": "fedmgs"},
-                                       {"algorithm": "fedvra-u"}, {"sonmf.v-update": "server"},
-                                       {"sonmf.drift-correction": False}, {"sonmf.local-steps": 1}])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"algorithm": "fedmavg"},
+        {"algorithm": "fedmgs"},
+        {"algorithm": "fedvra-u"},
+        {"sonmf.v-update": "server"},
+        {"sonmf.drift-correction": False},
+        {"sonmf.local-steps": 1},
+    ],
+)
 def test_every_method_runs_in_process_and_records_comparable_diagnostics(tmp_path, overrides):
     cfg = _cfg(**overrides)
     run_federation(tmp_path, cfg)

@@ -7,21 +7,29 @@ import pytest
 from flwr.common import parameters_to_ndarrays
 from flwr.server import SimpleClientManager
 
-from fedmf_app.federated.client import ClientStateError
-from fedmf_app.methods.sonmf.client import FedSONMFClient
-from fedmf_app.methods.sonmf.options import sonmf_params
-from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.data import load_client_view
-from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
-from fedmf_app.methods.sonmf.updates import server_step
+from fedmf_app.federated.client import ClientStateError
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.strategy import FederationError
-from fedmf_app.methods.sonmf.strategy import FedSONMFStrategy
-from fakes import FakeProxy, build_federation, client_context, fit_res, run_client_round, run_round
+from fedmf_app.methods.sonmf.client import FedSONMFClient
+from fedmf_app.methods.sonmf.options import sonmf_params
+from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
+from fedmf_app.methods.sonmf.strategy import FedSONMFStrategy
+from fedmf_app.methods.sonmf.updates import server_step
+from fedmf_app.options.run_config import validate_run_config
 
-CFG = {"num-clients": 3, "num-samples": 40, "num-server-rounds": 4, "heterogeneity": 0.6,
-       "sonmf.local-steps": 3, "seed": 5, "connect-timeout-s": 0.2}
+from fakes import FakeProxy, build_federation, client_context, fit_res, run_client_round, run_round
+
+CFG = {
+    "num-clients": 3,
+    "num-samples": 40,
+    "num-server-rounds": 4,
+    "heterogeneity": 0.6,
+    "sonmf.local-steps": 3,
+    "seed": 5,
+    "connect-timeout-s": 0.2,
+}
 
 
 def _federation(tmp_path, overrides=None, properties=None):
@@ -46,10 +54,12 @@ def test_adapters_reproduce_the_kernel_reference_run(tmp_path):
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert result["status"] == "completed"
     assert [r["round"] for r in result["rounds"]] == [1, 2, 3, 4]
-    np.testing.assert_allclose([r["residual"] for r in result["rounds"]],
-                               [h["residual"] for h in reference.history], rtol=1e-12)
-    np.testing.assert_allclose([r["objective"] for r in result["rounds"]],
-                               [h["objective"] for h in reference.history], rtol=1e-12)
+    np.testing.assert_allclose(
+        [r["residual"] for r in result["rounds"]], [h["residual"] for h in reference.history], rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        [r["objective"] for r in result["rounds"]], [h["objective"] for h in reference.history], rtol=1e-12
+    )
     assert result["clients"][2]["partition-id"] == 2
     assert (tmp_path / "run" / "residuals.png").stat().st_size > 0
 
@@ -59,8 +69,9 @@ def test_global_correction_is_the_mean_client_gradient(tmp_path):
     parameters = strategy.initialize_parameters(client_manager=manager)
     for s in (1, 2):
         parameters = _run_round(strategy, manager, clients, parameters, s)
-        grads = [c.context.state.array_records["fedsonmf.arrays"]["grad_prev"].numpy()
-                 for c in clients.values()]
+        grads = [
+            c.context.state.array_records["fedsonmf.arrays"]["grad_prev"].numpy() for c in clients.values()
+        ]
         np.testing.assert_allclose(strategy.global_correction, np.mean(grads, axis=0), atol=1e-10)
 
 
@@ -71,8 +82,13 @@ def test_aggregation_of_constructed_replies(tmp_path):
     v_hats = [rng.standard_normal(strategy.v.shape) for _ in range(3)]
     grads = [rng.standard_normal(strategy.v.shape) for _ in range(3)]
     results = [
-        (proxy, fit_res([v_hats[p], grads[p]],
-                        {"partition-id": p, "kernel_s": 0.1, "loss": float(p), "basis_residual": 2.0}))
+        (
+            proxy,
+            fit_res(
+                [v_hats[p], grads[p]],
+                {"partition-id": p, "kernel_s": 0.1, "loss": float(p), "basis_residual": 2.0},
+            ),
+        )
         for p, proxy in enumerate(strategy.clients)
     ]
     v_before = strategy.v.copy()
@@ -86,7 +102,9 @@ def test_aggregation_of_constructed_replies(tmp_path):
     assert record["residual_v"] == pytest.approx(expected_rv)
     assert record["residual_u"] == pytest.approx(2.0)
     assert record["residual_ratio"] == 1.0
-    assert record["objective"] == pytest.approx(1.0 + cfg["sonmf.mu"] * np.linalg.norm(v_before, axis=1).sum())
+    assert record["objective"] == pytest.approx(
+        1.0 + cfg["sonmf.mu"] * np.linalg.norm(v_before, axis=1).sum()
+    )
     assert record["client_kernel_s_sum"] == pytest.approx(0.3)
 
 
@@ -95,8 +113,9 @@ def test_a_failed_client_fails_the_run_and_keeps_finished_rounds(tmp_path):
     parameters = strategy.initialize_parameters(client_manager=manager)
     parameters = _run_round(strategy, manager, clients, parameters, 1)
     instructions = strategy.configure_fit(server_round=2, parameters=parameters, client_manager=manager)
-    results = [(proxy, run_client_round(clients[proxy.cid], ins.parameters, 2))
-               for proxy, ins in instructions[1:]]
+    results = [
+        (proxy, run_client_round(clients[proxy.cid], ins.parameters, 2)) for proxy, ins in instructions[1:]
+    ]
     with pytest.raises(FederationError, match=r"no valid reply from partition\(s\) \[0\].*disk on fire"):
         strategy.aggregate_fit(server_round=2, results=results, failures=[RuntimeError("disk on fire")])
     result = json.loads((tmp_path / "run" / "result.json").read_text())
@@ -107,17 +126,39 @@ def test_a_failed_client_fails_the_run_and_keeps_finished_rounds(tmp_path):
 @pytest.mark.parametrize(
     ("overrides", "properties", "fragment"),
     [
-        ({"num-clients": 4}, None, 'needs exactly 4 SuperNodes'),
-        ({}, [{"partition-id": 0, "num-samples": 40, "num-features": 20, "source": "a"}] * 3,
-         "partition ids are [0, 0, 0]"),
-        ({}, [{"partition-id": p, "num-samples": 40 + p, "num-features": 20, "source": "a"} for p in range(3)],
-         "same number of samples (partition 0: 40, partition 1: 41"),
-        ({}, [{"partition-id": p, "num-samples": 40, "num-features": 4 if p == 1 else 20, "source": f"f{p}.mat"}
-              for p in range(3)],
-         "'rank' = 6 is invalid: every view needs at least 6 features for a nonnegative orthonormal basis, "
-         "but partition 1 (f1.mat) has 4"),
-        ({}, [{"partition-id": p, "num-samples": 40, "num-features": 20, "source": "a", "num-partitions": 2}
-              for p in range(3)], "started with num-partitions=2 but the run has 3 clients"),
+        ({"num-clients": 4}, None, "needs exactly 4 SuperNodes"),
+        (
+            {},
+            [{"partition-id": 0, "num-samples": 40, "num-features": 20, "source": "a"}] * 3,
+            "partition ids are [0, 0, 0]",
+        ),
+        (
+            {},
+            [{"partition-id": p, "num-samples": 40 + p, "num-features": 20, "source": "a"} for p in range(3)],
+            "same number of samples (partition 0: 40, partition 1: 41",
+        ),
+        (
+            {},
+            [
+                {
+                    "partition-id": p,
+                    "num-samples": 40,
+                    "num-features": 4 if p == 1 else 20,
+                    "source": f"f{p}.mat",
+                }
+                for p in range(3)
+            ],
+            "'sonmf.rank' = 6 is invalid: every view needs at least 6 features for a nonnegative "
+            "orthonormal basis, but partition 1 (f1.mat) has 4",
+        ),
+        (
+            {},
+            [
+                {"partition-id": p, "num-samples": 40, "num-features": 20, "source": "a", "num-partitions": 2}
+                for p in range(3)
+            ],
+            "started with num-partitions=2 but the run has 3 clients",
+        ),
     ],
 )
 def test_handshake_problems_stop_the_run_before_round_one(tmp_path, overrides, properties, fragment):
@@ -135,7 +176,9 @@ def test_handshake_error_names_the_node(tmp_path):
     strategy = FedSONMFStrategy(cfg, RunRecorder(tmp_path, "run", cfg))
     manager = SimpleClientManager()
     manager.register(FakeProxy("node-7", {}, fail_handshake="cannot read /data/view0.mat"))
-    with pytest.raises(FederationError, match="SuperNode node-7 failed the handshake: cannot read /data/view0.mat"):
+    with pytest.raises(
+        FederationError, match="SuperNode node-7 failed the handshake: cannot read /data/view0.mat"
+    ):
         strategy.initialize_parameters(client_manager=manager)
 
 
@@ -148,11 +191,14 @@ def test_client_state_persists_and_missed_rounds_are_refused(tmp_path):
     arrays, n, metrics = first.fit([v_bar], {"server-round": 1})
     assert n == 40 and metrics["partition-id"] == 1 and len(arrays) == 2
     stored = context.state.array_records["fedsonmf.arrays"]
-    np.testing.assert_array_equal(stored["v_prev"].numpy(),
-                                  prox_l21_nonneg(v_bar, sonmf_params(cfg).effective_lr * cfg["sonmf.mu"]))
+    np.testing.assert_array_equal(
+        stored["v_prev"].numpy(), prox_l21_nonneg(v_bar, sonmf_params(cfg).effective_lr * cfg["sonmf.mu"])
+    )
     second = FedSONMFClient(context, cfg, 1, 3, view)
     second.fit([v_bar], {"server-round": 2})
-    with pytest.raises(ClientStateError, match="partition 1: asked for round 4 but its stored state is from round 2"):
+    with pytest.raises(
+        ClientStateError, match="partition 1: asked for round 4 but its stored state is from round 2"
+    ):
         FedSONMFClient(context, cfg, 1, 3, view).fit([v_bar], {"server-round": 4})
 
 
@@ -171,6 +217,8 @@ def test_handshake_replies_get_a_rounds_timeout_not_the_connect_timeout(tmp_path
     for proxy in manager.all().values():
         answer = proxy.get_properties
         proxy.get_properties = lambda ins, timeout, group_id, answer=answer: (
-            seen.append(timeout), answer(ins, timeout, group_id))[1]
+            seen.append(timeout),
+            answer(ins, timeout, group_id),
+        )[1]
     strategy.initialize_parameters(client_manager=manager)
     assert seen == [77.0] * 3

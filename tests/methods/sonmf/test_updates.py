@@ -5,8 +5,15 @@ import pytest
 
 from fedmf_app.methods.sonmf.nonneg_orth import is_feasible_basis, solve_basis
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
-from fedmf_app.methods.sonmf.updates import SONMFParams, grad_v, local_loss, local_round, regulariser, server_step
 from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
+from fedmf_app.methods.sonmf.updates import (
+    SONMFParams,
+    grad_v,
+    local_loss,
+    local_round,
+    regulariser,
+    server_step,
+)
 
 
 def test_corrections_average_to_zero_over_clients():

@@ -13,12 +13,15 @@ ROOT = Path(__file__).resolve().parents[3]
 RATES = {0.1, 0.3, 0.5, 0.7, 0.9}
 
 
-@pytest.mark.parametrize(("preset", "data", "views", "methods", "rates", "seeds"), [
-    ("iai/hw_missing", "hw", 6, {"fmvc-iai"}, RATES, 5),
-    ("iai/hw_baselines", "hw", 6, {"fedsonmf (mean fill)", "fmvc-imk (mean fill)"}, RATES, 5),
-    ("iai/hw_ablation", "hw", 6, {f"fmvc-iai no M{i}" for i in range(1, 5)}, {0.1, 0.9}, 3),
-    ("iai/noisy_mnist_missing", "noisy_mnist", 2, {"fmvc-iai"}, RATES, 5),
-])
+@pytest.mark.parametrize(
+    ("preset", "data", "views", "methods", "rates", "seeds"),
+    [
+        ("iai/hw_missing", "hw", 6, {"fmvc-iai"}, RATES, 5),
+        ("iai/hw_baselines", "hw", 6, {"fedsonmf (mean fill)", "fmvc-imk (mean fill)"}, RATES, 5),
+        ("iai/hw_ablation", "hw", 6, {f"fmvc-iai no M{i}" for i in range(1, 5)}, {0.1, 0.9}, 3),
+        ("iai/noisy_mnist_missing", "noisy_mnist", 2, {"fmvc-iai"}, RATES, 5),
+    ],
+)
 def test_paper_c_presets_compose_to_valid_run_configs(preset, data, views, methods, rates, seeds):
     from hydra import compose, initialize_config_dir
 

@@ -17,16 +17,23 @@ def _write(tmp_path, runs):
     for i, (cfg, acc) in enumerate(runs):
         (tmp_path / f"r{i}").mkdir()
         (tmp_path / f"r{i}" / "result.json").write_text(
-            json.dumps({"config": cfg, "final": {"acc": acc, "nmi": acc, "ari": acc}}))
+            json.dumps({"config": cfg, "final": {"acc": acc, "nmi": acc, "ari": acc}})
+        )
     (tmp_path / "r0" / "job_timing.json").write_text(json.dumps({"job_s": 100.0, "flwr_run_s": 90.0}))
 
 
 def test_groups_by_method_and_rate_with_mean_and_mad(tmp_path):
     base = {"algorithm": "fmvc-iai", "dataset": "hw", "missing-rate": 0.5}
-    _write(tmp_path, [({**base, "seed": 0}, 0.8), ({**base, "seed": 1}, 0.9),
-                      ({**base, "seed": 0, "iai.structure-loss": False}, 0.5),
-                      ({**base, "seed": 0, "algorithm": "fedsonmf", "missing-fill": "mean"}, 0.1),
-                      ({**base, "seed": 0, "missing-rate": 0.1}, 0.7)])
+    _write(
+        tmp_path,
+        [
+            ({**base, "seed": 0}, 0.8),
+            ({**base, "seed": 1}, 0.9),
+            ({**base, "seed": 0, "iai.structure-loss": False}, 0.5),
+            ({**base, "seed": 0, "algorithm": "fedsonmf", "missing-fill": "mean"}, 0.1),
+            ({**base, "seed": 0, "missing-rate": 0.1}, 0.7),
+        ],
+    )
     table = iai_table([tmp_path]).splitlines()
     assert len(table) == 6
     assert table[2] == "| hw | fmvc-iai | 0.1 | 1 (0) | 0.700 ± 0.000 | 0.700 ± 0.000 | 0.700 ± 0.000 | – |"
@@ -44,8 +51,15 @@ def test_groups_by_method_and_rate_with_mean_and_mad(tmp_path):
 
 def test_figures_are_written(tmp_path):
     base = {"algorithm": "fmvc-iai", "dataset": "hw"}
-    _write(tmp_path, [({**base, "seed": s, "missing-rate": r, "iai.imputation": imp}, 0.5 + s / 10)
-                      for s in (0, 1) for r in (0.1, 0.9) for imp in ("propagation", "zeros")])
+    _write(
+        tmp_path,
+        [
+            ({**base, "seed": s, "missing-rate": r, "iai.imputation": imp}, 0.5 + s / 10)
+            for s in (0, 1)
+            for r in (0.1, 0.9)
+            for imp in ("propagation", "zeros")
+        ],
+    )
     runs = collect([tmp_path])
     assert len(runs) == 8
     for plot, name in ((plot_missing_rates, "rates.png"), (plot_ablation, "ablation.png")):
@@ -58,6 +72,9 @@ def test_exported_runs_rebuild_the_same_table(tmp_path):
     (tmp_path / "runs").mkdir()
     _write(tmp_path / "runs", [({**base, "seed": 0}, 0.6), ({**base, "seed": 1}, 0.7)])
     paths = export_runs(collect([tmp_path / "runs"]), tmp_path / "export")
-    assert [p.name for p in paths] == ["hw_fmvc-imk--mean-fill-_0.3_seed0.json", "hw_fmvc-imk--mean-fill-_0.3_seed1.json"]
+    assert [p.name for p in paths] == [
+        "hw_fmvc-imk--mean-fill-_0.3_seed0.json",
+        "hw_fmvc-imk--mean-fill-_0.3_seed1.json",
+    ]
     assert iai_table([tmp_path / "export"]) == iai_table([tmp_path / "runs"])
     assert iai_table([tmp_path / "runs"]).endswith("| 100 |")

@@ -7,24 +7,34 @@ from simulations.imk.figures import GRID, collect, main
 
 def write_run(folder, lam, mu, seed, acc, status="completed"):
     folder.mkdir(parents=True)
-    result = {"config": {"algorithm": "fmvc-imk", "dataset": "/data/sonar_3view.mat", "imk.lambda": lam,
-                         "imk.mu": mu, "seed": seed},
-              "status": status, "error": None, "rounds": [],
-              "final": {"acc": acc, "nmi": acc / 2, "purity": acc}}
+    result = {
+        "config": {
+            "algorithm": "fmvc-imk",
+            "dataset": "/data/sonar_3view.mat",
+            "imk.lambda": lam,
+            "imk.mu": mu,
+            "seed": seed,
+        },
+        "status": status,
+        "error": None,
+        "rounds": [],
+        "final": {"acc": acc, "nmi": acc / 2, "purity": acc},
+    }
     (folder / "result.json").write_text(json.dumps(result))
 
 
 def test_grid_and_ablation_from_sweep_results(tmp_path, monkeypatch, capsys):
     job = 0
     for i, lam in enumerate(GRID):
-        for j, mu in enumerate(GRID):
+        for mu in GRID:
             for seed in (0, 1):
                 write_run(tmp_path / "sweep" / str(job), lam, mu, seed, 0.5 + 0.01 * i + 0.002 * seed)
                 job += 1
     write_run(tmp_path / "sweep" / "failed", 0.1, 0.1, 0, 0.0, status="failed")
     assert len(collect([tmp_path / "sweep"])) == 2 * len(GRID) ** 2
-    monkeypatch.setattr("sys.argv", ["imk_figures", "grid", str(tmp_path / "sweep"), "--out",
-                                     str(tmp_path / "fig")])
+    monkeypatch.setattr(
+        "sys.argv", ["imk_figures", "grid", str(tmp_path / "sweep"), "--out", str(tmp_path / "fig")]
+    )
     main()
     out = capsys.readouterr()
     assert (tmp_path / "fig" / "imk_grid_sonar_3view.png").exists()
@@ -38,5 +48,7 @@ def test_grid_and_ablation_from_sweep_results(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("sys.argv", ["imk_figures", "ablation", str(tmp_path / "ablation")])
     main()
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| sonar")]
-    assert rows == ["| sonar_3view | (2) integrated, no graph | 2 | 51.0 ± 1.0 | 25.5 ± 0.5 | 51.0 ± 1.0 |",
-                    "| sonar_3view | (3) integrated + graph | 2 | 62.0 ± 2.0 | 31.0 ± 1.0 | 62.0 ± 2.0 |"]
+    assert rows == [
+        "| sonar_3view | (2) integrated, no graph | 2 | 51.0 ± 1.0 | 25.5 ± 0.5 | 51.0 ± 1.0 |",
+        "| sonar_3view | (3) integrated + graph | 2 | 62.0 ± 2.0 | 31.0 ± 1.0 | 62.0 ± 2.0 |",
+    ]

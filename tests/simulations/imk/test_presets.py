@@ -21,8 +21,11 @@ def test_fmvc_imk_presets_compose_to_valid_run_configs(preset):
         assert params["algorithm"] == "fmvc-imk"
         for key, values in params.items():
             for value in values.split(","):
-                job = compose(config_name="config", overrides=[f"+experiment={preset}", f"{key}={value}"],
-                              return_hydra_config=True)
+                job = compose(
+                    config_name="config",
+                    overrides=[f"+experiment={preset}", f"{key}={value}"],
+                    return_hydra_config=True,
+                )
                 HydraConfig.instance().set_config(job)  # resolves ${hydra:runtime.cwd}
                 run = OmegaConf.to_container(job.run, resolve=True)
                 assert run["dataset"] == str(ROOT / ".." / "shared" / "data" / "sonar" / "sonar_3view.mat")

@@ -12,22 +12,36 @@ from simulations.sonmf.figures import collect, main, normalised, rounds_table, v
 
 def _write_run(folder, overrides, residuals, status="completed"):
     cfg = validate_run_config(overrides)
-    rounds = [{"round": s, "wall_s": 0.5, "elapsed_s": 3.0 + 0.5 * s, "server_s": 0.01,
-               "client_kernel_s_sum": 0.2, "client_kernel_s_max": 0.05, "residual": r,
-               "residual_min": r / 2, "objective": 1.0} for s, r in enumerate(residuals, start=1)]
+    rounds = [
+        {
+            "round": s,
+            "wall_s": 0.5,
+            "elapsed_s": 3.0 + 0.5 * s,
+            "server_s": 0.01,
+            "client_kernel_s_sum": 0.2,
+            "client_kernel_s_max": 0.05,
+            "residual": r,
+            "residual_min": r / 2,
+            "objective": 1.0,
+        }
+        for s, r in enumerate(residuals, start=1)
+    ]
     folder.mkdir(parents=True)
-    (folder / "result.json").write_text(json.dumps({"config": cfg, "status": status, "error": None,
-                                                     "rounds": rounds, "summary": {}}))
+    (folder / "result.json").write_text(
+        json.dumps({"config": cfg, "status": status, "error": None, "rounds": rounds, "summary": {}})
+    )
 
 
 def _sweep(tmp_path):
     # two seeds of a fast curve (tau=10) and of a slow one (tau=5), at h = 0 and 0.9
-    for job, (tau, h, seed) in enumerate([(10, 0.0, 0), (10, 0.0, 1), (5, 0.0, 0), (5, 0.0, 1),
-                                           (10, 0.9, 0), (5, 0.9, 0)]):
+    for job, (tau, h, seed) in enumerate(
+        [(10, 0.0, 0), (10, 0.0, 1), (5, 0.0, 0), (5, 0.0, 1), (10, 0.9, 0), (5, 0.9, 0)]
+    ):
         rate = 0.09 if tau == 10 else 0.7
-        residuals = [100.0 * rate ** s * (1 + seed) for s in range(8)]
-        _write_run(tmp_path / str(job), {"sonmf.local-steps": tau, "heterogeneity": h, "seed": seed},
-                   residuals)
+        residuals = [100.0 * rate**s * (1 + seed) for s in range(8)]
+        _write_run(
+            tmp_path / str(job), {"sonmf.local-steps": tau, "heterogeneity": h, "seed": seed}, residuals
+        )
     _write_run(tmp_path / "9", {"seed": 3}, [1.0], status="failed")
 
 
@@ -65,10 +79,14 @@ def test_command_writes_one_png_per_normalisation_and_the_table(tmp_path, capsys
 
 def test_variant_labels_follow_the_ablation_configs():
     assert variant_label(validate_run_config({"sonmf.v-update": "server"})) == "server update"
-    assert variant_label(validate_run_config({"sonmf.local-steps": 1, "sonmf.drift-correction": False})) == \
-        "local copies, tau=1"
-    assert variant_label(validate_run_config({"sonmf.drift-correction": False})) == \
-        "local copies, no correction, tau=10"
+    assert (
+        variant_label(validate_run_config({"sonmf.local-steps": 1, "sonmf.drift-correction": False}))
+        == "local copies, tau=1"
+    )
+    assert (
+        variant_label(validate_run_config({"sonmf.drift-correction": False}))
+        == "local copies, no correction, tau=10"
+    )
     assert variant_label(validate_run_config({})) == "proposed (corrected), tau=10"
 
 

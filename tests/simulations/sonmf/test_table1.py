@@ -14,10 +14,15 @@ def _write_runs(tmp_path, dataset, accs):
         folder.mkdir(parents=True)
         cfg = validate_run_config({"dataset": dataset, "num-clients": 2, "seed": seed})
         final = {"labels": [0, 1], "num_clusters": 2, "acc": acc, "nmi": 0.5, "purity": acc, "ari": 0.1}
-        summary = {"rank": 2, "wall_s": 3.0 + seed, "peak_rss_mb_server": 100.0,
-                   "peak_rss_mb_client_max": 120.0 + seed}
-        (folder / "result.json").write_text(json.dumps(
-            {"config": cfg, "status": "completed", "summary": summary, "final": final}))
+        summary = {
+            "rank": 2,
+            "wall_s": 3.0 + seed,
+            "peak_rss_mb_server": 100.0,
+            "peak_rss_mb_client_max": 120.0 + seed,
+        }
+        (folder / "result.json").write_text(
+            json.dumps({"config": cfg, "status": "completed", "summary": summary, "final": final})
+        )
         (folder / "job_timing.json").write_text(json.dumps({"job_s": 10.0, "flwr_run_s": 8.0}))
     failed = tmp_path / "sweep" / "failed"
     failed.mkdir()
@@ -36,6 +41,11 @@ def test_table_reports_mean_and_spread_over_seeds_beside_the_baselines(tmp_path)
     base = baseline_scores(str(path), groups[str(path)][0]["config"], 2, [0, 1])
     assert [s["acc"] for s in base["kmeans"]] == [1.0, 1.0]  # two far-apart groups
     text = markdown(groups, {str(path): base})
-    assert "| fedsonmf (federated, one view per client) | 60.0±10.0 / 50.0±0.0 / 60.0±10.0 / 10.0±0.0 |" in text
-    assert "| k-means (centralised, concatenated views) | 100.0±0.0 / 100.0±0.0 / 100.0±0.0 / 100.0±0.0 |" in text
+    assert (
+        "| fedsonmf (federated, one view per client) | 60.0±10.0 / 50.0±0.0 / 60.0±10.0 / 10.0±0.0 |" in text
+    )
+    assert (
+        "| k-means (centralised, concatenated views) | 100.0±0.0 / 100.0±0.0 / 100.0±0.0 / 100.0±0.0 |"
+        in text
+    )
     assert "| toy | 30 | 2 (3, 4) | 2 | 2 | 100 | 2 | 3.5±0.5 | 10.0 | 100 / 121 |" in text

@@ -1,0 +1,161 @@
+"""The handshake before round 1: exactly the expected SuperNodes, each telling its properties.
+
+Nothing is written before it passes: a run that fails here leaves no run folder.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+
+from flwr.common import Code, GetPropertiesIns, Scalar
+from flwr.server.client_manager import ClientManager
+from flwr.server.client_proxy import ClientProxy
+
+from fedmf_app.data import dataset_view_count
+
+__all__ = ["FederationError", "check_view_count", "collect_properties", "properties", "resolve_num_clusters"]
+
+
+class FederationError(RuntimeError):
+    """The federation cannot run or continue (wrong clients, failed or missing replies)."""
+
+
+def check_view_count(dataset: str, expected: int) -> None:
+    """Before contacting anyone: the data set's view count must be the client count.
+
+    Parameters
+    ----------
+    dataset : str
+        Run config ``dataset``; not checked when this machine cannot read it.
+    expected : int
+        Clients of the run.
+
+    Raises
+    ------
+    FederationError
+    """
+    count = dataset_view_count(dataset)
+    if count is not None and count != expected:
+        raise FederationError(
+            f"data set {dataset!r} has {count} views but the run needs "
+            f"{expected} clients (run config 'num-clients'): one client per view, so set "
+            f"num-clients = {count}"
+        )
+
+
+def resolve_num_clusters(num_clusters: int, info: list[dict[str, Scalar]]) -> int | None:
+    """Run config ``num-clusters``, else the clients' number of ground-truth classes.
+
+    Parameters
+    ----------
+    num_clusters : int
+        Run config ``num-clusters`` (0: from the ground truth).
+    info : list of dict
+        The clients' properties.
+
+    Returns
+    -------
+    int or None
+        ``None`` when neither is known.
+
+    Raises
+    ------
+    FederationError
+        When the clients disagree on the number of classes.
+    """
+    if num_clusters > 0:
+        return num_clusters
+    classes = {int(i.get("num-classes", 0)) for i in info} - {0}
+    if len(classes) > 1:
+        detail = ", ".join(f"partition {i['partition-id']}: {i.get('num-classes', 0)}" for i in info)
+        raise FederationError(f"the clients' ground truth has different numbers of classes ({detail})")
+    return classes.pop() if classes else None
+
+
+def collect_properties(
+    client_manager: ClientManager, expected: int, timeout: float, reply_timeout: float
+) -> tuple[list[ClientProxy], list[dict[str, Scalar]]]:
+    """Wait for the clients, ask each for its properties, order them by partition id.
+
+    Parameters
+    ----------
+    client_manager : ClientManager
+    expected : int
+        SuperNodes the run needs.
+    timeout : float
+        Seconds to wait for them to connect (run config ``connect-timeout-s``).
+    reply_timeout : float
+        Seconds each may take to answer (run config ``round-timeout-s``).
+
+    Returns
+    -------
+    proxies : list of ClientProxy
+    info : list of dict
+        Both in partition order.
+
+    Raises
+    ------
+    FederationError
+        On a wrong number of nodes, partition ids that are not 0..m-1 exactly once, or a node
+        started for another number of partitions.
+    """
+    deadline = time.monotonic() + timeout
+    available = client_manager.num_available()
+    while available < expected and time.monotonic() < deadline:
+        time.sleep(0.5)
+        available = client_manager.num_available()
+    if available != expected:
+        raise FederationError(
+            f"the run needs exactly {expected} SuperNodes (run config 'num-clients' or the "
+            f"number of views) but {available} are connected after {timeout:.0f} s; in "
+            f'simulation pass --federation-config "num-supernodes={expected}"'
+        )
+    proxies = list(client_manager.all().values())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(proxies)) as pool:
+        # The first message to a node also pays for starting its ClientApp (a Ray actor in
+        # simulation), which can take longer than connecting on a busy machine: give the
+        # handshake replies as long as a round's.
+        futures = {pool.submit(properties, proxy, reply_timeout): proxy for proxy in proxies}
+        answers = [(futures[f], f.result()) for f in concurrent.futures.as_completed(futures)]
+    answers.sort(key=lambda pair: int(pair[1]["partition-id"]))
+    ids = [int(info["partition-id"]) for _, info in answers]
+    if ids != list(range(expected)):
+        raise FederationError(
+            f"the SuperNodes' partition ids are {ids}; the run needs each of 0..{expected - 1} "
+            "exactly once (node config 'partition-id')"
+        )
+    for _, info in answers:
+        declared = info.get("num-partitions", -1)
+        if int(declared) not in (-1, expected):
+            raise FederationError(
+                f"partition {info['partition-id']} was started with num-partitions={declared} "
+                f"but the run has {expected} clients"
+            )
+    return [p for p, _ in answers], [info for _, info in answers]
+
+
+def properties(proxy: ClientProxy, timeout: float) -> dict[str, Scalar]:
+    """One node's handshake reply.
+
+    Parameters
+    ----------
+    proxy : ClientProxy
+    timeout : float
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    FederationError
+        Naming the node and carrying its own error message.
+    """
+    try:
+        res = proxy.get_properties(GetPropertiesIns(config={}), timeout=timeout, group_id=0)
+    except Exception as exc:  # the client's own message is inside
+        raise FederationError(f"SuperNode {proxy.cid} failed the handshake: {exc}") from exc
+    if res.status.code != Code.OK:
+        raise FederationError(f"SuperNode {proxy.cid} failed the handshake: {res.status.message}")
+    return dict(res.properties)
