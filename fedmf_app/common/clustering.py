@@ -1,8 +1,8 @@
 """Seeded k-means: the final clustering of paper A's protocol, and a k-means start for ``U_p``.
 
-Paper A (spec 1.11) labels samples by k-means on the columns of ``V`` (rows of ``V^T``) with
+Paper A labels samples by k-means on the columns of ``V`` (rows of ``V^T``) with
 10 replicates of at most 300 iterations each, keeping the replicate of least inertia.
-:func:`kmeans_basis` starts a client's basis from k-means on its own features (spec 1.8b).
+:func:`kmeans_basis` starts a client's basis from k-means on its own features.
 
 scikit-learn is imported inside the functions: a deployed SuperNode starts a fresh ClientApp
 process for every message, and only round 1 (the start of ``U_p``) needs it there.

@@ -1,7 +1,7 @@
 """Secure sum of the clients' similarity graphs by pairwise additive masking (no Flower here).
 
 Paper B's server must learn only :math:`\\sum_m L^{(m)}`, never one client's :math:`L^{(m)}`
-(spec 2.3: the paper uses partially homomorphic encryption; [A] we use pairwise masking, which is
+(the paper uses partially homomorphic encryption; [A] we use pairwise masking, which is
 exact and about four orders of magnitude cheaper, see the README). Because :math:`L = D - S` and
 :math:`D` is the row sum of :math:`S`, summing the similarities is enough:
 :math:`\\sum_m L^{(m)} = \\mathrm{laplacian}(\\sum_m S^{(m)})`.

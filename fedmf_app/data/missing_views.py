@@ -1,4 +1,4 @@
-"""Missing-view masks: which client observes which sample (spec §3.5, the protocol of paper C).
+"""Missing-view masks: which client observes which sample (the protocol of paper C).
 
 A mask is a boolean array ``observed`` of shape ``(n, m)``: ``observed[i, v]`` is true when view
 ``v`` of sample ``i`` is present. The mask is a pure function of ``(n, m, rate, dropped, seed)``, so
@@ -58,7 +58,7 @@ def views_dropped(num_views: int, dropped: int = 0) -> int:
 def missing_view_mask(
     num_samples: int, num_views: int, rate: float, seed: int, dropped: int = 0
 ) -> np.ndarray:
-    """Seeded missing-view mask of the §3.5 protocol.
+    """Seeded missing-view mask of paper C's protocol.
 
     Parameters
     ----------

@@ -1,11 +1,11 @@
-"""Paper A's real-data preparation of one view (spec 1.11), done by each client on its own view.
+"""Paper A's real-data preparation of one view, done by each client on its own view.
 
 1. Views with negative entries (the NMF-type methods need ``X >= 0``) are handled by the named
    choice ``negative-values`` ([A]; the paper's data sets are nonnegative, so it does not say):
 
    * ``"min-max"`` (default): each feature of that view scaled to ``[0, 1]``,
      ``(x - min_j) / (max_j - min_j)`` (a constant feature becomes 0); the choice measured on HW's
-     ``kar`` view in spec 1.8b;
+     ``kar`` view;
    * ``"shift"``: the view's most negative value subtracted from every entry (keeps the view's
      geometry, distances and relative feature scales);
    * ``"error"``: refuse the view, naming it.

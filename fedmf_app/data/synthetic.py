@@ -1,7 +1,7 @@
 """Synthetic multi-view data with a planted sparse orthogonal NMF (paper A, Section 4.1).
 
 The paper gives d_p = 20, r = 6 and h in {0, 0.3, 0.6, 0.9}; the generator itself was not
-recovered. This module implements the documented [A] generator of ``spec/ALGORITHMS.md``
+recovered. This module implements the documented [A] generator of ``docs/sonmf.md``
 Section 1.11:
 
 * ground-truth basis ``U_p*``: the ``d_p`` rows split into ``r`` random nonempty disjoint groups,

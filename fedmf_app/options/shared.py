@@ -69,8 +69,8 @@ SHARED_OPTIONS: tuple[Option, ...] = (
             ".mat or .npz file",
             _dataset,
         ),
-        "Data set, one view per client: `synthetic` (the planted generator of paper A, spec "
-        "1.11), an embedded real data set (`hw`: UCI Multiple Features, 6 views, 2000 samples, "
+        "Data set, one view per client: `synthetic` (the planted generator of paper A), "
+        "an embedded real data set (`hw`: UCI Multiple Features, 6 views, 2000 samples, "
         "10 classes, CC BY 4.0), or a multi-view file (absolute path; see docs/data.md). A "
         "SuperNode's node config `data-file` overrides it for that node.",
     ),
@@ -116,7 +116,7 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         "missing-rate",
         0.0,
         Interval(float, 0, 1, closed="left"),
-        "Missing rate eta: round(eta n) random samples lose views (spec 3.5); the seeded mask "
+        "Missing rate eta: round(eta n) random samples lose views; the seeded mask "
         "(`fedmf_app.data.missing_views`) is the same on every client and the server. Read "
         "by fmvc-iai (it imputes on a graph); the other algorithms get missing rows filled "
         "(missing-fill).",

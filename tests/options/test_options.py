@@ -27,7 +27,7 @@ def test_pyproject_holds_every_default():
 
 
 def test_docs_hold_the_current_table_of_keys():
-    # regenerate with: python -m fedmf_app.options
+    # regenerate with: python -m fedmf_app.options --update-docs docs/options.md
     page = (ROOT / "docs" / "options.md").read_text()
     between = page.split("<!-- options:start -->\n", 1)[1].split("\n<!-- options:end -->", 1)[0]
     assert between == markdown_table()

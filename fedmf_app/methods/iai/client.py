@@ -1,6 +1,6 @@
 """FMVC-IAI client (paper C): Flower plumbing around :mod:`fedmf_app.methods.iai.client_updates`.
 
-Messages (spec §3.3; every array is a plain ndarray, the sparse ones as index/value pairs):
+Messages (every array is a plain ndarray, the sparse ones as index/value pairs):
 
 * round 1, down: nothing; up: ``[kNN indices (n, k) int32]`` of the client's observed rows.
 * round s >= 2, down: ``[A_g neighbours (n, k) int32, Y (n,) int64, P (n, K) or (0, K), anchors
@@ -77,7 +77,7 @@ class FMVCIAIClient(ViewClient):
     def fit(
         self, parameters: list[np.ndarray], config: dict[str, Scalar]
     ) -> tuple[list[np.ndarray], int, dict[str, Scalar]]:
-        """Round 1: autoencoder and kNN graph; later rounds: one training round (spec §3.4)."""
+        """Round 1: autoencoder and kNN graph; later rounds: one training round."""
         server_round = int(config["server-round"])
         state = load_state(self.context, _NAME, server_round)
         started = time.perf_counter()

@@ -1,4 +1,4 @@
-"""One FMVC-IAI client's work per round (spec §3.2, §3.4): arrays in, arrays out, no Flower.
+"""One FMVC-IAI client's work per round: arrays in, arrays out, no Flower.
 
 Round 1 (:func:`client_setup`): scale the view, pre-train the autoencoder on the observed rows,
 and build the kNN graph of the codes over the observed rows (uploaded as ``n x k`` indices).
@@ -38,7 +38,7 @@ __all__ = ["ClientUpload", "client_round", "client_setup", "scale_features"]
 
 @dataclass(frozen=True)
 class ClientUpload:
-    """What one client sends after a training round (spec §3.2.8).
+    """What one client sends after a training round.
 
     Attributes
     ----------
@@ -100,7 +100,7 @@ def _to_torch(state: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
 def client_setup(
     x: np.ndarray, observed: np.ndarray, params: IAIParams, seed: int
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Round 1: pre-train the autoencoder and build the local kNN graph (spec §3.4 init).
+    """Round 1: pre-train the autoencoder and build the local kNN graph.
 
     Parameters
     ----------
@@ -167,7 +167,7 @@ def client_round(
     params: IAIParams,
     seed: int,
 ) -> ClientUpload:
-    """One training round of a client (spec §3.4, steps 1-8 of §3.2).
+    """One training round of a client (its steps 1-8, see docs/iai.md).
 
     Parameters
     ----------
@@ -182,7 +182,7 @@ def client_round(
         Global graph A_g as neighbour indices (symmetrised here).
     labels : ndarray of int, shape (n,)
         Server pseudo-labels Y; the centroids U^(m) are re-initialised to the Y-prototypes of the
-        current embedding every round (spec §3.3b), which keeps Q^(m)'s columns aligned with P.
+        current embedding every round, which keeps Q^(m)'s columns aligned with P.
     target : ndarray, shape (n, K), or None
         Server target P; ``None`` trains without the clustering loss.
     anchors : ndarray of int, shape (r,)

@@ -1,4 +1,4 @@
-"""Cluster assignments of paper C (spec §3.2.6-§3.3): prototypes, Student's-t Q, target P, EMD,
+"""Cluster assignments of paper C: prototypes, Student's-t Q, target P, EMD,
 weighted anchor-graph fusion and pseudo-labels. numpy / scipy / scikit-learn only.
 """
 
@@ -21,12 +21,12 @@ __all__ = [
     "total_variation_emd",
 ]
 
-#: How the server weighs the clients' anchor graphs (spec §3.3 (11); ``uniform`` is ablation M2).
+#: How the server weighs the clients' anchor graphs (``uniform`` is ablation M2).
 FUSION_WEIGHTS = ("inverse-emd", "softmax", "uniform")
 
 
 def prototypes(embedding: np.ndarray, labels: np.ndarray, num_clusters: int) -> np.ndarray:
-    """Cluster means F_k = mean{h_i : y_i = k} (spec §3.2.6).
+    """Cluster means F_k = mean{h_i : y_i = k}.
 
     Parameters
     ----------
@@ -51,7 +51,7 @@ def prototypes(embedding: np.ndarray, labels: np.ndarray, num_clusters: int) -> 
 
 
 def prototype_distances(embedding: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """Squared Euclidean distances e_ik = ||h_i - F_k||² (spec §3.2.6, [A] squared).
+    """Squared Euclidean distances e_ik = ||h_i - F_k||² ([A] squared).
 
     Parameters
     ----------
@@ -67,7 +67,7 @@ def prototype_distances(embedding: np.ndarray, centres: np.ndarray) -> np.ndarra
 
 
 def student_t(distances: np.ndarray) -> np.ndarray:
-    """Student's-t soft assignment (spec §3.3 (12)): q_ik = (1 + e_ik)⁻¹ / Σ_l (1 + e_il)⁻¹.
+    """Student's-t soft assignment: q_ik = (1 + e_ik)⁻¹ / Σ_l (1 + e_il)⁻¹.
 
     Parameters
     ----------
@@ -84,7 +84,7 @@ def student_t(distances: np.ndarray) -> np.ndarray:
 
 
 def target_distribution(q: np.ndarray) -> np.ndarray:
-    """DEC target (spec §3.3 (13)): p_ik = (q_ik² / f_k) / Σ_l (q_il² / f_l), f_k = Σ_i q_ik.
+    """DEC target: p_ik = (q_ik² / f_k) / Σ_l (q_il² / f_l), f_k = Σ_i q_ik.
 
     Parameters
     ----------
@@ -102,7 +102,7 @@ def target_distribution(q: np.ndarray) -> np.ndarray:
 
 
 def total_variation_emd(p: np.ndarray, q: np.ndarray) -> float:
-    """EMD between P and Q with the 0/1 ground metric on clusters (spec §3.2.7, [A] form).
+    """EMD between P and Q with the 0/1 ground metric on clusters ([A] form).
 
     With the 0/1 metric the row-wise earth mover's distance equals the total variation distance,
     so EMD = (1/n) Σ_i ½ ||p_i - q_i||₁ (in [0, 1]).
@@ -122,7 +122,7 @@ def total_variation_emd(p: np.ndarray, q: np.ndarray) -> float:
 def fusion_weights(
     emd: np.ndarray, rule: str = "inverse-emd", temperature: float = 0.1, floor: float = 1e-12
 ) -> np.ndarray:
-    """Client weights w^(m) from EMD_m (spec §3.3 (11)); they decrease with the EMD.
+    """Client weights w^(m) from EMD_m; they decrease with the EMD.
 
     Parameters
     ----------
@@ -159,7 +159,7 @@ def fusion_weights(
 
 
 def fuse(graphs: list[sp.spmatrix], weights: np.ndarray) -> sp.csr_matrix:
-    """Weighted anchor-graph fusion G = Σ_m w^(m) G^(m) (spec §3.3 (10)).
+    """Weighted anchor-graph fusion G = Σ_m w^(m) G^(m).
 
     Parameters
     ----------
@@ -201,7 +201,7 @@ def label_alignment(labels: np.ndarray, reference: np.ndarray, num_clusters: int
 
 
 def spectral_labels(affinity: sp.spmatrix, num_clusters: int, seed: int) -> np.ndarray:
-    """Normalised spectral clustering of a precomputed sparse affinity (spec §3.3, [A]).
+    """Normalised spectral clustering of a precomputed sparse affinity ([A]).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Feature propagation (Rossi et al. 2022): impute missing rows by diffusion on a graph (spec §3.2.2).
+"""Feature propagation (Rossi et al. 2022): impute missing rows by diffusion on a graph.
 
 With the symmetric normalised adjacency ``Ã = D^{-1/2} A D^{-1/2}`` (zero degree -> 0) and the
 observed-row mask ``b``, the iteration

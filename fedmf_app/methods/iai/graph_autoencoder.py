@@ -1,4 +1,4 @@
-"""Client networks of paper C (spec §3.2.1, §3.2.3-§3.2.4): autoencoder, GAT graph autoencoder with
+"""Client networks of paper C: autoencoder, GAT graph autoencoder with
 attribute and structure decoders, and the DEC clustering layer. torch / torch-geometric.
 
 Random streams: every function that draws takes an integer ``seed`` and runs inside its own forked
@@ -66,14 +66,14 @@ def _mlp(dims: list[int]) -> nn.Sequential:
 
 
 def autoencoder(in_dim: int, hidden: tuple[int, ...], embed_dim: int) -> nn.ModuleDict:
-    """Per-client autoencoder ``d -> hidden... -> d_z`` with a mirrored decoder (spec §3.2.1).
+    """Per-client autoencoder ``d -> hidden... -> d_z`` with a mirrored decoder.
 
     Parameters
     ----------
     in_dim : int
         Feature dimension d_m.
     hidden : tuple of int
-        Hidden widths ([A] (256, 128), spec §3.3b).
+        Hidden widths ([A] (256, 128)).
     embed_dim : int
         d_z ([A] 64).
 
@@ -144,7 +144,7 @@ def encode(model: nn.ModuleDict, x: np.ndarray) -> np.ndarray:
 
 
 def soft_assignment(h: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
-    """DEC soft assignment (spec §3.2.4 (6)): q_ij ∝ (1 + ||h_i - u_j||²)⁻¹, rows sum to one.
+    """DEC soft assignment: q_ij ∝ (1 + ||h_i - u_j||²)⁻¹, rows sum to one.
 
     Parameters
     ----------
@@ -162,7 +162,7 @@ def soft_assignment(h: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
 class GraphAutoencoder(nn.Module):
     """GAT encoder H = GAT(Ẑ, A_g + I) with attribute and structure decoders and DEC centroids.
 
-    Encoder (spec §3.2.3): ``GATConv(d_z, hidden, heads)`` -> ELU -> ``GATConv(hidden·heads,
+    Encoder: ``GATConv(d_z, hidden, heads)`` -> ELU -> ``GATConv(hidden·heads,
     d_h, 1)`` (linear output), both with self loops (the ``+ I``). Attribute decoder
     ``MLP_f: d_h -> decoder_hidden -> d_z``; structure logits ``<H_s,i, H_s,j>`` with
     ``H_s = MLP_s(H)`` or ``H``, so that Â = σ(H_s H_sᵀ) is evaluated on chosen pairs only.
@@ -216,7 +216,7 @@ def train_gae(
     seed: int,
     device: str = "cpu",
 ) -> GAELosses:
-    """Train the graph autoencoder with L = L_rec + α KL(P || Q) (spec §3.2.3 (5), §3.2.4 (8)).
+    """Train the graph autoencoder with L = L_rec + α KL(P || Q).
 
     L_rec = MSE(Ẑ, MLP_f(H)) + BCE on the edges of A_g + I (positives) and on
     ``negative_ratio × #edges`` non-edges drawn uniformly by

@@ -35,7 +35,7 @@ OPTIONS: tuple[Option, ...] = (
         "iai.anchor-neighbours",
         10,
         Interval(int, 1, None, closed="left"),
-        "Anchors per sample s of the parameter-free anchor graph ([A] 10, spec 3.3b).",
+        "Anchors per sample s of the parameter-free anchor graph ([A] 10).",
     ),
     Option(
         "iai.fp-iterations",
@@ -53,7 +53,7 @@ OPTIONS: tuple[Option, ...] = (
         "iai.start-graph",
         "support",
         OneOf(START_GRAPHS),
-        "First global graph, the k neighbours listed by most views ([A] spec 3.3b) or "
+        "First global graph, the k neighbours listed by most views ([A]) or "
         "the union of the clients' kNN graphs (the literal reading).",
     ),
     Option(
@@ -73,7 +73,7 @@ OPTIONS: tuple[Option, ...] = (
         "prototype-argmin",
         OneOf(PSEUDO_LABELS),
         "Y = argmin_k of the summed prototype distances, a federated k-means step "
-        "([A] spec 3.3b), or spectral clustering of A_g (the literal reading; collapsed on HW).",
+        "([A]), or spectral clustering of A_g (the literal reading; collapsed on HW).",
     ),
     Option(
         "iai.feature-scaling",
@@ -85,14 +85,14 @@ OPTIONS: tuple[Option, ...] = (
         "iai.ae-hidden",
         "256,128",
         PositiveIntegers(),
-        "Autoencoder hidden widths d -> ... -> d_z, mirrored decoder ([A] spec 3.3b).",
+        "Autoencoder hidden widths d -> ... -> d_z, mirrored decoder ([A]).",
     ),
     Option("iai.embed-dim", 64, Interval(int, 1, None, closed="left"), "Autoencoder code size d_z ([A] 64)."),
     Option(
         "iai.ae-epochs",
         100,
         Interval(int, 1, None, closed="left"),
-        "Autoencoder pre-training epochs, once in round 1 ([A] 100, spec 3.3b).",
+        "Autoencoder pre-training epochs, once in round 1 ([A] 100).",
     ),
     Option(
         "iai.ae-lr", 1e-3, Interval(float, 0, None, closed="neither"), "Autoencoder Adam step ([A] 1e-3)."
@@ -134,8 +134,8 @@ OPTIONS: tuple[Option, ...] = (
         "iai.epochs",
         20,
         Interval(int, 1, None, closed="left"),
-        "Full-batch GAE epochs per round (spec 3.4 [A] says 100; 20 as in the measured "
-        "reconstruction of spec 3.3a, 5x cheaper).",
+        "Full-batch GAE epochs per round ([A] 20; the reference settings say 100, 20 as in the measured "
+        "reference reconstruction, 5x cheaper).",
     ),
     Option("iai.lr", 1e-3, Interval(float, 0, None, closed="neither"), "GAE Adam step ([A] 1e-3)."),
     Option(

@@ -1,7 +1,7 @@
-"""Parameters of FMVC-IAI (paper C, spec §3), torch-free so that the run config can build them.
+"""Parameters of FMVC-IAI (paper C), torch-free so that the run config can build them.
 
-Every field marked [A] is an assumption of ``spec/ALGORITHMS.md`` exposed as a run-config option
-(``fedmf_app.options``); the defaults are the spec's, with the corrections of §3.3b.
+Every field marked [A] is an assumption (a choice the paper does not state, see ``docs/iai.md``),
+exposed as a run-config option (:mod:`fedmf_app.methods.iai.options`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ __all__ = ["DEVICES", "FEATURE_SCALINGS", "GAEParams", "IAIParams", "IMPUTATIONS
 
 #: Imputation of the missing rows of Z^(m): feature propagation (M1) or zeros (ablation of M1).
 IMPUTATIONS = ("propagation", "zeros")
-#: Pseudo-labels Y: argmin of the summed prototype distances (§3.3b) or spectral clustering of A_g.
+#: Pseudo-labels Y: argmin of the summed prototype distances ([A]) or spectral clustering of A_g.
 PSEUDO_LABELS = ("prototype-argmin", "spectral")
 #: Per-client scaling of the raw features before the autoencoder.
 FEATURE_SCALINGS = ("standard", "none")
@@ -22,7 +22,7 @@ DEVICES = ("cpu", "cuda")
 
 @dataclass(frozen=True)
 class GAEParams:
-    """Architecture and training of the client's graph autoencoder ([A] defaults of spec §3.2-3.4).
+    """Architecture and training of the client's graph autoencoder ([A] defaults).
 
     Attributes
     ----------
@@ -31,7 +31,7 @@ class GAEParams:
     heads : int
         Heads of the first layer, concatenated (4).
     out_dim : int
-        Embedding d_h (64); the second GAT layer has one head and no activation (spec §3.3b).
+        Embedding d_h (64); the second GAT layer has one head and no activation.
     decoder_hidden : int
         Hidden width of the attribute decoder d_h -> 256 -> d_z and of the structure head.
     structure_head : str
@@ -65,7 +65,7 @@ class GAEParams:
 
 @dataclass(frozen=True)
 class IAIParams:
-    """Everything else of FMVC-IAI (spec §3.2-§3.4).
+    """Everything else of FMVC-IAI.
 
     Attributes
     ----------
@@ -76,27 +76,27 @@ class IAIParams:
     anchors : int
         Shared anchor indices r, drawn once by the server at random (200).
     anchor_neighbours : int
-        Anchors per sample s of the parameter-free anchor graph (10, spec §3.3b).
+        Anchors per sample s of the parameter-free anchor graph (10).
     fp_iterations : int
         Feature-propagation steps T (40).
     imputation : str
         One of :data:`IMPUTATIONS` (``propagation``).
     start_graph : str
-        ``support`` (top-k by supporting views, §3.3b) or ``union`` (the literal reading).
+        ``support`` (top-k by supporting views) or ``union`` (the literal reading).
     fusion : str
         ``inverse-emd``, ``softmax`` or ``uniform`` (M2 ablation).
     fusion_temperature : float
         Temperature of ``softmax`` fusion.
     pseudo_labels : str
-        One of :data:`PSEUDO_LABELS` (``prototype-argmin``, §3.3b).
+        One of :data:`PSEUDO_LABELS` (``prototype-argmin``).
     feature_scaling : str
         ``standard``: z-score each feature on the client's observed rows; ``none``.
     ae_hidden : tuple of int
-        Autoencoder widths ((256, 128), §3.3b).
+        Autoencoder widths ((256, 128)).
     embed_dim : int
         d_z (64).
     ae_epochs : int
-        Autoencoder epochs (100, §3.3b).
+        Autoencoder epochs (100).
     ae_lr : float
     ae_batch_size : int
     device : str

@@ -15,12 +15,12 @@ from fedmf_app.common.graphs import knn_indices
 
 __all__ = ["START_GRAPHS", "anchor_graph", "anchor_matrix", "observed_knn", "start_graph"]
 
-#: How the server merges the clients' kNN graphs into the first global graph (spec §3.3b).
+#: How the server merges the clients' kNN graphs into the first global graph.
 START_GRAPHS = ("support", "union")
 
 
 def observed_knn(features: np.ndarray, observed: np.ndarray, k: int) -> np.ndarray:
-    """kNN graph of a client over its observed rows, in global sample indices (spec §3.4).
+    """kNN graph of a client over its observed rows, in global sample indices.
 
     Parameters
     ----------
@@ -43,7 +43,7 @@ def observed_knn(features: np.ndarray, observed: np.ndarray, k: int) -> np.ndarr
 
 
 def start_graph(client_graphs: list[np.ndarray], k: int, rule: str = "support") -> np.ndarray:
-    """First global graph A_g⁰ from the clients' kNN graphs (spec §3.4, corrected in §3.3b).
+    """First global graph A_g⁰ from the clients' kNN graphs.
 
     Parameters
     ----------
@@ -52,7 +52,7 @@ def start_graph(client_graphs: list[np.ndarray], k: int, rule: str = "support") 
     k : int
         Neighbours kept per sample with ``rule="support"``.
     rule : {"support", "union"}
-        ``support`` [A, §3.3b]: per sample, the ``k`` neighbours listed by the most views (ties:
+        ``support`` [A]: per sample, the ``k`` neighbours listed by the most views (ties:
         the smaller sum of ranks, then the smaller index). ``union``: the paper's literal
         ``1[Σ_m A^(m) > 0]``, every neighbour any view lists.
 
@@ -88,7 +88,7 @@ def start_graph(client_graphs: list[np.ndarray], k: int, rule: str = "support") 
 def anchor_graph(
     embedding: np.ndarray, anchors: np.ndarray, neighbours: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Parameter-free anchor graph of SFMC (Li et al. 2020), spec §3.2.5.
+    """Parameter-free anchor graph of SFMC (Li et al. 2020).
 
     For sample i with squared distances ``d_i1 <= ... <= d_i,s+1`` to its nearest anchors,
 

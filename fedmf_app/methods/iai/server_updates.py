@@ -1,4 +1,4 @@
-"""The FMVC-IAI server's work (spec §3.3, §3.4): arrays in, arrays out, no Flower, no torch.
+"""The FMVC-IAI server's work: arrays in, arrays out, no Flower, no torch.
 
 After round 1 (:func:`server_setup`) the server merges the clients' kNN graphs into A_g⁰, draws
 the shared anchor indices and computes Y⁰ by spectral clustering of A_g⁰; there is no P yet.
@@ -30,7 +30,7 @@ __all__ = ["ServerState", "server_round", "server_setup"]
 
 @dataclass(frozen=True)
 class ServerState:
-    """What the server broadcasts (spec §3.3 download) and keeps.
+    """What the server broadcasts and keeps.
 
     Attributes
     ----------
@@ -56,7 +56,7 @@ class ServerState:
 def server_setup(
     client_graphs: list[np.ndarray], params: IAIParams, rng: np.random.Generator, seed: int
 ) -> ServerState:
-    """A_g⁰ from the clients' kNN graphs, Y⁰ by spectral clustering, shared anchors (spec §3.4).
+    """A_g⁰ from the clients' kNN graphs, Y⁰ by spectral clustering, shared anchors.
 
     Parameters
     ----------
@@ -97,7 +97,7 @@ def server_round(
     params: IAIParams,
     seed: int,
 ) -> tuple[ServerState, np.ndarray]:
-    """Aggregate one training round (spec §3.3 (10)-(13)).
+    """Aggregate one training round (paper C's (10)-(13)).
 
     Parameters
     ----------
@@ -131,7 +131,7 @@ def server_round(
     graph = adjacency(neighbours, n)
     if params.pseudo_labels == "spectral":
         labels = spectral_labels(graph, k, seed)
-    else:  # the k-means assignment step on the federated prototype distances (spec §3.3b)
+    else:  # the k-means assignment step on the federated prototype distances
         labels = q.argmax(axis=1).astype(np.int64)
     mapping = label_alignment(labels, state.labels, k)
     if params.pseudo_labels == "prototype-argmin":

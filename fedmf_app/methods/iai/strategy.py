@@ -1,6 +1,6 @@
 """Server side of FMVC-IAI (paper C, ``algorithm = "fmvc-iai"``): a Flower Strategy.
 
-Round 1 is the set-up round of spec §3.4: each client pre-trains its autoencoder and uploads its
+Round 1 is the set-up round: each client pre-trains its autoencoder and uploads its
 kNN graph (``n x k`` indices); the server builds A_g⁰, draws the shared anchors and computes Y⁰.
 Rounds 2..``num-server-rounds`` are training rounds (so R = ``num-server-rounds`` - 1): the server
 receives E^(m), the row-sparse anchor graph G^(m) and EMD_m, and broadcasts the kNN graph A_g (as
@@ -78,7 +78,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
-        """Round 1: set up A_g⁰, Y⁰ and the anchors; later: P, Y and A_g (spec §3.3)."""
+        """Round 1: set up A_g⁰, Y⁰ and the anchors; later: P, Y and A_g."""
         assert self.params is not None
         seed = int(self.cfg["seed"])
         record: dict[str, Any]
@@ -127,7 +127,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         return [state.neighbours, state.labels, target, state.anchors], record
 
     def final_labels(self) -> np.ndarray | None:
-        """The last pseudo-labels Y (spec §3.4 output)."""
+        """The last pseudo-labels Y (the method's output)."""
         return None if self.state is None else self.state.labels
 
     def summary(self) -> dict[str, Any]:

@@ -42,14 +42,14 @@ OPTIONS: tuple[Option, ...] = (
         5.0,
         Interval(float, 0, None, closed="neither"),
         "ADMM penalty rho of H^(m) = H (5: the objective decreases monotonically; the "
-        "spec's 1 oscillates and gains a few ACC points on some data sets, see the README).",
+        "literal 1 oscillates and gains a few ACC points on some data sets, see the README).",
     ),
     Option("imk.beta", 1.0, Interval(float, 0, None, closed="neither"), "Step beta on Delta H^(m) [P]."),
     Option(
         "imk.sigma",
         1.0,
         Interval(float, 0, None, closed="neither"),
-        "CoCoA curvature sigma' (1, spec 2.2b; the literal reading is the number of clients).",
+        "CoCoA curvature sigma' (1; the literal reading is the number of clients).",
     ),
     Option(
         "imk.latent-dim",

@@ -1,6 +1,6 @@
 """FMVC-IMK (paper B): integrated matrix factorisation and k-means, pure numpy/scipy math.
 
-Model (``spec/ALGORITHMS.md`` 2.1, objective (10) [D]) for ``M`` clients, client ``m`` holding the
+Model (``docs/imk.md``) for ``M`` clients, client ``m`` holding the
 view :math:`X^{(m)}` (``N x d_m``, samples x features):
 
 .. math::
@@ -11,7 +11,8 @@ view :math:`X^{(m)}` (``N x d_m``, samples x features):
 
 with :math:`F^{(m)}` (``c_m x d_m``, :math:`c_m = \\min(c, d_m)`), :math:`W^{(m)}` (``k x c_m``),
 :math:`H^{(m)}` and the global :math:`H` (``N x k``), and :math:`\\tilde L = \\sum_m L^{(m)}/(Mp)`
-(correction 5 of spec 2.2b). With :math:`\\alpha^{(m)} = 1/(2\\|R^{(m)}\\|_F)` (16) the data term
+(a correction of the paper's literal reading, see docs/imk.md). With
+:math:`\\alpha^{(m)} = 1/(2\\|R^{(m)}\\|_F)` (16) the data term
 is the unsquared :math:`\\sum_m\\|R^{(m)}\\|_F` (Theorem 1), which is what :func:`objective` reports.
 
 Client round (Algorithm 1, after the multiplier step :math:`\\Phi^{(m)} \\leftarrow \\Phi^{(m)} +
@@ -85,7 +86,7 @@ STANDARDISATIONS = ("zscore", "row-l2", "none")
 
 @dataclass(frozen=True)
 class IMKParams:
-    """Steps and weights of FMVC-IMK (defaults: spec 2.2b).
+    """Steps and weights of FMVC-IMK (defaults: see docs/imk.md).
 
     Attributes
     ----------
@@ -168,7 +169,7 @@ class ClientStats:
 
 # ------------------------------------------------------------------------------------------ data
 def preprocess_view(x: np.ndarray, standardise: str, unit_norm: bool) -> np.ndarray:
-    """Standardise a view and scale it to :math:`\\|X\\|_F = 1` (correction 4 of spec 2.2b).
+    """Standardise a view and scale it to :math:`\\|X\\|_F = 1` (a correction of the paper's literal reading).
 
     Parameters
     ----------
@@ -334,7 +335,7 @@ def client_round(
 
 # ------------------------------------------------------------------------------- initialisation
 def normalised_indicator(labels: np.ndarray, k: int) -> np.ndarray:
-    """Column-normalised indicator, entries :math:`1/\\sqrt{n_j}` (correction 1 of spec 2.2b).
+    """Column-normalised indicator, entries :math:`1/\\sqrt{n_j}` (corrects the paper's literal reading).
 
     Parameters
     ----------
@@ -402,7 +403,7 @@ def init_client(
 def initial_global_h(h_inits: list[np.ndarray], mode: str, rng: np.random.Generator) -> np.ndarray:
     """[A] The server's first :math:`H` from the clients' initial :math:`H^{(m)}`.
 
-    ``kmeans-concat`` (correction 2 of spec 2.2b): k-means on the concatenated
+    ``kmeans-concat`` (a correction of the paper's literal reading): k-means on the concatenated
     :math:`[H^{(1)}, \\dots, H^{(M)}]`, as a normalised indicator (per-view cluster numbers are
     permuted, so averaging would mix clusters); ``mean``: :math:`\\frac1M\\sum_m H^{(m)}`.
 
@@ -426,7 +427,7 @@ def initial_global_h(h_inits: list[np.ndarray], mode: str, rng: np.random.Genera
 
 # -------------------------------------------------------------------------------------- server
 def normalised_laplacian_sum(laplacian_sum: sp.spmatrix, num_clients: int, neighbours: int) -> sp.csr_matrix:
-    """:math:`\\tilde L = \\sum_m L^{(m)}/(Mp)` (correction 5 of spec 2.2b)."""
+    """:math:`\\tilde L = \\sum_m L^{(m)}/(Mp)` (corrects the paper's literal reading, see docs/imk.md)."""
     return (laplacian_sum / float(num_clients * neighbours)).tocsr()
 
 

@@ -1,6 +1,6 @@
-"""Compared methods of paper A, adapted to its sparse ONMF model (``spec/ALGORITHMS.md`` 1.10).
+"""Compared methods of paper A, adapted to its sparse ONMF model (``docs/sonmf.md``).
 
-The paper names the methods and their behaviour only; the adaptations below are the spec's [A]
+The paper names the methods and their behaviour only; the adaptations below are [A]
 sketches, built from the same pieces as the proposed method (the ``U`` step
 :func:`~fedmf_app.methods.sonmf.nonneg_orth.solve_basis`, :func:`~fedmf_app.methods.sonmf.updates.grad_v`, the
 prox :func:`~fedmf_app.methods.sonmf.prox.prox_l21_nonneg`). Adapted FedMGS is the proposed method's

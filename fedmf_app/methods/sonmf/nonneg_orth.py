@@ -7,7 +7,7 @@ Solves, for one client,
         + \\frac{\\rho_1}{2}\\|U - U_0\\|_F^2 ,
 
 by the exact-penalty method of Jiang, Meng, Wen & Chen (2023) (``EP4Orth``), as reconstructed in
-``spec/ALGORITHMS.md`` Section 1.3:
+``docs/sonmf.md``:
 
 * keep ``U`` on the nonnegative part of the oblique manifold (unit columns, ``U >= 0``) and penalise
   the loss of orthogonality with :math:`\\sigma(\\|Uw\\|_2^2 - 1)`, :math:`w = 1_r/\\sqrt r`
@@ -54,7 +54,7 @@ class BasisSolverOptions:
     ----------
     sigma0 : float
         Initial penalty parameter, restarted at every solve (restarting, rather than carrying sigma
-        across local steps, avoids frozen supports; spec Section 1.8b).
+        across local steps, avoids frozen supports).
     sigma_growth : float
         Factor applied to sigma after each outer iteration.
     sigma_max : float
@@ -218,7 +218,7 @@ def random_feasible_basis(d: int, r: int, rng: np.random.Generator) -> np.ndarra
 
     Each row keeps only its largest ``|N(0, 1)|`` draw, in that draw's column; ``r`` random rows move
     their largest draw to columns ``0..r-1`` (one each) so that every column owns a row and the
-    rounding is always applicable (spec Section 1.9, [A]).
+    rounding is always applicable ([A]).
 
     Parameters
     ----------
@@ -261,7 +261,7 @@ def basis_objective(x: np.ndarray, v: np.ndarray, u: np.ndarray, u0: np.ndarray,
 
 
 def basis_residual(x: np.ndarray, v: np.ndarray, u: np.ndarray) -> float:
-    """Weak stationarity of a feasible ``U`` on its supports (spec Section 1.8, [A] proxy).
+    """Weak stationarity of a feasible ``U`` on its supports ([A] proxy).
 
     .. math::
         r = \\sum_j \\bigl\\| \\bigl(g_{\\cdot j} - (u_j^\\top g_{\\cdot j})\\, u_j\\bigr)

@@ -86,7 +86,7 @@ OPTIONS: tuple[Option, ...] = (
         "global-times-local",
         OneOf(SERVER_STEPS),
         "Step of the server-only V update (sonmf.v-update=server): eta_g * alpha, or the effective "
-        "eta~ = eta_g * tau * alpha ([A] eta_g * alpha, spec 1.8b's ablation reading).",
+        "eta~ = eta_g * tau * alpha ([A] eta_g * alpha, the ablation's reading).",
     ),
     Option(
         "sonmf.fedmgs-step",
@@ -123,8 +123,8 @@ OPTIONS: tuple[Option, ...] = (
         "sonmf.basis-init",
         "auto",
         OneOf(BASIS_INITS),
-        "Initial U_p: `random` (spec 1.9, round(P(|randn|))), `kmeans` (the client's features "
-        "grouped by k-means into r groups, unit-norm group indicators; spec 1.8b: HW ACC 65% -> "
+        "Initial U_p: `random` (round(P(|randn|))), `kmeans` (the client's features "
+        "grouped by k-means into r groups, unit-norm group indicators; HW ACC 65% -> "
         "83.5%), `auto` ([A]): random on synthetic data, kmeans on real data.",
     ),
     Option(

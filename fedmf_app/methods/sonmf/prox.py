@@ -1,6 +1,6 @@
 """Proximal map of the joint-sparsity regulariser h(V) = mu * ||V||_{2,1} + indicator(V >= 0).
 
-Paper A, Section 2.2 and ``spec/ALGORITHMS.md`` Section 1.2.
+Paper A, Section 2.2 and ``docs/sonmf.md``
 """
 
 from __future__ import annotations

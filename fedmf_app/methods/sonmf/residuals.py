@@ -1,4 +1,4 @@
-"""Stationarity residuals of paper A and their normalisations (``spec/ALGORITHMS.md`` Section 1.8).
+"""Stationarity residuals of paper A and their normalisations (``docs/sonmf.md``).
 
 * :math:`R_V^s = \\|\\nabla h(V^{s+1}) + \\bar g^s\\|_F^2` with
   :math:`\\bar g^s = \\frac1m\\sum_p \\nabla_V f_p(U_p^{s,0}, V^s)` and a subgradient

@@ -23,7 +23,7 @@ same way for all of them, so that their records can be compared:
   ``residual = residual_v + residual_u`` and ``residual_min = residual_v_min + residual_u``, with
   the per-round ratio and the printed running average of ``residual``;
 * after the last round: the summary (rounds to 1e-2 per normalisation), ``residuals.png``, and
-  the final labels by k-means on :math:`V^T` (paper A's protocol, spec 1.11: 10 replicates x 300
+  the final labels by k-means on :math:`V^T` (paper A's protocol: 10 replicates x 300
   iterations, seeded; ``k`` = :attr:`num_clusters`, else the rank).
 
 **The proposed method** (``algorithm = "fedsonmf"``, :class:`FedSONMFStrategy`) owns the global

@@ -6,7 +6,7 @@ Problem (3): with ``m`` clients each holding a view ``X_p`` (``d_p x n``),
     \\min_{\\{U_p\\}, V} \\; \\frac1m \\sum_p \\|X_p - U_p V\\|_F^2 + \\mu\\|V\\|_{2,1}
     \\quad \\text{s.t. } U_p \\ge 0,\\; U_p^\\top U_p = I,\\; V \\ge 0 .
 
-One round ``s`` (``spec/ALGORITHMS.md`` Sections 1.4-1.5), with :math:`\\tilde\\eta = \\eta_g\\tau\\alpha`:
+One round ``s`` (``docs/sonmf.md``), with :math:`\\tilde\\eta = \\eta_g\\tau\\alpha`:
 
 client ``p`` (:func:`local_round`)
     :math:`V^s = P_{\\tilde\\eta\\mu}(\\bar V^s)`;
@@ -23,14 +23,14 @@ server (:func:`server_step`)
 The corrections average to zero over the clients (given full participation and one
 :math:`\\tilde\\eta` for all), so :math:`\\bar V^{s+1} = V^s - \\tilde\\eta \\frac1m\\sum_p G_p^s`.
 
-Ablation "V updated only at the server" (``v_update = "server"``, spec 1.10 (i)): client ``p``
+Ablation "V updated only at the server" (``v_update = "server"``): client ``p``
 runs ``tau`` ``U`` steps with ``V`` fixed at :math:`V^s` (:func:`fixed_v_round`) and uploads
 :math:`G_p^s = \\frac1\\tau\\sum_k \\nabla_V f_p(U_p^{s,k+1}, V^s)`; the server takes one
 proximal gradient step :math:`\\bar V^{s+1} = V^s - \\eta\\,\\frac1m\\sum_p G_p^s`,
 :math:`V^{s+1} = P_{\\eta\\mu}(\\bar V^{s+1})` (:func:`prox_gradient_step`) with
-:math:`\\eta = \\eta_g\\alpha` (``server_step = "global-times-local"``, the spec's ablation reading:
+:math:`\\eta = \\eta_g\\alpha` (``server_step = "global-times-local"``, the ablation's reading [A]:
 local copies gain through the larger :math:`\\tilde\\eta`) or :math:`\\eta = \\tilde\\eta`
-(``"effective"``). Adapted FedMGS (spec 1.10) is this update with its own step choice.
+(``"effective"``). Adapted FedMGS is this update with its own step choice.
 """
 
 from __future__ import annotations
@@ -372,7 +372,7 @@ class ClientDiagnostics:
 def client_diagnostics(
     x: np.ndarray, u_start: np.ndarray, u_end: np.ndarray, v: np.ndarray
 ) -> ClientDiagnostics:
-    """Diagnostics of one client's round (spec Section 1.8).
+    """Diagnostics of one client's round.
 
     Parameters
     ----------

@@ -107,7 +107,7 @@ def test_hw_with_half_the_samples_incomplete_clusters_well(tmp_path):
     strategy, _ = run_federation(tmp_path, cfg)
     truth = load_client_view(cfg, 0).labels
     scores = clustering_scores(truth, strategy.final_labels())
-    # spec 3.3a: 0.85-0.93 after 10 rounds of 20 epochs; this is a short run
+    # a reference reconstruction measured 0.85-0.93 after 10 rounds of 20 epochs; this is a short run
     assert scores["acc"] > 0.7, scores
 
 

@@ -1,4 +1,4 @@
-"""FMVC-IAI kernels (paper C): the mathematical properties spec §3 states."""
+"""FMVC-IAI kernels (paper C): the mathematical properties the method states."""
 
 import numpy as np
 import pytest

@@ -76,7 +76,7 @@ def test_alpha_is_half_the_inverse_residual(tiny):
 
 
 def quadratic_model(delta, x, state, h_global, params):
-    """G_m(Delta) of spec 2.2 (27) with the majoriser ell, evaluated directly."""
+    """G_m(Delta) of paper B's (27) with the majoriser ell, evaluated directly."""
     h, w, f, alpha = state.h, state.w, state.f, state.alpha
     b = w @ f
     r = x - h @ b
