@@ -5,7 +5,7 @@ from flwr.server import SimpleClientManager
 
 from fedmf_app.data import load_client_view
 from fedmf_app.federated.results import RunRecorder
-from fedmf_app.methods.imk.updates import preprocess_view
+from fedmf_app.methods.imk.client_updates import preprocess_view
 from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class, strategy_class
 

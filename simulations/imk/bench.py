@@ -35,17 +35,19 @@ from fedmf_app.common.secure_sum import (
     public_key_bytes,
     sum_uploads,
 )
-from fedmf_app.methods.imk.reference import client_rng, server_rng
-from fedmf_app.methods.imk.updates import (
+from fedmf_app.methods.imk.client_updates import (
     IMKParams,
-    ServerSolver,
     client_round,
     init_client,
-    initial_global_h,
     multiplier_step,
+    preprocess_view,
+)
+from fedmf_app.methods.imk.reference import client_rng, server_rng
+from fedmf_app.methods.imk.server_updates import (
+    ServerSolver,
+    initial_global_h,
     normalised_laplacian_sum,
     objective,
-    preprocess_view,
 )
 
 

@@ -8,7 +8,7 @@ Messages (the server drives them, see :mod:`fedmf_app.methods.imk.strategy`):
   its masked similarity encoding (pair keys from the relayed public keys), the initial
   :math:`H^{(m)}` and, when the view has labels, the labels (used by the server for scoring only);
 * ``fit`` in round ``t``: from the broadcast :math:`H`, one
-  :func:`~fedmf_app.methods.imk.updates.client_round`; upload :math:`H^{(m)}` and three scalars.
+  :func:`~fedmf_app.methods.imk.client_updates.client_round`; upload :math:`H^{(m)}` and three scalars.
 
 Private state in ``context.state`` (never sent): :math:`F^{(m)}, W^{(m)}, H^{(m)}, \\Phi^{(m)},
 \\alpha^{(m)}` and the private key.
@@ -32,9 +32,9 @@ from fedmf_app.common.secure_sum import (
     public_key_bytes,
 )
 from fedmf_app.federated.client import ViewClient, load_state, save_state
+from fedmf_app.methods.imk.client_updates import ClientState, client_round, init_client, preprocess_view
 from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.methods.imk.reference import client_rng
-from fedmf_app.methods.imk.updates import ClientState, client_round, init_client, preprocess_view
 
 __all__ = ["FMVCIMKClient"]
 

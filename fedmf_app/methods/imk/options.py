@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fedmf_app.common.graphs import SIMILARITIES
-from fedmf_app.methods.imk.updates import (
+from fedmf_app.methods.imk.client_updates import (
     CLIENT_INITS,
     LABEL_RULES,
     ORTHO_PLACEMENTS,

@@ -14,14 +14,16 @@ import scipy.sparse as sp
 
 from fedmf_app.common.graphs import knn_similarity, laplacian
 from fedmf_app.common.seeding import Stream, rng_for
-from fedmf_app.methods.imk.updates import (
+from fedmf_app.methods.imk.client_updates import (
     ClientState,
     IMKParams,
-    ServerSolver,
     client_round,
     init_client,
-    initial_global_h,
     multiplier_step,
+)
+from fedmf_app.methods.imk.server_updates import (
+    ServerSolver,
+    initial_global_h,
     normalised_laplacian_sum,
     objective,
 )
@@ -58,9 +60,9 @@ class IMKSettings:
         ``p`` of the kNN graph.
     similarity : {"binary", "heat"}
     client_init : str
-        See :func:`~fedmf_app.methods.imk.updates.init_client`.
+        See :func:`~fedmf_app.methods.imk.client_updates.init_client`.
     server_init : str
-        See :func:`~fedmf_app.methods.imk.updates.initial_global_h`.
+        See :func:`~fedmf_app.methods.imk.client_updates.initial_global_h`.
     solver : {"cg", "splu"}
     seed : int
     """
@@ -91,7 +93,7 @@ class IMKReference:
         Global ``H``.
     states : list of ClientState
     history : list of dict
-        Per round: the :func:`~fedmf_app.methods.imk.updates.objective` parts.
+        Per round: the :func:`~fedmf_app.methods.imk.client_updates.objective` parts.
     """
 
     def __init__(self, views: list[np.ndarray], params: IMKParams, settings: IMKSettings) -> None:

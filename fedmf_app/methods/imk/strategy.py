@@ -8,7 +8,7 @@ the secure sum of the clients' graphs (:mod:`fedmf_app.common.secure_sum`):
    similarity encoding, its initial :math:`H^{(m)}` and (if it has them) its labels;
 3. the server adds the masked uploads mod :math:`2^{32}` (only the sum is ever decoded), forms
    :math:`\\tilde L = \\sum_m L^{(m)}/(Mp)` (sparse) and the first :math:`H`
-   (:func:`~fedmf_app.methods.imk.updates.initial_global_h`).
+   (:func:`~fedmf_app.methods.imk.client_updates.initial_global_h`).
 
 Each round: down :math:`H` (``N x k``); up :math:`H^{(m)}` (``N x k``) and three scalars
 (:math:`\\|R^{(m)}\\|_F`, :math:`\\|H^{(m)\\top}H^{(m)} - I\\|_F^2`, :math:`\\alpha^{(m)}`). The
@@ -45,14 +45,14 @@ from fedmf_app.common.graphs import laplacian
 from fedmf_app.common.secure_sum import decode_upper, sum_uploads
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
+from fedmf_app.methods.imk.client_updates import multiplier_step
 from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.methods.imk.plots import plot_convergence
 from fedmf_app.methods.imk.reference import label_rng, server_rng
-from fedmf_app.methods.imk.updates import (
+from fedmf_app.methods.imk.server_updates import (
     ServerSolver,
     extract_labels,
     initial_global_h,
-    multiplier_step,
     normalised_laplacian_sum,
     objective,
 )

@@ -7,10 +7,10 @@ import pytest
 from fedmf_app.common.graphs import knn_similarity
 from fedmf_app.common.secure_sum import decode_upper, encode_upper, sum_uploads
 from fedmf_app.data import load_client_view
+from fedmf_app.methods.imk.client_updates import preprocess_view
 from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
-from fedmf_app.methods.imk.updates import preprocess_view
 
 from imk_data import labelled_file, run
 

@@ -7,16 +7,11 @@ from scipy.linalg import expm
 from sklearn.metrics import normalized_mutual_info_score
 
 from fedmf_app.common.graphs import knn_similarity, laplacian
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
-from fedmf_app.methods.imk.updates import (
+from fedmf_app.methods.imk.client_updates import (
     ClientState,
     IMKParams,
-    ServerSolver,
-    extract_labels,
-    graph_term,
     h_step,
     init_client,
-    initial_global_h,
     normalised_indicator,
     ortho_penalty,
     preprocess_view,
@@ -24,6 +19,8 @@ from fedmf_app.methods.imk.updates import (
     update_f,
     update_w,
 )
+from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
+from fedmf_app.methods.imk.server_updates import ServerSolver, extract_labels, graph_term, initial_global_h
 
 from imk_data import clustered_views
 

@@ -1,4 +1,4 @@
-"""FMVC-IMK (paper B): integrated matrix factorisation and k-means, pure numpy/scipy math.
+"""FMVC-IMK (paper B): the model, its parameters and the client's updates (numpy/scipy only).
 
 Model (``docs/imk.md``) for ``M`` clients, client ``m`` holding the
 view :math:`X^{(m)}` (``N x d_m``, samples x features):
@@ -27,22 +27,14 @@ Client round (Algorithm 1, after the multiplier step :math:`\\Phi^{(m)} \\leftar
   :math:`H^{(m)} \\leftarrow H^{(m)} + \\beta\\Delta`, :func:`h_step`;
 * (16) :math:`\\alpha = 1/(2\\|X - H^{(m)}WF\\|_F)`, :func:`update_alpha`.
 
-Server (20): :math:`H = (2\\lambda\\tilde L + M\\rho I)^{-1}\\sum_m(\\Phi^{(m)} + \\rho H^{(m)})`,
-solved column by column with conjugate gradients warm-started at the previous :math:`H` (or a
-sparse LU factorisation made once), :class:`ServerSolver`; never a dense ``N x N`` matrix.
-
-[A] ``ortho_placement = "global"`` moves the orthogonality penalty to the global :math:`H`: the
-clients drop it and the server subtracts :math:`4\\mu H_{prev}(H_{prev}^\\top H_{prev} - I)`
-(linearised at the previous :math:`H`) from the right-hand side of (20).
+The server's side is in :mod:`fedmf_app.methods.imk.server_updates`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from fedmf_app.common.clustering import kmeans_labels
 
@@ -56,21 +48,14 @@ __all__ = [
     "ClientState",
     "ClientStats",
     "IMKParams",
-    "ServerSolver",
     "client_round",
-    "extract_labels",
-    "graph_term",
     "h_step",
     "init_client",
-    "initial_global_h",
     "multiplier_step",
     "normalised_indicator",
-    "normalised_laplacian_sum",
-    "objective",
     "ortho_penalty",
     "preprocess_view",
     "residual_norm",
-    "server_rhs",
     "update_alpha",
     "update_f",
     "update_w",
@@ -398,219 +383,3 @@ def init_client(
     f = q.T
     w = update_w(x, h, f, params.ridge)
     return ClientState(f=f, w=w, h=h, phi=np.zeros_like(h), alpha=1.0 / num_clients)
-
-
-def initial_global_h(h_inits: list[np.ndarray], mode: str, rng: np.random.Generator) -> np.ndarray:
-    """[A] The server's first :math:`H` from the clients' initial :math:`H^{(m)}`.
-
-    ``kmeans-concat`` (a correction of the paper's literal reading): k-means on the concatenated
-    :math:`[H^{(1)}, \\dots, H^{(M)}]`, as a normalised indicator (per-view cluster numbers are
-    permuted, so averaging would mix clusters); ``mean``: :math:`\\frac1M\\sum_m H^{(m)}`.
-
-    Parameters
-    ----------
-    h_inits : list of ndarray, each shape (N, k)
-    mode : {"kmeans-concat", "mean"}
-    rng : numpy.random.Generator
-
-    Returns
-    -------
-    ndarray, shape (N, k)
-    """
-    if mode == "mean":
-        return np.mean(np.stack(h_inits), axis=0)
-    if mode != "kmeans-concat":
-        raise ValueError(f"server init {mode!r} is not one of {SERVER_INITS}")
-    k = h_inits[0].shape[1]
-    return normalised_indicator(kmeans_labels(np.hstack(h_inits), k, rng), k)
-
-
-# -------------------------------------------------------------------------------------- server
-def normalised_laplacian_sum(laplacian_sum: sp.spmatrix, num_clients: int, neighbours: int) -> sp.csr_matrix:
-    """:math:`\\tilde L = \\sum_m L^{(m)}/(Mp)` (corrects the paper's literal reading, see docs/imk.md)."""
-    return (laplacian_sum / float(num_clients * neighbours)).tocsr()
-
-
-def graph_term(laplacian: sp.spmatrix, h: np.ndarray) -> float:
-    """:math:`\\mathrm{Tr}(H^\\top L H)`."""
-    return float(np.sum(h * (laplacian @ h)))
-
-
-def server_rhs(phis: list[np.ndarray], h_locals: list[np.ndarray], rho: float) -> np.ndarray:
-    """Right-hand side of (20): :math:`\\sum_m(\\Phi^{(m)} + \\rho H^{(m)})`."""
-    return sum(phi + rho * h for phi, h in zip(phis, h_locals))
-
-
-@dataclass
-class ServerSolver:
-    """Solves (20), :math:`(2\\lambda\\tilde L + M\\rho I)H = \\text{rhs}`, keeping everything sparse.
-
-    Parameters
-    ----------
-    laplacian : sparse matrix, shape (N, N)
-        :math:`\\tilde L`.
-    num_clients : int
-    params : IMKParams
-    method : {"cg", "splu"}
-        Conjugate gradients per column, warm-started and Jacobi-preconditioned (default; the matrix
-        is symmetric positive definite), or a sparse LU factorisation made once (fill-in makes it
-        slow beyond a few thousand samples).
-    tol : float
-        Relative residual of CG.
-    """
-
-    laplacian: sp.spmatrix
-    num_clients: int
-    params: IMKParams
-    method: str = "cg"
-    tol: float = 1e-10
-    _matrix: sp.csr_matrix = field(init=False, repr=False)
-    _lu: object = field(init=False, default=None, repr=False)
-    _precond: spla.LinearOperator = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.method not in SERVER_SOLVERS:
-            raise ValueError(f"server solver {self.method!r} is not one of {SERVER_SOLVERS}")
-        n = self.laplacian.shape[0]
-        shift = self.num_clients * self.params.rho
-        self._matrix = (2.0 * self.params.lam * self.laplacian + shift * sp.identity(n)).tocsr()
-        if self.method == "splu":
-            self._lu = spla.splu(self._matrix.tocsc())
-        inv_diag = 1.0 / self._matrix.diagonal()
-        self._precond = spla.LinearOperator((n, n), matvec=lambda v: inv_diag * v)
-
-    @property
-    def matrix(self) -> sp.csr_matrix:
-        """:math:`2\\lambda\\tilde L + M\\rho I` (sparse)."""
-        return self._matrix
-
-    def solve(self, rhs: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
-        """Solve for ``H``.
-
-        Parameters
-        ----------
-        rhs : ndarray, shape (N, k)
-        start : ndarray, shape (N, k), optional
-            Warm start for CG (the previous ``H``).
-
-        Returns
-        -------
-        ndarray, shape (N, k)
-
-        Raises
-        ------
-        FloatingPointError
-            When ``rhs`` is not finite or CG fails (a diverged client step).
-        """
-        if not np.all(np.isfinite(rhs)):
-            raise FloatingPointError(
-                "the clients' H^(m) are not finite: the local H step diverged (keep the orthogonality "
-                "curvature on, or lower mu)"
-            )
-        if self._lu is not None:
-            return self._lu.solve(rhs)
-        out = np.empty_like(rhs)
-        for j in range(rhs.shape[1]):
-            x0 = None if start is None else start[:, j]
-            out[:, j], info = spla.cg(
-                self._matrix,
-                rhs[:, j],
-                x0=x0,
-                rtol=self.tol,
-                atol=0.0,
-                M=self._precond,
-                maxiter=10 * rhs.shape[0],
-            )
-            if info != 0:
-                # the system is well conditioned (eigenvalues in [M rho, M rho + 2 lam ||L||]):
-                # only overflowing uploads stop CG
-                raise FloatingPointError(
-                    f"CG did not converge on column {j} of the server H system (|H^(m)| up to "
-                    f"{np.abs(rhs).max():.1e}: the local H step diverged)"
-                )
-        return out
-
-    def update(
-        self,
-        phis: list[np.ndarray],
-        h_locals: list[np.ndarray],
-        h_prev: np.ndarray,
-    ) -> np.ndarray:
-        """(20), with the global orthogonality gradient subtracted when it sits on :math:`H`.
-
-        Parameters
-        ----------
-        phis : list of ndarray, each shape (N, k)
-            The multipliers the clients used this round.
-        h_locals : list of ndarray, each shape (N, k)
-            The uploaded :math:`H^{(m)}`.
-        h_prev : ndarray, shape (N, k)
-            The previous global :math:`H` (CG warm start; linearisation point).
-
-        Returns
-        -------
-        ndarray, shape (N, k)
-        """
-        rhs = server_rhs(phis, h_locals, self.params.rho)
-        if self.params.ortho_placement == "global" and self.params.mu > 0:
-            k = h_prev.shape[1]
-            rhs = rhs - 4.0 * self.params.mu * h_prev @ (h_prev.T @ h_prev - np.eye(k))
-        return self.solve(rhs, h_prev)
-
-
-def objective(
-    residuals: list[float],
-    orthos: list[float],
-    h_global: np.ndarray,
-    laplacian: sp.spmatrix,
-    params: IMKParams,
-) -> dict[str, float]:
-    """Objective (11) form: :math:`\\sum_m\\|R^{(m)}\\|_F + \\mu\\cdot\\text{orth} +
-    \\lambda\\mathrm{Tr}(H^\\top\\tilde LH)`.
-
-    Parameters
-    ----------
-    residuals : list of float
-        :math:`\\|X^{(m)} - H^{(m)}W^{(m)}F^{(m)}\\|_F` per client.
-    orthos : list of float
-        :math:`\\|H^{(m)\\top}H^{(m)} - I\\|_F^2` per client (used with local placement).
-    h_global : ndarray, shape (N, k)
-    laplacian : sparse matrix, shape (N, N)
-        :math:`\\tilde L`.
-    params : IMKParams
-
-    Returns
-    -------
-    dict
-        ``objective``, ``data_term``, ``ortho_term``, ``graph_term``.
-    """
-    data = float(sum(residuals))
-    if params.ortho_placement == "local":
-        ortho = params.mu * float(sum(orthos))
-    else:
-        ortho = params.mu * ortho_penalty(h_global)
-    graph = params.lam * graph_term(laplacian, h_global)
-    return {"objective": data + ortho + graph, "data_term": data, "ortho_term": ortho, "graph_term": graph}
-
-
-def extract_labels(h: np.ndarray, rule: str, rng: np.random.Generator) -> np.ndarray:
-    """[A] Cluster labels from the global :math:`H`.
-
-    Parameters
-    ----------
-    h : ndarray, shape (N, k)
-    rule : {"argmax", "kmeans"}
-        :math:`\\arg\\max_j H_{ij}`, or k-means on the row-normalised :math:`H` (FedMVL).
-    rng : numpy.random.Generator
-        Used by ``kmeans``.
-
-    Returns
-    -------
-    ndarray of int64, shape (N,)
-    """
-    if rule == "argmax":
-        return np.argmax(h, axis=1).astype(np.int64)
-    if rule != "kmeans":
-        raise ValueError(f"label rule {rule!r} is not one of {LABEL_RULES}")
-    norms = np.linalg.norm(h, axis=1, keepdims=True)
-    return kmeans_labels(h / np.where(norms > 0, norms, 1.0), h.shape[1], rng)
