@@ -1,19 +1,19 @@
 """FMVC-IAI cost: seconds per round and peak memory, all clients in one process, one torch thread.
 
-Runs the same kernels the Flower clients and strategy call (:mod:`fedmf_app.methods.iai.client_updates`,
-:mod:`fedmf_app.methods.iai.server_updates`), on views loaded exactly as the ClientApp loads them, one
-client after the other, so that ``client_s`` is the CPU time a round costs all clients together
+Runs the in-process reference federation (:mod:`fedmf_app.methods.iai.reference`, the kernels the
+Flower clients and strategy call), on views loaded exactly as the ClientApp loads them, one client
+after the other, so that ``client_s`` is the CPU time a round costs all clients together
 and ``client_s_max`` what the slowest client costs (the wall time of a round when every client has
 its own core). Peak memory is the process's maximum resident set (``ru_maxrss``): an upper bound of
 one client's footprint plus the server's. The clustering is scored against the ground truth after
 every round (the federation itself never sees labels).
 
-Usage (under the shared CPU lock on a shared machine)::
+Usage::
 
-    flock /work/cpu.lock python -m simulations.iai.bench --run dataset=hw num-clients=6 \
+    python -m simulations.iai.bench --run dataset=hw num-clients=6 \
         missing-rate=0.5 num-server-rounds=4 --out docs/iai/bench_hw.json
     python -m fedmf_app.data.noisy_mnist --mnist ../shared/data/mnist_t10k --out /tmp/nm.npz
-    flock /work/cpu.lock python -m simulations.iai.bench --run dataset=/tmp/nm.npz num-clients=2 \
+    python -m simulations.iai.bench --run dataset=/tmp/nm.npz num-clients=2 \
         missing-rate=0.5 num-server-rounds=3 --out docs/iai/bench_noisy_mnist.json
 """
 
@@ -30,12 +30,10 @@ import numpy as np
 import torch
 
 from fedmf_app.common.metrics import clustering_scores
-from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
-from fedmf_app.methods.iai.client_updates import client_round, client_setup
 from fedmf_app.methods.iai.options import iai_params
-from fedmf_app.methods.iai.server_updates import server_round, server_setup
+from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.options.run_config import validate_run_config
 
 
@@ -77,72 +75,31 @@ def benchmark(overrides: dict[str, Any]) -> dict[str, Any]:
     k = cfg["num-clusters"] or int(truth.max()) + 1
     params = iai_params(cfg, k)
     mask = missing_view_mask(n, m, cfg["missing-rate"], seed, cfg["missing-views-dropped"])
-    client_seeds = [int(rng_for(seed, Stream.IAI_CLIENT, p).integers(2**31 - 1)) for p in range(m)]
+    federation = IAIReference([v.features for v in views], mask, params, seed)
     rounds: list[dict[str, Any]] = []
-
     t0 = time.perf_counter()
-    times, setups = [], []
-    for p in range(m):
+    for s in range(1, cfg["num-server-rounds"] + 1):
+        times: list[float] = []
+
+        def timed(work, times=times):
+            start = time.perf_counter()
+            out = work()
+            times.append(time.perf_counter() - start)
+            return out
+
         start = time.perf_counter()
-        setups.append(client_setup(views[p].features, mask[:, p], params, client_seeds[p]))
-        times.append(time.perf_counter() - start)
-    start = time.perf_counter()
-    state = server_setup([s[0] for s in setups], params, rng_for(seed, Stream.IAI_SERVER), seed)
-    rounds.append(
-        {
-            "round": 1,
+        state = federation.setup(timed) if s == 1 else federation.train_round(timed)
+        record = {
+            "round": s,
             "client_s": sum(times),
             "client_s_max": max(times),
-            "server_s": time.perf_counter() - start,
+            "server_s": time.perf_counter() - start - sum(times),
             "peak_rss_mb": _peak_mb(),
-            **clustering_scores(truth, state.labels),
         }
-    )
-    print(json.dumps(rounds[-1]), flush=True)  # noqa: T201 (script output)
-    gae = [None] * m
-    for s in range(2, cfg["num-server-rounds"] + 1):
-        times, uploads = [], []
-        for p in range(m):
-            start = time.perf_counter()
-            uploads.append(
-                client_round(
-                    views[p].features,
-                    mask[:, p],
-                    setups[p][1],
-                    gae[p],
-                    state.neighbours,
-                    state.labels,
-                    state.target,
-                    state.anchors,
-                    params,
-                    client_seeds[p] + s,
-                )
-            )
-            times.append(time.perf_counter() - start)
-        gae = [u.gae_state for u in uploads]
-        emd = None if state.target is None else [u.emd for u in uploads]
-        start = time.perf_counter()
-        state, weights = server_round(
-            state,
-            [u.distances for u in uploads],
-            [(u.anchor_indices, u.anchor_values) for u in uploads],
-            emd,
-            params,
-            seed + s,
-        )
-        rounds.append(
-            {
-                "round": s,
-                "client_s": sum(times),
-                "client_s_max": max(times),
-                "server_s": time.perf_counter() - start,
-                "peak_rss_mb": _peak_mb(),
-                "components": state.components,
-                "weights": weights.tolist(),
-                **clustering_scores(truth, state.labels),
-            }
-        )
-        print(json.dumps(rounds[-1]), flush=True)  # noqa: T201
+        if s > 1:
+            record.update(components=state.components, weights=federation.weights.tolist())
+        rounds.append({**record, **clustering_scores(truth, state.labels)})
+        print(json.dumps(rounds[-1]), flush=True)  # noqa: T201 (script output)
     return {
         "config": cfg,
         "n": n,

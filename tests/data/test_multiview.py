@@ -11,8 +11,8 @@ import scipy.sparse
 
 from fedmf_app.data import ClientView, DataError, load_client_view
 from fedmf_app.data.multiview import load_multiview, load_single_view, require_labels
-from fedmf_app.data.readers import LABEL_KEYS
 from fedmf_app.data.preprocess import prepare_view
+from fedmf_app.data.readers import LABEL_KEYS
 from fedmf_app.options.run_config import validate_run_config
 
 N = 12

@@ -9,6 +9,7 @@ from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.client import ClientStateError
 from fedmf_app.methods.iai.client_updates import client_round, client_setup
 from fedmf_app.methods.iai.options import iai_params
+from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class
 
@@ -40,6 +41,22 @@ def test_only_the_spec_arrays_travel(tmp_path):
     assert rounds[1]["emd"] is None and len(rounds[2]["emd"]) == 3
     np.testing.assert_allclose(sum(rounds[2]["weights"]), 1.0)
     np.testing.assert_array_equal(strategy.final_labels(), broadcasts[-1][1])
+
+
+def test_a_flower_run_gives_the_in_process_reference_numbers(tmp_path):
+    cfg = validate_run_config({**SMALL, "out-dir": str(tmp_path)})
+    strategy, broadcasts = run_federation(tmp_path, cfg)
+    m, n = cfg["num-clients"], 120
+    views = [load_client_view(cfg, p).features for p in range(m)]
+    mask = missing_view_mask(n, m, cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"])
+    reference = IAIReference(views, mask, iai_params(cfg, strategy.num_clusters), cfg["seed"])
+    states = [reference.setup()] + [reference.train_round() for _ in range(cfg["num-server-rounds"] - 1)]
+    for state, (neighbours, labels, target, anchors) in zip(states, broadcasts[1:]):
+        np.testing.assert_array_equal(neighbours, state.neighbours)
+        np.testing.assert_array_equal(labels, state.labels)
+        np.testing.assert_array_equal(anchors, state.anchors)
+        np.testing.assert_array_equal(target, np.zeros((0, 3)) if state.target is None else state.target)
+    np.testing.assert_array_equal(strategy.recorder.data["rounds"][-1]["weights"], reference.weights)
 
 
 def test_uploads_are_the_spec_arrays_and_the_client_sees_only_observed_rows():
