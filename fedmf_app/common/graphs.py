@@ -14,9 +14,14 @@ Laplacian [P]: :math:`L = D - S`, :math:`D_{ii} = \\sum_j S_{ij}`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
+
+if TYPE_CHECKING:
+    from sklearn.neighbors import NearestNeighbors
 
 __all__ = ["SIMILARITIES", "adjacency", "knn_indices", "knn_similarity", "laplacian", "num_components"]
 
@@ -46,9 +51,7 @@ def knn_similarity(x: np.ndarray, neighbours: int, similarity: str = "binary") -
     n = x.shape[0]
     if not 1 <= neighbours < n:
         raise ValueError(f"neighbours = {neighbours} must be in [1, {n - 1}] for {n} samples")
-    from sklearn.neighbors import kneighbors_graph  # imported here: keeps config imports light
-
-    dist = kneighbors_graph(x, neighbours, mode="distance", include_self=False).tocsr()
+    dist = _search(x, neighbours).kneighbors_graph(mode="distance").tocsr()
     if similarity == "binary":
         dist.data = np.ones_like(dist.data)
     else:
@@ -91,21 +94,25 @@ def knn_indices(x: np.ndarray | sp.spmatrix, k: int) -> np.ndarray:
     Returns
     -------
     ndarray of int64, shape (n, min(k, n - 1))
-        Nearest first; a row never lists itself (duplicates aside).
+        Nearest first; a row never lists itself (among exact duplicates, scikit-learn's rule of
+        :meth:`~sklearn.neighbors.NearestNeighbors.kneighbors` decides).
     """
     n = x.shape[0]
     k = min(k, n - 1)
     if k < 1:
         return np.empty((n, 0), dtype=np.int64)
+    return _search(x, k).kneighbors(return_distance=False).astype(np.int64)
+
+
+def _search(x: np.ndarray | sp.spmatrix, k: int) -> NearestNeighbors:
+    """The one kNN search of this module: each sample's ``k`` nearest *other* samples.
+
+    Querying the fitted data itself (``X=None``) excludes every sample from its own neighbours,
+    which :func:`knn_similarity` and :func:`knn_indices` both rely on.
+    """
     from sklearn.neighbors import NearestNeighbors  # imported here: keeps config imports light
 
-    search = NearestNeighbors(n_neighbors=k + 1).fit(x)
-    found = search.kneighbors(x, return_distance=False)
-    out = np.empty((n, k), dtype=np.int64)
-    for i, row in enumerate(found):
-        others = row[row != i]
-        out[i] = others[:k]
-    return out
+    return NearestNeighbors(n_neighbors=k).fit(x)
 
 
 def adjacency(neighbours: np.ndarray, n: int | None = None) -> sp.csr_matrix:
