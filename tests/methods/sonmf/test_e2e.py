@@ -61,7 +61,7 @@ def test_invalid_config_stops_before_round_one(superlink, tmp_path):
     proc = superlink.run(
         ROOT, {"sonmf.rank": 30, "out-dir": str(tmp_path), "run-name": "bad"}, num_supernodes=10, timeout=300
     )
-    assert "'rank' = 30 is invalid: must be <= 'view-dim' = 20" in proc.stdout
+    assert "'sonmf.rank' = 30 is invalid: must be <= 'view-dim' = 20" in proc.stdout
     assert "[ROUND 1]" not in proc.stdout
     assert not (tmp_path / "bad").exists()
 
