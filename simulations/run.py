@@ -107,7 +107,8 @@ def run_job(cfg: DictConfig, job_dir: Path) -> dict[str, Any]:
         overrides["dataset"] = str(Path(dataset).expanduser().resolve())
     run_config = validate_run_config(overrides)
     supernodes = cfg.num_supernodes or run_config["num-clients"]
-    changed = {k: v for k, v in run_config.items() if v != defaults()[k] and k not in ("out-dir", "run-name")}
+    default = defaults()
+    changed = {k: v for k, v in run_config.items() if v != default[k] and k not in ("out-dir", "run-name")}
     log.info("job %s: %s", job_dir, changed)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fedmf-flwr-home-") as home, LocalSuperLink(home) as link:

@@ -98,14 +98,14 @@ def nested_defaults() -> dict[str, Any]:
 
 
 def _unknown_key_message(unknown: list[str]) -> str:
-    def known_as(key: str) -> str | None:
-        for name in _BY_KEY:
-            table, _, short = name.rpartition(".")
-            if table and key in (short, f"{table}-{short}"):
-                return name
-        return None
-
-    hints = [f"'{key}' is '{known_as(key)}'" for key in unknown if known_as(key)]
+    # an old flat name: the short key itself, or "<family>-<key>"
+    known_as = {}
+    for name in _BY_KEY:
+        table, _, short = name.rpartition(".")
+        if table:
+            for old in (short, f"{table}-{short}"):
+                known_as.setdefault(old, name)
+    hints = [f"'{key}' is '{known_as[key]}'" for key in unknown if key in known_as]
     hint = f" (family keys live in their own table: {'; '.join(hints)})" if hints else ""
     return (
         f"unknown run-config key(s) {', '.join(map(repr, unknown))}{hint}; "

@@ -25,11 +25,10 @@ import torch
 from flwr.common import Context, Scalar
 from flwr.common.logger import log
 
-from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data import ClientView
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.client import ViewClient, load_state, save_state
-from fedmf_app.methods.iai.client_updates import client_round, client_setup
+from fedmf_app.methods.iai.client_updates import client_round, client_seed, client_setup
 from fedmf_app.methods.iai.options import iai_params
 
 __all__ = ["FMVCIAIClient"]
@@ -68,7 +67,7 @@ class FMVCIAIClient(ViewClient):
         self.observed = missing_view_mask(
             n, cfg["num-clients"], cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"]
         )[:, partition_id]
-        self.seed = int(rng_for(cfg["seed"], Stream.IAI_CLIENT, partition_id).integers(2**31 - 1))
+        self.seed = client_seed(cfg["seed"], partition_id)
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """Handshake, plus how many of this view's rows are observed."""

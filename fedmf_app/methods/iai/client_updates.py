@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from fedmf_app.common.graphs import adjacency
+from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.methods.iai.deep_clustering import prototype_distances, prototypes, total_variation_emd
 from fedmf_app.methods.iai.feature_propagation import feature_propagation
 from fedmf_app.methods.iai.graph_autoencoder import (
@@ -33,7 +34,7 @@ from fedmf_app.methods.iai.graph_autoencoder import (
 from fedmf_app.methods.iai.params import IAIParams
 from fedmf_app.methods.iai.sample_graphs import anchor_graph, observed_knn
 
-__all__ = ["ClientUpload", "client_round", "client_setup", "scale_features"]
+__all__ = ["ClientUpload", "client_round", "client_seed", "client_setup", "scale_features"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,22 @@ def _to_numpy(state: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
 
 def _to_torch(state: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
     return {k: torch.as_tensor(v) for k, v in state.items()}
+
+
+def client_seed(seed: int, partition_id: int) -> int:
+    """The torch seed of client ``partition_id`` (its round ``s`` uses this + s).
+
+    Parameters
+    ----------
+    seed : int
+        Run config ``seed``.
+    partition_id : int
+
+    Returns
+    -------
+    int
+    """
+    return int(rng_for(seed, Stream.IAI_CLIENT, partition_id).integers(2**31 - 1))
 
 
 def client_setup(

@@ -10,27 +10,11 @@ from collections.abc import Callable
 import numpy as np
 
 from fedmf_app.common.seeding import Stream, rng_for
-from fedmf_app.methods.iai.client_updates import ClientUpload, client_round, client_setup
+from fedmf_app.methods.iai.client_updates import ClientUpload, client_round, client_seed, client_setup
 from fedmf_app.methods.iai.params import IAIParams
 from fedmf_app.methods.iai.server_updates import ServerState, server_round, server_setup
 
-__all__ = ["IAIReference", "client_seed"]
-
-
-def client_seed(seed: int, partition_id: int) -> int:
-    """The torch seed of client ``partition_id`` (its round ``s`` uses this + s).
-
-    Parameters
-    ----------
-    seed : int
-        Run config ``seed``.
-    partition_id : int
-
-    Returns
-    -------
-    int
-    """
-    return int(rng_for(seed, Stream.IAI_CLIENT, partition_id).integers(2**31 - 1))
+__all__ = ["IAIReference"]
 
 
 class IAIReference:
