@@ -101,13 +101,15 @@ def synthetic_spec(cfg: Mapping[str, Any]) -> SyntheticSpec:
     )
 
 
-def dataset_view_count(dataset: str) -> int | None:
-    """Number of views of ``dataset`` when this machine can read it.
+def dataset_view_count(dataset: str, views: str = "") -> int | None:
+    """Number of views of ``dataset`` (those run config ``views`` keeps) when this machine can read it.
 
     Parameters
     ----------
     dataset : str
         Run-config ``dataset``.
+    views : str
+        Run-config ``views`` (empty: all the file's views).
 
     Returns
     -------
@@ -118,13 +120,13 @@ def dataset_view_count(dataset: str) -> int | None:
     Raises
     ------
     DataError
-        When the file exists but cannot be read.
+        When the file exists but cannot be read, or ``views`` names a view it does not have.
     """
     from fedmf_app.data.embedded import EMBEDDED
 
     if dataset == "synthetic" or (dataset not in EMBEDDED and not Path(dataset).expanduser().is_file()):
         return None
-    return len(load_multiview(dataset).views)
+    return len(load_multiview(dataset, views).views)
 
 
 def load_client_view(
@@ -136,11 +138,11 @@ def load_client_view(
     :func:`~fedmf_app.data.multiview.load_single_view`); run config ``dataset = "synthetic"``
     (view ``partition_id`` of the planted generator, built from ``(seed, partition_id)``);
     otherwise ``dataset`` names an embedded data set or a multi-view file, whose view
-    ``partition_id`` this client takes. Under ``missing-rate > 0`` an algorithm that needs complete
-    views gets this view's missing rows filled (:func:`_fill_missing`) before anything else. Real
-    views (not synthetic ones) are then prepared by
-    :func:`~fedmf_app.data.preprocess.prepare_view` with run config ``negative-values`` and
-    ``view-normalisation``.
+    ``partition_id`` this client takes (of the views run config ``views`` keeps, in its order).
+    Under ``missing-rate > 0`` an algorithm that needs complete views gets this view's missing rows
+    filled (:func:`_fill_missing`) before anything else. Real views (not synthetic ones) are then
+    prepared by :func:`~fedmf_app.data.preprocess.prepare_view` with run config
+    ``negative-values`` and ``view-normalisation``.
 
     Parameters
     ----------
@@ -157,8 +159,9 @@ def load_client_view(
     Raises
     ------
     DataError
-        When ``partition_id`` has no view, the data set's view count is not ``num-clients``, or
-        the data cannot be read (the message names the file, the view and the problem).
+        When ``partition_id`` has no view, the data set's view count is not ``num-clients``,
+        ``views`` names a view the file does not have, or the data cannot be read (the message
+        names the file, the view and the problem).
     """
     m = cfg["num-clients"]
     if partition_id >= m:
@@ -178,15 +181,19 @@ def load_client_view(
         )
         return ClientView(features=_fill_missing(view.x.T, cfg, partition_id, source), source=source)
     else:
-        data = load_multiview(cfg["dataset"])
+        views = cfg["views"]
+        data = load_multiview(cfg["dataset"], views)
         if len(data.views) != m:
+            kept = f" (those run config views = {views!r} keeps)" if views else ""
             raise DataError(
-                f"{data.source} has {len(data.views)} views but run config num-clients = {m}: "
+                f"{data.source} has {len(data.views)} views{kept} but run config num-clients = {m}: "
                 f"one client per view, so set num-clients = {len(data.views)} (and as many "
                 "SuperNodes)"
             )
         features, labels = data.views[partition_id], data.labels
         source = f"{data.source} view {partition_id}"
+        if views:
+            source += f" (file view {views.split(',')[partition_id].strip()!r} of run config views)"
     features = _fill_missing(features, cfg, partition_id, source)
     prepared = prepare_view(features, cfg["negative-values"], cfg["view-normalisation"], source)
     return ClientView(features=prepared, source=source, labels=labels)

@@ -3,22 +3,29 @@
 Supported inputs
 ----------------
 * MATLAB ``.mat``: v5 (``scipy.io``) and v7.3/HDF5 (``h5py``; it returns every array transposed
-  and cells as object references, which this module undoes). The views are under the first of
-  :data:`VIEW_KEYS` present, as a 1 x V or V x 1 cell array (or one plain matrix: one view); each
-  view is dense or sparse, integer or float, stored samples x features (N x d) or d x N: the
-  orientation is decided per view against the label length (without labels, against the sample
-  count the views share). Labels are under the first of :data:`LABEL_KEYS` present, N x 1 or
-  1 x N, possibly a cell of identical copies, with any coding (0-based, 1-based, offset, text):
-  they are remapped to ``0..k-1`` in sorted order. Other keys (missing-view masks, names, MATLAB
-  headers) are ignored.
-* ``.npz`` (multi-view): arrays ``X_0, X_1, ...`` (also ``fea_i``, ``data_i``, ``view_i``, with or
-  without the underscore) and an optional label array under a key of :data:`LABEL_KEYS`.
+  and cells as object references, which this module undoes). The views are, in order of
+  preference (:func:`~fedmf_app.data.readers.locate_views`): a 1 x V or V x 1 cell array under the
+  first of :data:`VIEW_KEYS` present; numbered top-level keys of one family (``X1, X2, ...``,
+  ``x_1``, ``view1``, ``View_1``, ``fea1``, ``data1``, any case, in numeric order: ``X10`` after
+  ``X9``); a struct under that key whose fields are the views; one plain matrix under it (one
+  view); the one cell of matrices under another key. Two candidate families of numbered keys, or
+  two such cells, are refused as ambiguous. Each view is dense or sparse, integer or float, stored
+  samples x features (N x d) or d x N: the orientation is decided per view against the label
+  length (without labels, against the sample count the views share). Labels are under the first of
+  :data:`LABEL_KEYS` present (or one of them in another case), N x 1 or 1 x N, possibly a cell of
+  identical copies, with any coding (0-based, 1-based, offset, text): they are remapped to
+  ``0..k-1`` in sorted order. Other keys (missing-view masks, names, MATLAB headers) are ignored.
+* ``.npz`` (multi-view): arrays ``X_0, X_1, ...`` (the same numbered keys as above) or one array
+  under a key of :data:`VIEW_KEYS`, and an optional label array under a key of :data:`LABEL_KEYS`.
 * One view per file (:func:`load_single_view`, a deployment's node-config ``data-file``): ``.npy``
   (samples x features, no labels), ``.csv`` (rows are samples; an optional header row, and a
   header column named like a label key holds the labels), ``.npz`` or ``.mat`` with one view.
 
-Everything is returned dense, float64, samples x features. Problems raise
-:class:`~fedmf_app.data.DataError` naming the file, the key or view, and what is wrong.
+Views that have names in the file (numbered keys, struct fields; an embedded data set's view
+names) keep them (:attr:`MultiViewData.view_names`), so that run config ``views`` can pick and
+order them by name or 0-based index (:func:`select_views`). Everything is returned dense, float64,
+samples x features. Problems raise :class:`~fedmf_app.data.DataError` naming the file, the key or
+view, and what is wrong.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ __all__ = [
     "load_multiview",
     "load_single_view",
     "require_labels",
+    "select_views",
 ]
 
 
@@ -60,12 +68,16 @@ class MultiViewData:
         Short name, e.g. ``"hw"`` or the file stem.
     source : str
         The path, or ``"embedded:<name>"``.
+    view_names : tuple of str
+        The views' own names in the file (one per view), or empty when the file does not name
+        them (a cell array).
     """
 
     views: list[np.ndarray]
     labels: np.ndarray | None
     name: str
     source: str
+    view_names: tuple[str, ...] = ()
 
     @property
     def num_samples(self) -> int:
@@ -103,7 +115,7 @@ def require_labels(data: MultiViewData) -> np.ndarray:
     return data.labels
 
 
-def load_multiview(path_or_name: str) -> MultiViewData:
+def load_multiview(path_or_name: str, views: str = "") -> MultiViewData:
     """Read a multi-view data set: an embedded name, or a ``.mat``/``.npz`` file.
 
     Parameters
@@ -111,6 +123,9 @@ def load_multiview(path_or_name: str) -> MultiViewData:
     path_or_name : str
         The name of an embedded data set (:data:`fedmf_app.data.embedded.EMBEDDED`) or a path
         (``~`` is expanded; a relative path is taken from the current working folder).
+    views : str
+        Run config ``views``: the views to keep, in this order (:func:`select_views`); empty:
+        all, in file order.
 
     Returns
     -------
@@ -119,15 +134,62 @@ def load_multiview(path_or_name: str) -> MultiViewData:
     Raises
     ------
     DataError
-        When the file is missing, unreadable or malformed.
+        When the file is missing, unreadable or malformed, or ``views`` names a view it does not
+        have.
     """
     from fedmf_app.data.embedded import EMBEDDED, load_embedded
 
     if path_or_name in EMBEDDED:
-        return load_embedded(path_or_name)
+        return select_views(load_embedded(path_or_name), views)
     path = _existing_file(path_or_name)
     stat = path.stat()
-    return _load_multiview_cached(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    return select_views(_load_multiview_cached(str(path.resolve()), stat.st_mtime_ns, stat.st_size), views)
+
+
+def select_views(data: MultiViewData, views: str) -> MultiViewData:
+    """The views run config ``views`` names, in its order.
+
+    Parameters
+    ----------
+    data : MultiViewData
+    views : str
+        Comma-separated entries, each a view's own name (:attr:`MultiViewData.view_names`; a name
+        in another case is taken when it is the only match) or a 0-based index into the file's
+        views, e.g. ``"2,0"`` or ``"x3,x1"``; empty: ``data`` as it is.
+
+    Returns
+    -------
+    MultiViewData
+        Same labels, name and source; the chosen views (the same read-only arrays) and names.
+
+    Raises
+    ------
+    DataError
+        On an unknown name, an index out of range or a view named twice, naming the file, the key
+        ``views``, the entry and the views there are.
+    """
+    if not views.strip():
+        return data
+    chosen: list[int] = []
+    for entry in (e.strip() for e in views.split(",")):
+        index = _view_index(data, entry)
+        problem = None
+        if index is None and entry.isdigit():
+            problem = f"index {entry} is out of range"
+        elif index is None:
+            problem = f"{entry!r} is not a view of this file"
+        elif index in chosen:
+            problem = f"{entry!r} repeats view {index}"
+        if problem is not None:
+            raise DataError(f"{data.source}: run config 'views' = {views!r}: {problem} ({_available(data)})")
+        chosen.append(index)
+    return MultiViewData(
+        views=[data.views[i] for i in chosen],
+        labels=data.labels,
+        name=data.name,
+        source=data.source,
+        view_names=tuple(data.view_names[i] for i in chosen) if data.view_names else (),
+    )
 
 
 def load_single_view(path: str) -> tuple[np.ndarray, np.ndarray | None]:
@@ -184,6 +246,7 @@ def assemble_views(
     name: str,
     source: str,
     orient: bool = True,
+    view_names: tuple[str, ...] = (),
 ) -> MultiViewData:
     """Check and normalise views and labels as read from a file.
 
@@ -197,6 +260,8 @@ def assemble_views(
         See :class:`MultiViewData`.
     orient : bool
         Decide each view's orientation against the labels (``False``: rows are samples).
+    view_names : tuple of str
+        The views' own names, one per view, or empty (see :class:`MultiViewData`).
 
     Returns
     -------
@@ -233,10 +298,30 @@ def assemble_views(
     if labels is not None:
         labels = np.unique(labels, return_inverse=True)[1].astype(np.int64).reshape(-1)
         labels.setflags(write=False)
-    return MultiViewData(views=views, labels=labels, name=name, source=source)
+    return MultiViewData(views=views, labels=labels, name=name, source=source, view_names=view_names)
 
 
 # ------------------------------------------------------------------------------------ internals
+def _view_index(data: MultiViewData, entry: str) -> int | None:
+    """The index of the view ``entry`` names (its name, else a 0-based index), or ``None``."""
+    names = data.view_names
+    if entry in names:
+        return names.index(entry)
+    folded = [i for i, n in enumerate(names) if n.lower() == entry.lower()]
+    if len(folded) == 1:
+        return folded[0]
+    if entry.isdigit() and int(entry) < len(data.views):
+        return int(entry)
+    return None
+
+
+def _available(data: MultiViewData) -> str:
+    indices = f"0-based indices 0..{len(data.views) - 1}"
+    if data.view_names:
+        return f"its views: {', '.join(data.view_names)}, or {indices}"
+    return f"its {len(data.views)} views have no names: use {indices}"
+
+
 def _existing_file(path: str) -> Path:
     from fedmf_app.data.embedded import EMBEDDED
 
@@ -255,14 +340,14 @@ def _load_multiview_cached(path: str, mtime_ns: int, size: int) -> MultiViewData
     file = Path(path)
     suffix = file.suffix.lower()
     if suffix == ".mat":
-        raw_views, raw_labels = read_mat(file)
+        raw_views, names, raw_labels = read_mat(file)
     elif suffix == ".npz":
-        raw_views, raw_labels = read_npz(file)
+        raw_views, names, raw_labels = read_npz(file)
     else:
         raise DataError(
             f"{file}: unsupported file type {suffix!r} for a multi-view data set (use .mat or .npz)"
         )
-    return assemble_views(raw_views, raw_labels, file.stem, str(file))
+    return assemble_views(raw_views, raw_labels, file.stem, str(file), view_names=names)
 
 
 def _shape(where: str, raw: Any, source: str) -> tuple[int, int]:

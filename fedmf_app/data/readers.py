@@ -1,14 +1,17 @@
 """Readers of the multi-view file formats: MATLAB v5 and v7.3 (HDF5), ``.npz`` and ``.csv``.
 
-Each returns the raw views as ``(where, array)`` pairs and the raw labels as ``(key, array)`` or
-``None``, exactly as stored; :func:`fedmf_app.data.multiview.assemble_views` checks and orients
-them. Problems raise :class:`~fedmf_app.data.DataError` naming the file and the key.
+The ``.mat`` and ``.npz`` readers list a file's top-level keys and what each holds, and
+:func:`locate_views` finds the views and labels among them; each returns the raw views as
+``(where, array)`` pairs, the views' own names and the raw labels as ``(key, array)`` or ``None``,
+exactly as stored; :func:`fedmf_app.data.multiview.assemble_views` checks and orients them.
+Problems raise :class:`~fedmf_app.data.DataError` naming the file and the key.
 """
 
 from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,21 +21,161 @@ import scipy.sparse
 
 from fedmf_app.data.errors import DataError
 
-__all__ = ["LABEL_KEYS", "VIEW_KEYS", "pick_key", "read_csv", "read_mat", "read_mat_v73", "read_npz"]
+__all__ = [
+    "CSV_LABEL_KEYS",
+    "LABEL_KEYS",
+    "VIEW_KEYS",
+    "label_key",
+    "locate_views",
+    "pick_key",
+    "read_csv",
+    "read_mat",
+    "read_mat_v73",
+    "read_npz",
+]
 
-#: Keys that may hold the views, in order of preference.
+#: Keys that may hold the views (a cell, a struct of views or one matrix), in order of preference.
 VIEW_KEYS: tuple[str, ...] = ("X", "fea", "data")
-#: Keys that may hold the ground-truth labels, in order of preference.
-LABEL_KEYS: tuple[str, ...] = ("Y", "y", "gt", "truth", "label", "labels", "truelabel")
+#: Label keys of a CSV header, in order of preference.
+CSV_LABEL_KEYS: tuple[str, ...] = ("Y", "y", "gt", "truth", "label", "labels", "truelabel")
+#: Keys that may hold the ground-truth labels of a ``.mat`` or ``.npz`` file, in order of
+#: preference; a key equal to one of them but for case is taken when none matches exactly.
+LABEL_KEYS: tuple[str, ...] = (
+    *CSV_LABEL_KEYS,
+    "gnd",
+    "truelabels",
+    "Y1",
+    "label1",
+    "class",
+    "target",
+    "targets",
+)
 
-_NPZ_VIEW = re.compile(r"^(?:X|fea|data|view)_?(\d+)$")
+#: A view as a numbered top-level key: ``X1``, ``x_2``, ``view3``, ``View_4``, ``fea5``, ``data6``...
+_NUMBERED = re.compile(r"^(x|views?|fea|feat|features?|data)_?(\d+)$", re.IGNORECASE)
+
+#: What a stored value is: a MATLAB cell (a list), a struct (a dict of fields), a numeric
+#: matrix (dense or sparse), or anything else (text, scalars of other types).
+CELL, STRUCT, ARRAY, OTHER = "cell", "struct", "array", "other"
+
+RawViews = list[tuple[str, Any]]
+RawLabels = tuple[str, Any] | None
 
 
 def pick_key(keys: list[str], wanted: tuple[str, ...]) -> str | None:
     return next((k for k in wanted if k in keys), None)
 
 
-def read_mat(file: Path) -> tuple[list[tuple[str, Any]], tuple[str, Any] | None]:
+def label_key(keys: list[str]) -> str | None:
+    """The label key among ``keys``: the first of :data:`LABEL_KEYS` present, else one equal to
+    one of them but for case (``Label``, ``GND``), else ``None``."""
+    exact = pick_key(keys, LABEL_KEYS)
+    if exact is not None:
+        return exact
+    lowered = {k.lower(): k for k in reversed(keys)}
+    return next((lowered[w.lower()] for w in LABEL_KEYS if w.lower() in lowered), None)
+
+
+def locate_views(
+    file: Path, kinds: dict[str, str], get: Callable[[str], Any]
+) -> tuple[RawViews, tuple[str, ...], RawLabels]:
+    """Find the views and labels among a file's top-level keys.
+
+    In order: a cell under the first of :data:`VIEW_KEYS` present; views as numbered top-level keys
+    of one family (``X1, X2, ...``, any case, with or without ``_``, ordered by number); a struct
+    under that key (its fields are the views, in stored order); one matrix under it (one view);
+    the one cell of matrices under another key. Labels: :func:`label_key`.
+
+    Parameters
+    ----------
+    file : Path
+        For messages.
+    kinds : dict of str
+        Each top-level key (file order) and what it holds: :data:`CELL`, :data:`STRUCT`,
+        :data:`ARRAY` or :data:`OTHER`.
+    get : callable
+        ``get(key)``: the value in MATLAB's orientation (a cell as a list, a struct as a dict).
+
+    Returns
+    -------
+    raw_views : list of (str, value)
+        Where each view was found (for messages) and its value, as stored.
+    names : tuple of str
+        The views' own names (numbered keys, struct fields, the one matrix's key); empty for a cell.
+    raw_labels : (str, value) or None
+
+    Raises
+    ------
+    DataError
+        When no key holds views, or two could (naming the candidates).
+    """
+    keys = list(kinds)
+    lkey = label_key(keys)
+    raw_labels = None if lkey is None else (lkey, get(lkey))
+    vkey = pick_key(keys, VIEW_KEYS)
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for k in keys:
+        match = _NUMBERED.match(k)
+        if match and kinds[k] == ARRAY and k != lkey:
+            groups.setdefault(match.group(1).lower(), []).append((int(match.group(2)), k))
+    if len(groups) > 1:
+        found = "; ".join(", ".join(k for _, k in sorted(g)) for g in groups.values())
+        raise DataError(
+            f"{file}: ambiguous layout: more than one family of numbered keys could hold the views "
+            f"({found}); keep one family (e.g. X1, X2, ...)"
+        )
+    numbered = sorted(next(iter(groups.values()), []))
+    numbers = [i for i, _ in numbered]
+    if len(set(numbers)) < len(numbers):
+        raise DataError(
+            f"{file}: ambiguous layout: numbered view keys {', '.join(k for _, k in numbered)} "
+            "repeat a number"
+        )
+    if vkey is not None and kinds[vkey] == CELL:
+        cells = get(vkey)
+        raw = [(f"view {i} ('{vkey}'{{{i + 1}}})", c) for i, c in enumerate(cells)]
+        return raw, (), raw_labels
+    if numbered:
+        return (
+            [(f"view {i} ('{k}')", get(k)) for i, (_, k) in enumerate(numbered)],
+            tuple(k for _, k in numbered),
+            raw_labels,
+        )
+    if vkey is not None and kinds[vkey] == STRUCT:
+        fields = get(vkey)
+        raw = [(f"view {i} ('{vkey}.{name}')", v) for i, (name, v) in enumerate(fields.items())]
+        return raw, tuple(fields), raw_labels
+    if vkey is not None:
+        return [(f"view 0 ('{vkey}')", get(vkey))], (vkey,), raw_labels
+    cells = [k for k in keys if kinds[k] == CELL and k != lkey and _holds_matrices(get(k))]
+    if len(cells) > 1:
+        raise DataError(
+            f"{file}: ambiguous layout: no views under any of the keys {', '.join(VIEW_KEYS)} and "
+            f"several cells of matrices could hold them ({', '.join(cells)})"
+        )
+    if cells:
+        raw = [(f"view {i} ('{cells[0]}'{{{i + 1}}})", c) for i, c in enumerate(get(cells[0]))]
+        return raw, (), raw_labels
+    raise DataError(
+        f"{file}: no views under any of the keys {', '.join(VIEW_KEYS)} "
+        f"(keys found: {', '.join(keys) or 'none'}); nor numbered keys (X1, X2, ...; x_1, view1, "
+        "fea1, data1, ...) nor one cell of matrices under another key"
+    )
+
+
+def _holds_matrices(cells: list[Any]) -> bool:
+    """Whether a cell could hold views: nonempty, every element a numeric matrix (not a vector)."""
+
+    def matrix(c: Any) -> bool:
+        if scipy.sparse.issparse(c):
+            return min(c.shape) >= 2
+        return isinstance(c, np.ndarray) and c.ndim == 2 and min(c.shape) >= 2 and c.dtype.kind in "biuf"
+
+    return bool(cells) and all(matrix(c) for c in cells)
+
+
+def read_mat(file: Path) -> tuple[RawViews, tuple[str, ...], RawLabels]:
+    """Views, their names and labels of a MATLAB file (v7.3 files go to :func:`read_mat_v73`)."""
     import h5py
 
     if h5py.is_hdf5(file):
@@ -43,53 +186,59 @@ def read_mat(file: Path) -> tuple[list[tuple[str, Any]], tuple[str, Any] | None]
         return read_mat_v73(file)
     except Exception as exc:  # scipy raises several types on a corrupt file
         raise DataError(f"{file}: not a readable MATLAB file ({exc})") from exc
-    keys = [k for k in contents if not k.startswith("__")]
-    vkey = pick_key(keys, VIEW_KEYS)
-    if vkey is None:
-        raise DataError(
-            f"{file}: no views under any of the keys {', '.join(VIEW_KEYS)} "
-            f"(keys found: {', '.join(keys) or 'none'})"
-        )
-    stored = contents[vkey]
-    if isinstance(stored, np.ndarray) and stored.dtype == object:
-        cells = list(stored.ravel(order="F"))
-        raw_views = [(f"view {i} ('{vkey}'{{{i + 1}}})", c) for i, c in enumerate(cells)]
-    else:
-        raw_views = [(f"view 0 ('{vkey}')", stored)]
-    lkey = pick_key(keys, LABEL_KEYS)
-    raw_labels = None
-    if lkey is not None:
-        value = contents[lkey]
-        if isinstance(value, np.ndarray) and value.dtype == object:
-            value = list(value.ravel(order="F"))
-        raw_labels = (lkey, value)
-    return raw_views, raw_labels
+    values = {k: _v5_value(v) for k, v in contents.items() if not k.startswith("__")}
+    return locate_views(file, {k: _kind(v) for k, v in values.items()}, values.__getitem__)
 
 
-def read_mat_v73(file: Path) -> tuple[list[tuple[str, Any]], tuple[str, Any] | None]:
+def _v5_value(value: Any) -> Any:
+    """A value of ``scipy.io.loadmat`` with a cell as a list and a 1 x 1 struct as a dict."""
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        return list(value.ravel(order="F"))
+    if isinstance(value, np.ndarray) and value.dtype.names and value.size == 1:
+        return {name: _v5_value(value[name].flat[0]) for name in value.dtype.names}
+    return value
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return CELL
+    if isinstance(value, dict):
+        return STRUCT
+    if scipy.sparse.issparse(value) or (isinstance(value, np.ndarray) and value.dtype.kind in "biuf"):
+        return ARRAY
+    return OTHER
+
+
+def read_mat_v73(file: Path) -> tuple[RawViews, tuple[str, ...], RawLabels]:
+    """Views, their names and labels of a MATLAB v7.3 (HDF5) file, in MATLAB's orientation."""
     import h5py
 
     try:
         with h5py.File(file, "r") as f:
-            keys = [k for k in f.keys() if not k.startswith("#")]
-            vkey = pick_key(keys, VIEW_KEYS)
-            if vkey is None:
-                raise DataError(
-                    f"{file}: no views under any of the keys {', '.join(VIEW_KEYS)} "
-                    f"(keys found: {', '.join(keys) or 'none'})"
-                )
-            stored = _h5_value(f, f[vkey])
-            if isinstance(stored, list):
-                raw_views = [
-                    (f"view {i} ('{vkey}'{{{i + 1}}})", _h5_leaf(v, file, vkey)) for i, v in enumerate(stored)
-                ]
-            else:
-                raw_views = [(f"view 0 ('{vkey}')", stored)]
-            lkey = pick_key(keys, LABEL_KEYS)
-            raw_labels = None if lkey is None else (lkey, _h5_value(f, f[lkey]))
+            kinds = {k: _h5_kind(f[k]) for k in f.keys() if not k.startswith("#")}
+
+            def get(key: str) -> Any:
+                value = _h5_value(f, f[key])
+                if isinstance(value, list):
+                    return [_h5_leaf(v, file, key) for v in value]
+                return value
+
+            return locate_views(file, kinds, get)
     except OSError as exc:
         raise DataError(f"{file}: not a readable MATLAB v7.3 (HDF5) file ({exc})") from exc
-    return raw_views, raw_labels
+
+
+def _h5_kind(node: Any) -> str:
+    import h5py
+
+    if isinstance(node, h5py.Group):
+        return ARRAY if "MATLAB_sparse" in node.attrs else STRUCT
+    if h5py.check_dtype(ref=node.dtype) is not None:
+        return CELL
+    matlab_class = node.attrs.get("MATLAB_class", b"double")
+    if isinstance(matlab_class, bytes):
+        matlab_class = matlab_class.decode()
+    return OTHER if matlab_class == "char" or node.dtype.kind not in "biuf" else ARRAY
 
 
 def _h5_leaf(value: Any, file: Path, key: str) -> Any:
@@ -99,7 +248,8 @@ def _h5_leaf(value: Any, file: Path, key: str) -> Any:
 
 
 def _h5_value(f: Any, node: Any) -> Any:
-    """A MATLAB value from an HDF5 node, in MATLAB's orientation (a cell becomes a list)."""
+    """A MATLAB value from an HDF5 node, in MATLAB's orientation (a cell becomes a list, a struct
+    a dict of its fields in MATLAB's order)."""
     import h5py
 
     if isinstance(node, h5py.Group):
@@ -109,31 +259,25 @@ def _h5_value(f: Any, node: Any) -> Any:
             ir = node["ir"][()] if "ir" in node else np.zeros(0, dtype=np.int64)
             data = node["data"][()] if "data" in node else np.ones(len(ir))
             return scipy.sparse.csc_matrix((data, ir, jc), shape=(nrows, len(jc) - 1))
-        raise DataError(f"{f.filename}: '{node.name}' is a MATLAB struct, not a matrix or cell")
+        if "MATLAB_fields" in node.attrs:
+            names = [b"".join(np.asarray(c, dtype="S1")).decode() for c in node.attrs["MATLAB_fields"]]
+        else:
+            names = list(node.keys())
+        return {name: _h5_value(f, node[name]) for name in names}
     value = node[()]
     if h5py.check_dtype(ref=node.dtype) is not None:
         return [_h5_value(f, f[ref]) for ref in value.T.ravel(order="F")]
     return value.T
 
 
-def read_npz(file: Path) -> tuple[list[tuple[str, Any]], tuple[str, Any] | None]:
+def read_npz(file: Path) -> tuple[RawViews, tuple[str, ...], RawLabels]:
+    """Views, their names and labels of an ``.npz`` archive."""
     try:
         with np.load(file, allow_pickle=False) as contents:
             arrays = {k: contents[k] for k in contents.files}
     except (ValueError, OSError) as exc:
         raise DataError(f"{file}: not a readable .npz archive ({exc})") from exc
-    numbered = sorted((int(m.group(1)), k) for k in arrays if (m := _NPZ_VIEW.match(k)))
-    if not numbered:
-        single = pick_key(list(arrays), VIEW_KEYS)
-        if single is None:
-            raise DataError(
-                f"{file}: no views (expected arrays X_0, X_1, ... or one array under "
-                f"{', '.join(VIEW_KEYS)}; keys found: {', '.join(arrays) or 'none'})"
-            )
-        numbered = [(0, single)]
-    lkey = pick_key(list(arrays), LABEL_KEYS)
-    raw_views = [(f"view {i} ('{k}')", arrays[k]) for i, (_, k) in enumerate(numbered)]
-    return raw_views, (None if lkey is None else (lkey, arrays[lkey]))
+    return locate_views(file, {k: _kind(v) for k, v in arrays.items()}, arrays.__getitem__)
 
 
 def read_csv(file: Path) -> tuple[str, np.ndarray, tuple[str, np.ndarray] | None]:
@@ -147,7 +291,7 @@ def read_csv(file: Path) -> tuple[str, np.ndarray, tuple[str, np.ndarray] | None
     header = None
     if not all(_is_number(c) for c in rows[0]):
         header, rows = [c.strip() for c in rows[0]], rows[1:]
-    label_col = None if header is None else pick_key(header, LABEL_KEYS)
+    label_col = None if header is None else pick_key(header, CSV_LABEL_KEYS)
     widths = {len(r) for r in rows}
     if len(widths) > 1:
         raise DataError(f"{file}: rows have different numbers of columns ({sorted(widths)})")
@@ -162,7 +306,7 @@ def read_csv(file: Path) -> tuple[str, np.ndarray, tuple[str, np.ndarray] | None
     except ValueError as exc:
         raise DataError(
             f"{file}: holds a non-numeric feature value ({exc}); a label column "
-            f"needs a header named one of {', '.join(LABEL_KEYS)}"
+            f"needs a header named one of {', '.join(CSV_LABEL_KEYS)}"
         ) from exc
     return "the CSV table", values, labels
 

@@ -21,7 +21,7 @@ class FederationError(RuntimeError):
     """The federation cannot run or continue (wrong clients, failed or missing replies)."""
 
 
-def check_view_count(dataset: str, expected: int) -> None:
+def check_view_count(dataset: str, expected: int, views: str = "") -> None:
     """Before contacting anyone: the data set's view count must be the client count.
 
     Parameters
@@ -30,15 +30,20 @@ def check_view_count(dataset: str, expected: int) -> None:
         Run config ``dataset``; not checked when this machine cannot read it.
     expected : int
         Clients of the run.
+    views : str
+        Run config ``views``: the views the run keeps (empty: all).
 
     Raises
     ------
     FederationError
+    fedmf_app.data.DataError
+        When ``views`` names a view the file does not have.
     """
-    count = dataset_view_count(dataset)
+    count = dataset_view_count(dataset, views)
     if count is not None and count != expected:
+        kept = f" (those run config views = {views!r} keeps)" if views else ""
         raise FederationError(
-            f"data set {dataset!r} has {count} views but the run needs "
+            f"data set {dataset!r} has {count} views{kept} but the run needs "
             f"{expected} clients (run config 'num-clients'): one client per view, so set "
             f"num-clients = {count}"
         )

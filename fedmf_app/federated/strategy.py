@@ -173,7 +173,7 @@ class ViewFederationStrategy(Strategy):
         """Handshake with the clients, then return the round-1 broadcast."""
         self._run_start = time.perf_counter()
         try:
-            check_view_count(self.cfg["dataset"], self.expected_clients())
+            check_view_count(self.cfg["dataset"], self.expected_clients(), self.cfg["views"])
             self.clients, self.client_info = collect_properties(
                 client_manager,
                 self.expected_clients(),

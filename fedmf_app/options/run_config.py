@@ -153,6 +153,11 @@ def validate_run_config(raw: Mapping[str, Any]) -> dict[str, Any]:
             )
     if cfg["num-server-rounds"] == 0:
         cfg["num-server-rounds"] = family.num_server_rounds
+    if cfg["dataset"] == "synthetic" and cfg["views"]:
+        raise ConfigError(
+            f"run config 'views' = {cfg['views']!r} is invalid with dataset = 'synthetic' (it "
+            "generates num-clients views): set views only for a data file or an embedded data set"
+        )
     rank = planted_rank(cfg["sonmf.rank"])
     if cfg["dataset"] == "synthetic" and rank > cfg["view-dim"]:
         raise ConfigError(

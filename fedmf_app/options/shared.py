@@ -15,6 +15,10 @@ def _dataset(value: str) -> bool:
     return value == "synthetic" or value in EMBEDDED or value.lower().endswith((".mat", ".npz"))
 
 
+def _views(value: str) -> bool:
+    return value == "" or all(entry.strip() for entry in value.split(","))
+
+
 #: The shared keys but ``algorithm`` (whose allowed values come from the families).
 SHARED_OPTIONS: tuple[Option, ...] = (
     Option(
@@ -73,6 +77,16 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         "an embedded real data set (`hw`: UCI Multiple Features, 6 views, 2000 samples, "
         "10 classes, CC BY 4.0), or a multi-view file (absolute path; see docs/data.md). A "
         "SuperNode's node config `data-file` overrides it for that node.",
+    ),
+    Option(
+        "views",
+        "",
+        Text("empty, or comma-separated view names or 0-based indices (e.g. 2,0 or x3,x1)", _views),
+        "Views of the dataset file (or embedded set) to use, in this order: client p takes the "
+        "p-th; each entry is a view's own name in the file (a numbered key such as `x3`, a "
+        "struct field, an embedded view such as `pix`) or its 0-based index; empty: all views "
+        "in file order. num-clients must equal their number. Not for `synthetic`; a node's "
+        "`data-file` is its own view.",
     ),
     Option(
         "negative-values",

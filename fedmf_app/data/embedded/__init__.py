@@ -101,4 +101,5 @@ def load_embedded(name: str) -> Any:
     with np.load(io.BytesIO(raw), allow_pickle=False) as archive:
         arrays = {k: archive[k] for k in archive.files}
     views = [(f"view {i} ({v['name']})", arrays[f"X_{i}"]) for i, v in enumerate(meta["views"])]
-    return assemble_views(views, ("y", arrays["y"]), name, f"embedded:{name}")
+    names = tuple(v["name"] for v in meta["views"])
+    return assemble_views(views, ("y", arrays["y"]), name, f"embedded:{name}", view_names=names)
