@@ -142,7 +142,7 @@ def load_client_view(
     Under ``missing-rate > 0`` an algorithm that needs complete views gets this view's missing rows
     filled (:func:`_fill_missing`) before anything else. Real views (not synthetic ones) are then
     prepared by :func:`~fedmf_app.data.preprocess.prepare_view` with run config
-    ``negative-values`` and ``view-normalisation``.
+    ``negative-values``, ``sample-normalisation`` and ``view-normalisation``.
 
     Parameters
     ----------
@@ -195,7 +195,9 @@ def load_client_view(
         if views:
             source += f" (file view {views.split(',')[partition_id].strip()!r} of run config views)"
     features = _fill_missing(features, cfg, partition_id, source)
-    prepared = prepare_view(features, cfg["negative-values"], cfg["view-normalisation"], source)
+    prepared = prepare_view(
+        features, cfg["negative-values"], cfg["view-normalisation"], source, cfg["sample-normalisation"]
+    )
     return ClientView(features=prepared, source=source, labels=labels)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fedmf_app.data.embedded import EMBEDDED
 from fedmf_app.data.missing_views import MISSING_FILLS
-from fedmf_app.data.preprocess import NEGATIVE_VALUES, VIEW_NORMALISATIONS
+from fedmf_app.data.preprocess import NEGATIVE_VALUES, SAMPLE_NORMALISATIONS, VIEW_NORMALISATIONS
 from fedmf_app.options.constraints import Interval, OneOf, Text
 from fedmf_app.options.schema import Option
 
@@ -95,6 +95,14 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         "Real data: a view with negative entries is scaled per feature to [0, 1] (`min-max`), "
         "shifted by its minimum (`shift`) or refused (`error`); nonnegative views are kept "
         "([A] min-max; the paper's data are nonnegative).",
+    ),
+    Option(
+        "sample-normalisation",
+        "auto",
+        OneOf(SAMPLE_NORMALISATIONS),
+        "Real data: each client scales every sample's row of its view to unit l2 norm (`l2`), "
+        "keeps it (`none`), or `auto` ([A]): l2 on sparse nonnegative views (>= 90 % zeros: "
+        "counts, bag of words), none on the others; before view-normalisation.",
     ),
     Option(
         "view-normalisation",

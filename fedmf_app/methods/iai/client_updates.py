@@ -19,6 +19,7 @@ import torch
 
 from fedmf_app.common.graphs import adjacency
 from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.data.preprocess import is_sparse_nonnegative, normalise_rows
 from fedmf_app.methods.iai.deep_clustering import prototype_distances, prototypes, total_variation_emd
 from fedmf_app.methods.iai.feature_propagation import feature_propagation
 from fedmf_app.methods.iai.graph_autoencoder import (
@@ -72,9 +73,11 @@ def scale_features(x: np.ndarray, observed: np.ndarray, rule: str) -> np.ndarray
     ----------
     x : ndarray, shape (n, d)
     observed : ndarray of bool, shape (n,)
-    rule : {"standard", "none"}
+    rule : {"auto", "standard", "row-l2", "none"}
         ``standard``: subtract the observed mean, divide by the observed standard deviation
-        (constant features are only centred).
+        (constant features are only centred); ``row-l2``: every row to unit l2 norm; ``auto``:
+        ``row-l2`` when the observed rows are sparse and nonnegative
+        (:func:`~fedmf_app.data.preprocess.is_sparse_nonnegative`), else ``standard``.
 
     Returns
     -------
@@ -82,6 +85,10 @@ def scale_features(x: np.ndarray, observed: np.ndarray, rule: str) -> np.ndarray
         Unobserved rows are zero.
     """
     x = np.where(observed[:, None], np.asarray(x, dtype=np.float64), 0.0)
+    if rule == "auto":
+        rule = "row-l2" if is_sparse_nonnegative(x[observed]) else "standard"
+    if rule == "row-l2":
+        x = normalise_rows(x)
     if rule == "standard":
         rows = x[observed]
         std = rows.std(axis=0)

@@ -29,7 +29,8 @@ OPTIONS: tuple[Option, ...] = (
         "iai.anchors",
         200,
         Interval(int, 2, None, closed="left", text="an integer >= iai.anchor-neighbours + 1"),
-        "Shared anchors r, sample indices drawn once at random by the server ([A] 200).",
+        "Shared anchors r, sample indices drawn once at random by the server ([A] 200; capped at "
+        "the number of samples n).",
     ),
     Option(
         "iai.anchor-neighbours",
@@ -77,9 +78,12 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "iai.feature-scaling",
-        "standard",
+        "auto",
         OneOf(FEATURE_SCALINGS),
-        "Each client z-scores its features on its observed rows before the autoencoder ([A]).",
+        "Each client z-scores its features on its observed rows before the autoencoder "
+        "(`standard`), scales every row to unit l2 norm (`row-l2`), keeps them (`none`), or "
+        "`auto` ([A]): row-l2 on sparse nonnegative views (>= 90 % zeros: counts, bag of "
+        "words), standard on the others.",
     ),
     Option(
         "iai.ae-hidden",
@@ -183,7 +187,7 @@ FAMILY = Family(
 )
 
 
-def iai_params(cfg: Mapping[str, Any], num_clusters: int) -> IAIParams:
+def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | None = None) -> IAIParams:
     """Parameters of FMVC-IAI (paper C) from a validated run config.
 
     Parameters
@@ -192,6 +196,9 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int) -> IAIParams:
         Output of :func:`fedmf_app.options.validate_run_config`.
     num_clusters : int
         K.
+    num_samples : int, optional
+        n; when given, the anchors are capped at n ([A]: a data set smaller than
+        ``iai.anchors`` uses every sample as an anchor rather than failing).
 
     Returns
     -------
@@ -200,7 +207,7 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int) -> IAIParams:
     return IAIParams(
         num_clusters=num_clusters,
         knn=cfg["iai.knn"],
-        anchors=cfg["iai.anchors"],
+        anchors=cfg["iai.anchors"] if num_samples is None else min(cfg["iai.anchors"], num_samples),
         anchor_neighbours=cfg["iai.anchor-neighbours"],
         fp_iterations=cfg["iai.fp-iterations"],
         imputation=cfg["iai.imputation"],

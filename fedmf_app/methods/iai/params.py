@@ -15,7 +15,7 @@ IMPUTATIONS = ("propagation", "zeros")
 #: Pseudo-labels Y: argmin of the summed prototype distances ([A]) or spectral clustering of A_g.
 PSEUDO_LABELS = ("prototype-argmin", "spectral")
 #: Per-client scaling of the raw features before the autoencoder.
-FEATURE_SCALINGS = ("standard", "none")
+FEATURE_SCALINGS = ("auto", "standard", "row-l2", "none")
 #: Where the client trains its networks.
 DEVICES = ("cpu", "cuda")
 
@@ -90,7 +90,9 @@ class IAIParams:
     pseudo_labels : str
         One of :data:`PSEUDO_LABELS` (``prototype-argmin``).
     feature_scaling : str
-        ``standard``: z-score each feature on the client's observed rows; ``none``.
+        ``standard``: z-score each feature on the client's observed rows; ``row-l2``: every
+        row to unit l2 norm; ``none``; ``auto``: ``row-l2`` on a sparse nonnegative view,
+        ``standard`` on the others.
     ae_hidden : tuple of int
         Autoencoder widths ((256, 128)).
     embed_dim : int
@@ -114,7 +116,7 @@ class IAIParams:
     fusion: str = "inverse-emd"
     fusion_temperature: float = 0.1
     pseudo_labels: str = "prototype-argmin"
-    feature_scaling: str = "standard"
+    feature_scaling: str = "auto"
     ae_hidden: tuple[int, ...] = (256, 128)
     embed_dim: int = 64
     ae_epochs: int = 100

@@ -10,7 +10,7 @@ is in :mod:`fedmf_app.methods.iai.server_updates`. The final clustering is the l
 
 from __future__ import annotations
 
-from logging import WARNING
+from logging import INFO, WARNING
 from typing import Any
 
 import numpy as np
@@ -56,18 +56,17 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         Raises
         ------
         FederationError
-            When the number of clusters is unknown, or the data cannot hold the anchors or the
-            missing views.
+            When the number of clusters is unknown, or the data cannot hold the missing views.
         """
         if self.num_clusters is None:
             raise FederationError(
                 "fmvc-iai needs the number of clusters: set run config 'num-clusters', or give "
                 "the clients ground-truth labels (their class count is used)"
             )
-        self.params = iai_params(self.cfg, self.num_clusters)
         n = int(self.client_info[0]["num-samples"])
-        if self.params.anchors > n:
-            raise FederationError(f"run config 'iai.anchors' = {self.params.anchors} exceeds the {n} samples")
+        self.params = iai_params(self.cfg, self.num_clusters, num_samples=n)
+        if self.params.anchors < self.cfg["iai.anchors"]:
+            log(INFO, "fmvc-iai: %d anchors (run config 'iai.anchors' capped at the %d samples)", n, n)
         if self.cfg["missing-rate"] > 0:
             try:
                 views_dropped(len(self.client_info), self.cfg["missing-views-dropped"])

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedmf_app.common.clustering import kmeans_labels
+from fedmf_app.data.preprocess import is_sparse_nonnegative, normalise_rows
 
 __all__ = [
     "CLIENT_INITS",
@@ -66,7 +67,7 @@ CLIENT_INITS = ("normalised-indicator", "onehot-plus-0.2")
 SERVER_INITS = ("kmeans-concat", "mean")
 LABEL_RULES = ("argmax", "kmeans")
 SERVER_SOLVERS = ("cg", "splu")
-STANDARDISATIONS = ("zscore", "row-l2", "none")
+STANDARDISATIONS = ("auto", "zscore", "row-l2", "none")
 
 
 @dataclass(frozen=True)
@@ -159,9 +160,10 @@ def preprocess_view(x: np.ndarray, standardise: str, unit_norm: bool) -> np.ndar
     Parameters
     ----------
     x : ndarray, shape (N, d)
-    standardise : {"zscore", "row-l2", "none"}
+    standardise : {"auto", "zscore", "row-l2", "none"}
         Per-feature z-score (constant features become 0), per-sample l2 normalisation (for
-        nonnegative text), or nothing.
+        nonnegative text), nothing, or ``auto``: row-l2 on sparse nonnegative views
+        (:func:`~fedmf_app.data.preprocess.is_sparse_nonnegative`), zscore on the others.
     unit_norm : bool
         Divide by the Frobenius norm afterwards.
 
@@ -170,12 +172,13 @@ def preprocess_view(x: np.ndarray, standardise: str, unit_norm: bool) -> np.ndar
     ndarray, shape (N, d), float64
     """
     x = np.asarray(x, dtype=np.float64)
+    if standardise == "auto":
+        standardise = "row-l2" if is_sparse_nonnegative(x) else "zscore"
     if standardise == "zscore":
         std = x.std(axis=0)
         x = (x - x.mean(axis=0)) / np.where(std > 0, std, 1.0)
     elif standardise == "row-l2":
-        norms = np.linalg.norm(x, axis=1, keepdims=True)
-        x = x / np.where(norms > 0, norms, 1.0)
+        x = normalise_rows(x)
     elif standardise != "none":
         raise ValueError(f"standardise {standardise!r} is not one of {STANDARDISATIONS}")
     if unit_norm:

@@ -111,9 +111,11 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "imk.standardise",
-        "zscore",
+        "auto",
         OneOf(STANDARDISATIONS),
-        "Per-view preprocessing, per-feature z-score, per-sample l2 (text) or none.",
+        "Per-view preprocessing, per-feature z-score, per-sample l2 (text) or none; `auto` "
+        "([A]): row-l2 on sparse nonnegative views (>= 90 % zeros: counts, bag of words), "
+        "zscore on the others.",
     ),
     Option("imk.unit-norm", True, Boolean(), "Scale each preprocessed view to ||X^(m)||_F = 1."),
     Option(

@@ -13,6 +13,7 @@ from typing import Any
 
 from fedmf_app.data.synthetic import AUTO_RANK_DEFAULT, planted_rank
 from fedmf_app.methods.sonmf.adapted_updates import FEDMAVG_SCHEDULES, FedVRAParams
+from fedmf_app.methods.sonmf.clustering import CLUSTER_COLUMNS
 from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions
 from fedmf_app.methods.sonmf.residuals import NORMALISATIONS as RESIDUAL_NORMALISATIONS
 from fedmf_app.methods.sonmf.updates import SERVER_STEPS, V_UPDATES, SONMFParams
@@ -126,6 +127,13 @@ OPTIONS: tuple[Option, ...] = (
         "Initial U_p: `random` (round(P(|randn|))), `kmeans` (the client's features "
         "grouped by k-means into r groups, unit-norm group indicators; HW ACC 65% -> "
         "83.5%), `auto` ([A]): random on synthetic data, kmeans on real data.",
+    ),
+    Option(
+        "sonmf.cluster-columns",
+        "as-is",
+        OneOf(CLUSTER_COLUMNS),
+        "Final clustering: k-means on the columns of V as they are (`as-is`) or each scaled to "
+        "unit l2 norm first (`unit-norm`; an all-zero column stays zero).",
     ),
     Option(
         "sonmf.v-init-scale",

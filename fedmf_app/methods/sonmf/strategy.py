@@ -70,11 +70,11 @@ from typing import Any
 import numpy as np
 from flwr.common import Scalar
 
-from fedmf_app.common.clustering import kmeans_labels
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.sonmf.adapted_updates import fedmavg_server_step, fedvra_server_step
+from fedmf_app.methods.sonmf.clustering import cluster_columns
 from fedmf_app.methods.sonmf.options import fedmgs_params, fedvra_params, resolve_rank, sonmf_params
 from fedmf_app.methods.sonmf.plots import plot_residuals
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
@@ -260,7 +260,8 @@ class SparseONMFStrategy(ViewFederationStrategy):
         }
 
     def final_labels(self) -> np.ndarray | None:
-        """k-means on the columns of the final :math:`V` (``k`` = :attr:`num_clusters` or the rank).
+        """k-means on the columns of the final :math:`V` (``k`` = :attr:`num_clusters` or the rank),
+        as they are or scaled to unit norm (``sonmf.cluster-columns``).
 
         Returns
         -------
@@ -270,7 +271,9 @@ class SparseONMFStrategy(ViewFederationStrategy):
         n = self.v.shape[1]
         if k > n:
             raise FederationError(f"cannot form {k} clusters from {n} samples (run config 'num-clusters')")
-        return kmeans_labels(self.v.T, k, rng_for(self.cfg["seed"], Stream.FINAL_CLUSTERING))
+        return cluster_columns(
+            self.v, k, self.cfg["sonmf.cluster-columns"], rng_for(self.cfg["seed"], Stream.FINAL_CLUSTERING)
+        )
 
     def write_plots(self) -> list[str]:
         """``residuals.png``: residual curves and objective against rounds."""

@@ -1,0 +1,39 @@
+"""Paper A's final clustering: k-means on the samples' columns of the shared factor ``V`` (no Flower)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fedmf_app.common.clustering import kmeans_labels
+from fedmf_app.data.preprocess import normalise_rows
+
+__all__ = ["CLUSTER_COLUMNS", "cluster_columns"]
+
+#: Allowed values of run config ``sonmf.cluster-columns``.
+CLUSTER_COLUMNS = ("as-is", "unit-norm")
+
+
+def cluster_columns(v: np.ndarray, k: int, rule: str, rng: np.random.Generator) -> np.ndarray:
+    """Cluster the samples by k-means on the columns of ``V``.
+
+    Parameters
+    ----------
+    v : ndarray, shape (r, n)
+        The final shared factor; column ``i`` describes sample ``i``.
+    k : int
+        Clusters, ``<= n``.
+    rule : {"as-is", "unit-norm"}
+        Cluster the columns as they are, or each scaled to unit l2 norm first (the direction of
+        a sample's loadings, not their size; all-zero columns stay zero).
+    rng : numpy.random.Generator
+        Seeds the k-means replicates.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        Cluster of every sample.
+    """
+    if rule not in CLUSTER_COLUMNS:
+        raise ValueError(f"cluster-columns {rule!r} is not one of {CLUSTER_COLUMNS}")
+    points = normalise_rows(v.T) if rule == "unit-norm" else v.T
+    return kmeans_labels(points, k, rng)

@@ -1,0 +1,200 @@
+"""The quality study's tables: per method, the grid's mean ranks, then defaults beside best-of-grid.
+
+Reads the JSON lines of :mod:`simulations.quality.study` (``docs/quality/runs/<family>.jsonl``),
+computes the reference points on the same prepared views (:func:`reference_points`) and writes
+Markdown. Usage::
+
+    python -m simulations.quality.report --out docs/quality/tables.md
+
+For each family: (1) every configuration's mean ACC per data set and its mean rank across the data
+sets (rank 1 = best ACC on that set; ties share the mean rank); (2) per data set, the defaults'
+ACC / NMI / ARI, the best configuration of the grid there (chosen with the labels, as the papers'
+tables were made) and the three reference points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.stats import rankdata
+
+from fedmf_app.common.references import REFERENCES, reference_scores
+from fedmf_app.data import load_client_view
+from fedmf_app.data.multiview import load_multiview, require_labels
+from fedmf_app.options.run_config import defaults, validate_run_config
+from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
+from simulations.quality.study import ALGORITHMS
+
+__all__ = ["mean_ranks", "reference_points", "render_family"]
+
+METRICS = ("acc", "nmi", "ari")
+#: The reference each family's defaults must reach (the issue's goal).
+TARGET = {"sonmf": REFERENCES[1], "imk": REFERENCES[0], "iai": REFERENCES[0]}
+
+
+def load_records(path: Path) -> list[dict[str, Any]]:
+    """The study's records (one per run and final-only value)."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def describe(config: dict[str, Any]) -> str:
+    """The keys of ``config`` that differ from the app's defaults (``defaults`` when none)."""
+    base = defaults()
+    changed = [f"{k}={v}" for k, v in sorted(config.items()) if base.get(k) != v]
+    return ", ".join(changed) or "defaults"
+
+
+def by_config(records: list[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Configuration description -> data set -> its runs (one per seed)."""
+    out: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        out[describe(r["config"])][r["dataset"]].append(r)
+    return {k: dict(v) for k, v in out.items()}
+
+
+def mean_ranks(acc: dict[str, dict[str, float]], sets: list[str]) -> dict[str, float]:
+    """Mean over ``sets`` of each configuration's rank by ACC (1 = best; ties share).
+
+    Parameters
+    ----------
+    acc : dict
+        Configuration -> data set -> mean ACC; only configurations with every set are ranked.
+    sets : list of str
+
+    Returns
+    -------
+    dict
+        Configuration -> mean rank.
+    """
+    complete = [c for c in acc if all(s in acc[c] for s in sets)]
+    ranks = {c: 0.0 for c in complete}
+    for s in sets:
+        values = rankdata([-acc[c][s] for c in complete], method="average")
+        for c, rank in zip(complete, values, strict=True):
+            ranks[c] += rank / len(sets)
+    return ranks
+
+
+def reference_points(dataset: str, algorithm: str, seeds: list[int]) -> dict[str, list[dict[str, float]]]:
+    """The reference points on the views exactly as the clients of ``algorithm`` receive them.
+
+    Parameters
+    ----------
+    dataset : str
+        Run-config ``dataset``.
+    algorithm : str
+    seeds : list of int
+
+    Returns
+    -------
+    dict
+        See :func:`fedmf_app.common.references.reference_scores`.
+    """
+    data = load_multiview(dataset)
+    m = len(data.views)
+    cfg = validate_run_config({"algorithm": algorithm, "dataset": dataset, "num-clients": m})
+    views = [load_client_view(cfg, p, {"partition-id": p, "num-partitions": m}).features for p in range(m)]
+    truth = require_labels(data)
+    return reference_scores(views, truth, int(np.unique(truth).size), seeds)
+
+
+def _mean(runs: list[dict[str, Any]], key: str) -> float:
+    return 100 * float(np.mean([r[key] for r in runs]))
+
+
+def _cell(runs: list[dict[str, Any]]) -> str:
+    parts = []
+    for key in METRICS:
+        values = 100 * np.array([r[key] for r in runs])
+        parts.append(f"{values.mean():.1f}" + (f"±{values.std():.1f}" if len(values) > 1 else ""))
+    return " / ".join(parts)
+
+
+def render_family(family: str, records: list[dict[str, Any]], refs: dict[str, dict[str, Any]]) -> str:
+    """Markdown of one family: the grid table and the defaults / best-of-grid table."""
+    configs = by_config(records)
+    sets = [s for s in DEVELOPMENT_SETS if any(s in runs for runs in configs.values())]
+    acc = {c: {s: _mean(runs, "acc") for s, runs in per.items()} for c, per in configs.items()}
+    ranks = mean_ranks(acc, sets)
+    order = sorted(ranks, key=lambda c: (ranks[c], c != "defaults"))
+    seeds = sorted({r["seed"] for r in records})
+    lines = [
+        f"### {ALGORITHMS[family]}: the grid ({len(configs)} configurations, seeds {seeds})",
+        "",
+        "ACC % per data set (mean over the seeds), and the mean rank across the data sets "
+        "(1 = best everywhere).",
+        "",
+        "| configuration | " + " | ".join(sets) + " | mean rank | s per run |",
+        "|---" * (len(sets) + 3) + "|",
+    ]
+    for c in order:
+        seconds = np.mean([r["seconds"] for per in configs[c].values() for r in per])
+        cells = " | ".join(f"{acc[c][s]:.1f}" for s in sets)
+        lines.append(f"| {c} | {cells} | {ranks[c]:.2f} | {seconds:.0f} |")
+    incomplete = sorted(set(configs) - set(ranks))
+    if incomplete:
+        lines += ["", "Not ranked (missing data sets): " + "; ".join(incomplete) + "."]
+    lines += [
+        "",
+        f"### {ALGORITHMS[family]}: defaults beside the best of the grid",
+        "",
+        "ACC / NMI / ARI %, mean ± std over the seeds. *Best of grid* picks, per data set, the "
+        "configuration with the best ACC there: tuned with the labels, as the papers' tables were. "
+        f"The goal: defaults >= {TARGET[family]}.",
+        "",
+        "| data set | defaults | best of grid (tuned with labels) | "
+        + " | ".join(REFERENCES)
+        + " | defaults reach the goal |",
+        "|---" * (len(REFERENCES) + 4) + "|",
+    ]
+    for s in sets:
+        default_runs = configs.get("defaults", {}).get(s)
+        best = max((c for c in configs if s in configs[c]), key=lambda c: acc[c][s])
+        ref_cells = " | ".join(_cell(refs[s][name]) for name in REFERENCES)
+        if default_runs is None:
+            verdict, default_cell = "n/a", "n/a"
+        else:
+            target = _mean(refs[s][TARGET[family]], "acc")
+            verdict = "yes" if _mean(default_runs, "acc") >= target else f"no ({target:.1f})"
+            default_cell = _cell(default_runs)
+        lines.append(
+            f"| {s} | {default_cell} | {_cell(configs[best][s])} ({best}) | {ref_cells} | {verdict} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    """Command line: see the module docstring."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=Path, default=Path("docs/quality/runs"))
+    parser.add_argument("--data-root", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--out", type=Path, help="write the Markdown here (default: print it)")
+    args = parser.parse_args()
+    sections = []
+    for family, algorithm in ALGORITHMS.items():
+        path = args.runs / f"{family}.jsonl"
+        if not path.exists():
+            continue
+        records = load_records(path)
+        names = sorted({r["dataset"] for r in records}, key=list(DEVELOPMENT_SETS).index)
+        seeds = sorted({r["seed"] for r in records})
+        sets = available_sets(args.data_root, names)
+        refs = {s: reference_points(d, algorithm, seeds) for s, d in sets.items()}
+        sections.append(render_family(family, [r for r in records if r["dataset"] in sets], refs))
+    if not sections:
+        raise SystemExit(f"no study records under {args.runs}")
+    text = "\n".join(sections)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
