@@ -172,10 +172,12 @@ def markdown(runs: list[dict[str, Any]], references: dict[str, dict[str, Any]], 
         rounds = sorted({len(r.get("rounds") or []) or r["config"]["num-server-rounds"] for r in mine})
         server = max(r["summary"].get("peak_rss_mb_server", float("nan")) for r in mine)
         client = max(r["summary"].get("peak_rss_mb_client_max", float("nan")) for r in mine)
+        dims = ", ".join(map(str, ref["dims"]))
+        job = f"{np.mean(jobs):.1f}" if jobs else "n/a"
         cost.append(
-            f"| {display_name(d)} | {ref['n']} | {len(ref['dims'])} ({', '.join(map(str, ref['dims']))}) | "
-            f"{ref['k']} | {len(mine)} | {', '.join(map(str, rounds))} | {wall.mean():.1f}±{wall.std():.1f} | "
-            f"{f'{np.mean(jobs):.1f}' if jobs else 'n/a'} | {server:.0f} / {client:.0f} | {ref['wall_s']:.1f} |"
+            f"| {display_name(d)} | {ref['n']} | {len(ref['dims'])} ({dims}) | {ref['k']} | {len(mine)} | "
+            f"{', '.join(map(str, rounds))} | {wall.mean():.1f}±{wall.std():.1f} | {job} | "
+            f"{server:.0f} / {client:.0f} | {ref['wall_s']:.1f} |"
         )
     note = (
         "Cells: ACC / NMI / purity / ARI in %, mean ± std over the seeds (federated: the final "
