@@ -104,10 +104,9 @@ def run_in_process(overrides: dict[str, Any], out_dir: str | Path, run_name: str
     parameters = strategy.initialize_parameters(client_manager=manager)
     for s in range(1, cfg["num-server-rounds"] + 1):
         instructions = strategy.configure_fit(server_round=s, parameters=parameters, client_manager=manager)
-        if not instructions:
-            break
-        results = [(proxy, proxy.fit(ins, None, s)) for proxy, ins in instructions]
-        parameters = strategy.aggregate_fit(server_round=s, results=results, failures=[])[0]
+        if instructions:  # Flower's legacy server skips the fit of an empty round, not its evaluation
+            results = [(proxy, proxy.fit(ins, None, s)) for proxy, ins in instructions]
+            parameters = strategy.aggregate_fit(server_round=s, results=results, failures=[])[0]
         evaluations = strategy.configure_evaluate(
             server_round=s, parameters=parameters, client_manager=manager
         )

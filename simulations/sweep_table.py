@@ -30,6 +30,7 @@ from fedmf_app.common.references import REFERENCES, reference_scores
 from fedmf_app.data import load_client_view
 from fedmf_app.data.embedded import EMBEDDED
 from fedmf_app.data.multiview import load_multiview, require_labels
+from fedmf_app.methods.sonmf.options import resolve_rank
 from fedmf_app.options.run_config import validate_run_config
 from simulations.quality.datasets import DEVELOPMENT_SETS
 
@@ -92,15 +93,20 @@ def _varying(runs: list[dict[str, Any]]) -> list[str]:
 
 
 def references_for(dataset: str, cfg: dict[str, Any], seeds: list[int]) -> dict[str, Any]:
-    """The reference points on the views as the clients of a run with ``cfg`` prepare them."""
+    """The reference points on the views as the clients of a run with ``cfg`` prepare them.
+
+    The NMF has paper A's rank (:func:`~fedmf_app.methods.sonmf.options.resolve_rank`: the
+    clusters, capped at the smallest view), the rank fedsonmf factorises with.
+    """
     data = load_multiview(dataset)
     m = len(data.views)
     base = validate_run_config({k: cfg[k] for k in cfg if k not in ("out-dir", "run-name")})
     views = [load_client_view(base, p, {"partition-id": p, "num-partitions": m}).features for p in range(m)]
     truth = require_labels(data)
     k = base["num-clusters"] or int(np.unique(truth).size)
+    rank = resolve_rank(base, k, [v.shape[1] for v in views])
     started = time.perf_counter()
-    scores = reference_scores(views, truth, k, seeds)
+    scores = reference_scores(views, truth, k, seeds, rank)
     return {
         "scores": scores,
         "n": data.num_samples,

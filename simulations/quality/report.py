@@ -26,6 +26,7 @@ from scipy.stats import rankdata
 from fedmf_app.common.references import REFERENCES, reference_scores
 from fedmf_app.data import load_client_view
 from fedmf_app.data.multiview import load_multiview, require_labels
+from fedmf_app.methods.sonmf.options import resolve_rank
 from fedmf_app.options.run_config import defaults, validate_run_config
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
 from simulations.quality.study import ALGORITHMS
@@ -83,6 +84,8 @@ def mean_ranks(acc: dict[str, dict[str, float]], sets: list[str]) -> dict[str, f
 def reference_points(dataset: str, algorithm: str, seeds: list[int]) -> dict[str, list[dict[str, float]]]:
     """The reference points on the views exactly as the clients of ``algorithm`` receive them.
 
+    The NMF has fedsonmf's rank (the clusters, capped at the smallest view).
+
     Parameters
     ----------
     dataset : str
@@ -100,7 +103,8 @@ def reference_points(dataset: str, algorithm: str, seeds: list[int]) -> dict[str
     cfg = validate_run_config({"algorithm": algorithm, "dataset": dataset, "num-clients": m})
     views = [load_client_view(cfg, p, {"partition-id": p, "num-partitions": m}).features for p in range(m)]
     truth = require_labels(data)
-    return reference_scores(views, truth, int(np.unique(truth).size), seeds)
+    k = int(np.unique(truth).size)
+    return reference_scores(views, truth, k, seeds, resolve_rank(cfg, k, [v.shape[1] for v in views]))
 
 
 def _mean(runs: list[dict[str, Any]], key: str) -> float:

@@ -25,6 +25,7 @@ from typing import Any
 
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data.multiview import load_multiview, require_labels
+from fedmf_app.data.preprocess import is_sparse_nonnegative
 from fedmf_app.options.run_config import defaults
 from simulations.in_process import run_in_process
 from simulations.quality.datasets import available_sets
@@ -58,6 +59,23 @@ GRIDS: dict[str, dict[str, list[Any]]] = {
 #: Keys that change only the final clustering, evaluated on one run.
 FINAL_ONLY = ("sonmf.cluster-columns", "imk.labels")
 
+#: ``auto`` preparations and what they are on a data set without sparse views.
+AUTO_ON_DENSE = {
+    "sample-normalisation": "none",
+    "imk.standardise": "zscore",
+    "iai.feature-scaling": "standard",
+}
+
+
+def canonical(config: dict[str, Any], has_sparse_views: bool) -> dict[str, Any]:
+    """``config`` with the ``auto`` preparations resolved where that is exact (no sparse view).
+
+    Two configurations with the same canonical form give the same run, so only one is run.
+    """
+    if has_sparse_views:
+        return dict(config)
+    return {k: AUTO_ON_DENSE[k] if k in AUTO_ON_DENSE and v == "auto" else v for k, v in config.items()}
+
 
 def grid_configs(grid: dict[str, list[Any]], design: str = "one-at-a-time") -> list[dict[str, Any]]:
     """The run configurations of a grid (keys of :data:`FINAL_ONLY` excluded).
@@ -88,10 +106,10 @@ def grid_configs(grid: dict[str, list[Any]], design: str = "one-at-a-time") -> l
     return combos
 
 
-def _done(out: Path) -> set[str]:
+def _records(out: Path) -> list[dict[str, Any]]:
     if not out.exists():
-        return set()
-    return {line_key(json.loads(line)) for line in out.read_text().splitlines() if line.strip()}
+        return []
+    return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
 
 
 def line_key(record: dict[str, Any]) -> str:
@@ -127,8 +145,17 @@ def run_study(
         See :func:`grid_configs`.
     """
     log = logging.getLogger("simulations.quality")
-    done = _done(out)
+    records_so_far = _records(out)
+    done = {line_key(r) for r in records_so_far}
     out.parent.mkdir(parents=True, exist_ok=True)
+    sparse = {
+        name: any(is_sparse_nonnegative(v) for v in load_multiview(dataset).views)
+        for name, dataset in sets.items()
+    }
+    by_canonical = {
+        line_key({**r, "config": canonical(r["config"], sparse.get(r["dataset"], True))}): r
+        for r in records_so_far
+    }
     finals = {k: v for k, v in grid.items() if k in FINAL_ONLY}
     base = defaults()
     for config, (name, dataset), seed in itertools.product(grid_configs(grid, design), sets.items(), seeds):
@@ -136,6 +163,16 @@ def run_study(
         variants = [dict(zip(finals, vs, strict=True)) for vs in itertools.product(*finals.values())] or [{}]
         records = [{"dataset": name, "seed": seed, "config": {**config, **v}} for v in variants]
         if all(line_key(r) in done for r in records):
+            continue
+        twins = [
+            by_canonical.get(line_key({**r, "config": canonical(r["config"], sparse[name])})) for r in records
+        ]
+        if all(twins):
+            with out.open("a") as f:
+                for record, twin in zip(records, twins, strict=True):
+                    f.write(
+                        json.dumps({**twin, **record, "same_run_as": twin["config"]}, sort_keys=True) + "\n"
+                    )
             continue
         data = load_multiview(dataset)
         truth = require_labels(data)
@@ -161,6 +198,9 @@ def run_study(
                 record.update(scores, seconds=seconds, rounds=rounds)
                 with out.open("a") as f:
                     f.write(json.dumps(record, sort_keys=True) + "\n")
+                by_canonical[line_key({**record, "config": canonical(record["config"], sparse[name])})] = (
+                    record
+                )
         log.info("%s %s seed %d %s: ACC %.3f (%.0f s)", family, name, seed, config, scores["acc"], seconds)
 
 

@@ -76,12 +76,27 @@ _VARIANT_ORDER = (
 )
 _METHOD_ORDER = ("fedsonmf", "fedmgs", "fedmavg", "fedvra-u")
 
+
+def adaptation_label(cfg: dict[str, Any]) -> str:
+    """An adapted baseline with the [A] choice its Fig. 3 curve depends on."""
+    if cfg["algorithm"] == "fedmavg":
+        return f"fedmavg, schedule={cfg['sonmf.fedmavg-schedule']}"
+    if cfg["algorithm"] == "fedvra-u":
+        return f"fedvra-u, a={cfg['sonmf.fedvra-dual-step']:g}, d={cfg['sonmf.fedvra-aggregation-step']:g}"
+    return cfg["algorithm"]
+
+
 #: figure -> (title, run config -> line label, line label -> sort key)
 FIGURES = {
     "fig2": (
         "Fig. 2: proposed method, tau",
         lambda cfg: f"tau={cfg['sonmf.local-steps']}",
         lambda label: (int(label.split("=")[1]), label),
+    ),
+    "fig3-adaptations": (
+        "Fig. 3: the adapted baselines' alternatives",
+        adaptation_label,
+        lambda label: (_METHOD_ORDER.index(label.split(",")[0]), label),
     ),
     "fig3": (
         "Fig. 3: proposed vs adapted methods",
