@@ -29,7 +29,7 @@ from fedmf_app.data.multiview import load_multiview, require_labels
 from fedmf_app.methods.sonmf.options import resolve_rank
 from fedmf_app.options.run_config import defaults, validate_run_config
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
-from simulations.quality.study import ALGORITHMS
+from simulations.quality.study import ALGORITHMS, line_key
 
 __all__ = ["mean_ranks", "reference_points", "render_family"]
 
@@ -39,8 +39,13 @@ TARGET = {"sonmf": REFERENCES[1], "imk": REFERENCES[0], "iai": REFERENCES[0]}
 
 
 def load_records(path: Path) -> list[dict[str, Any]]:
-    """The study's records (one per run and final-only value)."""
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The study's records (one per run and final-only value; the first of any repeated run)."""
+    records: dict[str, dict[str, Any]] = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            records.setdefault(line_key(record), record)
+    return list(records.values())
 
 
 def describe(config: dict[str, Any]) -> str:
@@ -124,25 +129,23 @@ def render_family(family: str, records: list[dict[str, Any]], refs: dict[str, di
     configs = by_config(records)
     sets = [s for s in DEVELOPMENT_SETS if any(s in runs for runs in configs.values())]
     acc = {c: {s: _mean(runs, "acc") for s, runs in per.items()} for c, per in configs.items()}
-    ranks = mean_ranks(acc, sets)
+    ranked_sets = [s for s in sets if all(s in per for per in acc.values())]
+    ranks = mean_ranks(acc, ranked_sets)
     order = sorted(ranks, key=lambda c: (ranks[c], c != "defaults"))
     seeds = sorted({r["seed"] for r in records})
     lines = [
         f"### {ALGORITHMS[family]}: the grid ({len(configs)} configurations, seeds {seeds})",
         "",
-        "ACC % per data set (mean over the seeds), and the mean rank across the data sets "
-        "(1 = best everywhere).",
+        "ACC % per data set (mean over the seeds), and the mean rank across the data sets every "
+        f"configuration was run on ({', '.join(ranked_sets)}; 1 = best on each).",
         "",
         "| configuration | " + " | ".join(sets) + " | mean rank | s per run |",
         "|---" * (len(sets) + 3) + "|",
     ]
     for c in order:
         seconds = np.mean([r["seconds"] for per in configs[c].values() for r in per])
-        cells = " | ".join(f"{acc[c][s]:.1f}" for s in sets)
+        cells = " | ".join(f"{acc[c][s]:.1f}" if s in acc[c] else "" for s in sets)
         lines.append(f"| {c} | {cells} | {ranks[c]:.2f} | {seconds:.0f} |")
-    incomplete = sorted(set(configs) - set(ranks))
-    if incomplete:
-        lines += ["", "Not ranked (missing data sets): " + "; ".join(incomplete) + "."]
     lines += [
         "",
         f"### {ALGORITHMS[family]}: defaults beside the best of the grid",

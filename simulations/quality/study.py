@@ -113,8 +113,11 @@ def _records(out: Path) -> list[dict[str, Any]]:
 
 
 def line_key(record: dict[str, Any]) -> str:
-    """Identity of a run in the study file: data set, seed and run-config overrides."""
-    return json.dumps([record["dataset"], record["seed"], record["config"]], sort_keys=True)
+    """Identity of a run in the study file: data set, seed and the overrides that differ from the
+    defaults (a key set to its default is the same run as the key left out)."""
+    base = defaults()
+    changed = {k: v for k, v in record["config"].items() if base.get(k) != v}
+    return json.dumps([record["dataset"], record["seed"], changed], sort_keys=True)
 
 
 def run_study(

@@ -10,7 +10,7 @@ from fedmf_app.options.run_config import validate_run_config
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.mark.parametrize("preset", ["imk/grid", "imk/ablation"])
+@pytest.mark.parametrize("preset", ["imk/grid"])
 def test_fmvc_imk_presets_compose_to_valid_run_configs(preset):
     from hydra import compose, initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
