@@ -106,29 +106,22 @@ def test_auto_preparation_changes_a_run_with_a_sparse_view(tmp_path):
 
 def test_report_ranks_configurations_and_sets_defaults_beside_best_of_grid_and_references():
     def record(dataset, acc, **config):
-        return {
-            "dataset": dataset,
-            "seed": 0,
-            "config": config,
-            "acc": acc,
-            "nmi": acc,
-            "ari": acc,
-            "seconds": 1.0,
-        }
+        scores = {"acc": acc, "nmi": acc, "ari": acc}
+        return {"dataset": dataset, "seed": 0, "config": config, **scores, "seconds": 1.0}
 
-    base = defaults()
-    records = [
-        record("Sonar", 0.6, **{"imk.mu": base["imk.mu"]}),
-        record("Yale", 0.5, **{"imk.mu": base["imk.mu"]}),
-        record("Sonar", 0.7, **{"imk.mu": 1.0}),
-        record("Yale", 0.4, **{"imk.mu": 1.0}),
-    ]
-    refs = {
-        s: {name: [{"acc": a, "nmi": a, "ari": a}] for name in REFERENCES}
-        for s, a in (("Sonar", 0.55), ("Yale", 0.55))
-    }
+    mu = defaults()["imk.mu"]
+    sets = ("HW", "ORL", "Yale", "Sonar")
+    records = [record(s, a, **{"imk.mu": mu}) for s, a in zip(sets, (0.9, 0.7, 0.5, 0.6), strict=True)]
+    records += [record(s, a, **{"imk.mu": 1.0}) for s, a in zip(sets, (0.8, 0.8, 0.4, 0.7), strict=True)]
+    records.append(record("Yale", 0.3, **{"imk.mu": 0.01}))  # one data set only: shown, not ranked
+    refs = {name: {ref: [{"acc": 0.55, "nmi": 0.55, "ari": 0.55}] for ref in REFERENCES} for name in sets}
     text = render_family("imk", records, refs)
-    # columns in study order (Yale before Sonar); a tie in mean rank lists the defaults first
-    assert "| defaults | 50.0 | 60.0 | 1.50 | 1 |\n| imk.mu=1.0 | 40.0 | 70.0 | 1.50 | 1 |" in text
+    # a tie in mean rank lists the defaults first; the partial configuration comes last
+    assert (
+        "| defaults | 90.0 | 70.0 | 50.0 | 60.0 | 1.50 | 1 |\n"
+        "| imk.mu=1.0 | 80.0 | 80.0 | 40.0 | 70.0 | 1.50 | 1 |\n"
+        "| imk.mu=0.01 |  |  | 30.0 |  | not ranked | 1 |"
+    ) in text
     assert "| Sonar | 60.0 / 60.0 / 60.0 | 70.0 / 70.0 / 70.0 (imk.mu=1.0) |" in text
-    assert "| yes |" in text and "| no (55.0) |" in text
+    assert "| Yale | 50.0 / 50.0 / 50.0 | 50.0 / 50.0 / 50.0 (defaults) |" in text
+    assert text.count("| yes |") == 3 and "| no (55.0) |" in text
