@@ -9,7 +9,8 @@ What is where:
 * ``options/``: the run-config schema (constraints, families, shared keys, validation);
 * ``federated/``: the Flower plumbing every family shares (base Strategy, handshake, base client,
   ``result.json``);
-* ``common/``: the math every family shares (seeds, k-means and scores, kNN graphs, secure sum, the centralised reference points);
+* ``common/``: the math every family shares (seeds, k-means and scores, kNN graphs, secure sum,
+  the centralised reference points);
 * ``data/``: loading and preparing views, the synthetic generator, missing-view masks;
 * ``deployment/``: a SuperLink and SuperNodes on this machine, certificates and keys.
 """

@@ -1,15 +1,13 @@
-"""Paper B's Fig. 3 (lambda x mu grid) and Table 3 (ablation) from fmvc-imk sweeps' result.json.
+"""Paper B's Fig. 3 (lambda x mu grid) from an fmvc-imk sweep's result.json files.
 
 Usage::
 
     python -m simulations.imk.figures grid multirun/imk-grid/<time> --out docs/figures
-    python -m simulations.imk.figures ablation multirun/imk-ablation/<time>
 
-``grid`` writes ``imk_grid_<data set>.png`` (final ACC, mean over the seeds found, per
-``imk-lambda`` x ``imk-mu``) and prints the best, the default and the worst cell; ``ablation``
-prints a markdown table of ACC/NMI/PUR (mean ± std over seeds, %) without the graph
-(``imk-lambda = 0``) and with it. Failed or incomplete runs are listed on standard error and left
-out.
+writes ``imk_grid_<data set>.png`` (final ACC, mean over the seeds found, per ``imk.lambda`` x
+``imk.mu``) and prints the best, the default and the worst cell. Failed or incomplete runs are
+listed on standard error and left out. Tables of other sweeps (e.g. the Table 3 ablation,
+``+experiment=imk/ablation``): ``python -m simulations.sweep_table``.
 """
 
 from __future__ import annotations
@@ -27,6 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from fedmf_app.federated.results import load_result  # noqa: E402
+from fedmf_app.options.run_config import defaults  # noqa: E402
 
 __all__ = ["GRID", "collect", "grid_figure"]
 
@@ -66,11 +65,14 @@ def grid_figure(acc: np.ndarray, title: str, note: str, path: Path) -> None:
 
 
 def describe(name: str, acc: np.ndarray) -> str:
-    """Best, default (0.1, 0.1) and worst cell of a grid."""
+    """Best, default and worst cell of a grid."""
+    base = defaults()
+    lam, mu = base["imk.lambda"], base["imk.mu"]
     best = np.unravel_index(np.nanargmax(acc), acc.shape)
     return (
         f"{name}: best ACC {acc[best]:.1f} % at lambda={GRID[best[0]]:g}, mu={GRID[best[1]]:g}; "
-        f"defaults (0.1, 0.1): {acc[3, 3]:.1f} %; worst {np.nanmin(acc):.1f} %"
+        f"defaults ({lam:g}, {mu:g}): {acc[GRID.index(lam), GRID.index(mu)]:.1f} %; "
+        f"worst {np.nanmin(acc):.1f} %"
     )
 
 
@@ -95,33 +97,13 @@ def grid(runs: list[dict[str, Any]], out: Path) -> None:
         print(describe(name, acc))
 
 
-def ablation(runs: list[dict[str, Any]]) -> None:
-    groups: dict[tuple[str, str], list[dict[str, float]]] = defaultdict(list)
-    for r in runs:
-        cfg = r["config"]
-        case = "(2) integrated, no graph" if cfg["imk.lambda"] == 0 else "(3) integrated + graph"
-        groups[(Path(cfg["dataset"]).stem, case)].append(r["final"])
-    print("| data set | case | seeds | ACC % | NMI % | PUR % |")
-    print("|---|---|---|---|---|---|")
-    for (name, case), finals in sorted(groups.items()):
-        cells = []
-        for key in ("acc", "nmi", "purity"):
-            values = 100 * np.array([f[key] for f in finals])
-            cells.append(f"{values.mean():.1f} ± {values.std():.1f}")
-        print(f"| {name} | {case} | {len(finals)} | {' | '.join(cells)} |")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("grid", "ablation"))
+    parser.add_argument("what", choices=("grid",))
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, default=Path("docs/figures"))
     args = parser.parse_args()
-    runs = collect(args.folders)
-    if args.what == "grid":
-        grid(runs, args.out)
-    else:
-        ablation(runs)
+    grid(collect(args.folders), args.out)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import pytest
 import scipy.io
 from omegaconf import OmegaConf
 
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.options.run_config import defaults, validate_run_config
 from simulations.sweep_table import completed_runs, display_name, markdown, references_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +40,8 @@ def test_table_presets_sweep_the_papers_data_and_methods_with_valid_run_configs(
         assert set(_values(params.get("data", ""))) - {""} == data
         assert set(_values(params["algorithm"])) == algorithms
         assert params["run.seed"] == "range(10)"
+        if "run.imk.lambda" in params:  # the ablation: without the graph, and the default
+            assert _values(params["run.imk.lambda"]) == ["0.0", str(defaults()["imk.lambda"])]
         first = {key: _values(values)[0] for key, values in params.items()}
         for key, values in params.items():
             for value in _values(values):

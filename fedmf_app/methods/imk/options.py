@@ -27,9 +27,10 @@ SECURE_SUMS = ("masking", "none")
 OPTIONS: tuple[Option, ...] = (
     Option(
         "imk.lambda",
-        0.1,
+        1.0,
         Interval(float, 0.0, None, closed="left"),
-        "Weight lambda of the graph term Tr(H^T L H) (0: no graph, ablation case 2).",
+        "Weight lambda of the graph term Tr(H^T L H) (0: no graph, ablation case 2; [A] 1, the "
+        "best mean rank over the six development sets, see docs/quality.md).",
     ),
     Option(
         "imk.mu",
