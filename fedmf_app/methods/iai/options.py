@@ -23,7 +23,11 @@ __all__ = ["FAMILY", "iai_params"]
 
 OPTIONS: tuple[Option, ...] = (
     Option(
-        "iai.knn", 20, Interval(int, 1, None, closed="left"), "Neighbours k of every kNN graph (paper: 20)."
+        "iai.knn",
+        10,
+        Interval(int, 1, None, closed="left"),
+        "Neighbours k of every kNN graph ([A] 10, the best mean rank over the six development sets, "
+        "see docs/quality.md; paper: 20).",
     ),
     Option(
         "iai.anchors",
