@@ -31,7 +31,7 @@ from fedmf_app.data import load_client_view
 from fedmf_app.data.embedded import EMBEDDED
 from fedmf_app.data.multiview import load_multiview, require_labels
 from fedmf_app.methods.sonmf.options import resolve_rank
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.options.run_config import family_of, validate_run_config
 from simulations.quality.datasets import DEVELOPMENT_SETS
 
 __all__ = ["PAPERS", "completed_runs", "display_name", "markdown", "references_for", "row_label"]
@@ -84,12 +84,19 @@ def completed_runs(folder: Path) -> list[dict[str, Any]]:
 def row_label(run: dict[str, Any], varying: list[str]) -> str:
     """The algorithm, with the settings this sweep varies (``fmvc-imk, imk.lambda=0.0``)."""
     cfg = run["config"]
-    return ", ".join([cfg["algorithm"]] + [f"{k}={cfg[k]}" for k in varying])
+    return ", ".join([cfg["algorithm"]] + [f"{k}={cfg[k]}" for k in varying if k in _own(cfg)])
+
+
+def _own(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The keys a run reads: the shared ones and its algorithm's family's (a result.json holds all)."""
+    family = family_of(cfg["algorithm"]).name
+    return {k: v for k, v in cfg.items() if "." not in k or k.split(".")[0] == family}
 
 
 def _varying(runs: list[dict[str, Any]]) -> list[str]:
-    keys = sorted({k for r in runs for k in r["config"]} - _NOT_A_SETTING)
-    return [k for k in keys if len({json.dumps(r["config"].get(k)) for r in runs}) > 1]
+    own = [_own(r["config"]) for r in runs]
+    keys = sorted({k for cfg in own for k in cfg} - _NOT_A_SETTING)
+    return [k for k in keys if len({json.dumps(cfg.get(k)) for cfg in own if k in cfg}) > 1]
 
 
 def references_for(dataset: str, cfg: dict[str, Any], seeds: list[int]) -> dict[str, Any]:
@@ -100,7 +107,7 @@ def references_for(dataset: str, cfg: dict[str, Any], seeds: list[int]) -> dict[
     """
     data = load_multiview(dataset)
     m = len(data.views)
-    base = validate_run_config({k: cfg[k] for k in cfg if k not in ("out-dir", "run-name")})
+    base = validate_run_config({k: v for k, v in _own(cfg).items() if k not in ("out-dir", "run-name")})
     views = [load_client_view(base, p, {"partition-id": p, "num-partitions": m}).features for p in range(m)]
     truth = require_labels(data)
     k = base["num-clusters"] or int(np.unique(truth).size)
