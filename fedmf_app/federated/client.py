@@ -15,6 +15,7 @@ from flwr.client import NumPyClient
 from flwr.common import Array, ArrayRecord, ConfigRecord, Context, Scalar
 
 from fedmf_app.data import ClientView
+from fedmf_app.federated.secure_aggregation import answer_key_stage
 
 __all__ = ["ClientStateError", "ViewClient", "load_state", "peak_rss_mb", "save_state"]
 
@@ -107,7 +108,10 @@ class ViewClient(NumPyClient):
         self.view = view
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
-        """Handshake: who this client is and the shape of its view."""
+        """Handshake: who this client is and the shape of its view; or a secure-aggregation key
+        stage (``secagg-stage`` in ``config``, :func:`~fedmf_app.federated.secure_aggregation.answer_key_stage`)."""
+        if "secagg-stage" in config:
+            return answer_key_stage(self.context, self.cfg, self.partition_id, config)
         n, d = self.view.features.shape
         props: dict[str, Scalar] = {
             "partition-id": self.partition_id,

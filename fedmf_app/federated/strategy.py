@@ -5,7 +5,8 @@ and every client takes part in every round. :class:`ViewFederationStrategy` does
 
 * before round 1: the handshake of :mod:`fedmf_app.federated.handshake` (exactly ``num-clients``
   SuperNodes, each telling its partition id and the shape of its view), the algorithm's checks,
-  and only then the run folder;
+  with ``secure-aggregation = true`` the key agreement of
+  :mod:`fedmf_app.federated.secure_aggregation`, and only then the run folder;
 * each round: sends the same instructions to every client, maps the replies to partition ids,
   hands them to the algorithm's :meth:`~ViewFederationStrategy.aggregate`, records the round in
   ``result.json`` and logs progress;
@@ -52,6 +53,7 @@ from fedmf_app.federated.handshake import (
     resolve_num_clusters,
 )
 from fedmf_app.federated.results import RunRecorder
+from fedmf_app.federated.secure_aggregation import agree_keys
 
 __all__ = ["ClientReply", "FederationError", "ViewFederationStrategy"]
 
@@ -87,6 +89,9 @@ class ViewFederationStrategy(Strategy):
     num_clusters : int or None
         Clusters of the final clustering, set before round 1: run config ``num-clusters``, or
         (when that is 0) the number of ground-truth classes the clients report, else ``None``.
+    key_agreement : dict
+        With ``secure-aggregation = true``: the cost of the key agreement before round 1
+        (:func:`~fedmf_app.federated.secure_aggregation.agree_keys`); else empty.
 
     Notes
     -----
@@ -106,6 +111,7 @@ class ViewFederationStrategy(Strategy):
         self.clients: list[ClientProxy] = []
         self.client_info: list[dict[str, Scalar]] = []
         self.num_clusters: int | None = None
+        self.key_agreement: dict[str, Any] = {}
         self._round_start = 0.0
         self._run_start = 0.0
         self._summary: dict[str, Any] = {}
@@ -182,6 +188,9 @@ class ViewFederationStrategy(Strategy):
             )
             self.num_clusters = resolve_num_clusters(int(self.cfg["num-clusters"]), self.client_info)
             self.check_clients(self.client_info)
+            if self.cfg["secure-aggregation"]:
+                self.key_agreement = agree_keys(self.clients, self.cfg)
+                log(INFO, "secure aggregation: keys agreed (%s)", self.key_agreement)
             arrays = self.initial_arrays()
         except Exception as exc:
             log(ERROR, "run stopped before round 1: %s", exc)

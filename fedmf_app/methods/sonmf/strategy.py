@@ -63,6 +63,7 @@ The math is in :mod:`fedmf_app.methods.sonmf.adapted_updates` and
 
 from __future__ import annotations
 
+import time
 from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -73,6 +74,7 @@ from flwr.common import Scalar
 from fedmf_app.common.clustering import kmeans_labels
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.federated.results import RunRecorder
+from fedmf_app.federated.secure_aggregation import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.sonmf.adapted_updates import fedmavg_server_step, fedvra_server_step
 from fedmf_app.methods.sonmf.options import fedmgs_params, fedvra_params, resolve_rank, sonmf_params
@@ -200,22 +202,45 @@ class SparseONMFStrategy(ViewFederationStrategy):
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
-        """Server update; with diagnostics, the objective and the residuals of round ``s``."""
-        update = self.server_update(server_round, [r.arrays[0] for r in replies])
+        """Server update; with diagnostics, the objective and the residuals of round ``s``.
+
+        With ``secure-aggregation = true`` the server sees only the sums: it updates from the
+        mean upload (every method's server update depends on the uploads only through their
+        mean) and takes the mean gradient and scalars from the decoded sum.
+        """
+        diagnostics = self.cfg["sonmf.diagnostics"]
         record: dict[str, Any] = {}
+        if self.cfg["secure-aggregation"]:
+            started = time.perf_counter()
+            m = len(replies)
+            shapes = [self.v.shape, self.v.shape, (2,)] if diagnostics else [self.v.shape]
+            sums = summed_arrays(
+                [r.arrays[0] for r in replies], shapes, self.cfg["secure-aggregation-frac-bits"]
+            )
+            uploads = [sums[0] / m]
+            if diagnostics:
+                mean_grad, loss, r_u = sums[1] / m, float(sums[2][0]) / m, float(sums[2][1]) / m
+            record.update(
+                secagg_server_s=time.perf_counter() - started,
+                secagg_client_s_max=max(float(r.metrics["secagg_s"]) for r in replies),
+            )
+        else:
+            uploads = [r.arrays[0] for r in replies]
+            if diagnostics:
+                mean_grad = np.mean([r.arrays[-1] for r in replies], axis=0)
+                r_u = float(np.mean([float(r.metrics["basis_residual"]) for r in replies]))
+                loss = float(np.mean([float(r.metrics["loss"]) for r in replies]))
+        update = self.server_update(server_round, uploads)
         if update.prox_step is not None:
             record["gradient_mapping"] = gradient_mapping(self.v, update.v_next, update.prox_step)
-        if self.cfg["sonmf.diagnostics"]:
-            mean_grad = np.mean([r.arrays[-1] for r in replies], axis=0)
+        if diagnostics:
             r_v_min = residual_v_min_norm(update.v_next, mean_grad, self.params.mu)
             if update.prox_input is None:
                 r_v = r_v_min
             else:
                 r_v = residual_v(update.prox_input, update.v_next, mean_grad, update.prox_step)
-            r_u = float(np.mean([float(r.metrics["basis_residual"]) for r in replies]))
             self._residuals.append(r_v + r_u)
             ratio, running = normalised_residuals(self._residuals, self.cfg["sonmf.residual-eps"])
-            loss = float(np.mean([float(r.metrics["loss"]) for r in replies]))
             record.update(
                 objective=loss + regulariser(self.v, self.params.mu),
                 residual=r_v + r_u,
