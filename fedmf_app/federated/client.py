@@ -109,7 +109,8 @@ class ViewClient(NumPyClient):
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """Handshake: who this client is and the shape of its view; or a secure-aggregation key
-        stage (``secagg-stage`` in ``config``, :func:`~fedmf_app.federated.secure_aggregation.answer_key_stage`)."""
+        stage (``secagg-stage`` in ``config``:
+        :func:`~fedmf_app.federated.secure_aggregation.answer_key_stage`)."""
         if "secagg-stage" in config:
             return answer_key_stage(self.context, self.cfg, self.partition_id, config)
         n, d = self.view.features.shape

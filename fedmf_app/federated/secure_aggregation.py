@@ -285,17 +285,13 @@ def summed_arrays(
 
 
 def _ask(proxy: ClientProxy, partition: int, config: dict[str, Scalar], timeout: float) -> dict[str, Scalar]:
+    failed = f"SuperNode {proxy.cid} (partition {partition}) failed the secure-aggregation key agreement"
     try:
         res = proxy.get_properties(GetPropertiesIns(config=config), timeout=timeout, group_id=0)
     except Exception as exc:  # the client's own message is inside
-        raise FederationError(
-            f"SuperNode {proxy.cid} (partition {partition}) failed the secure-aggregation key agreement: {exc}"
-        ) from exc
+        raise FederationError(f"{failed}: {exc}") from exc
     if res.status.code != Code.OK:
-        raise FederationError(
-            f"SuperNode {proxy.cid} (partition {partition}) failed the secure-aggregation key agreement: "
-            f"{res.status.message}"
-        )
+        raise FederationError(f"{failed}: {res.status.message}")
     return dict(res.properties)
 
 
