@@ -171,9 +171,7 @@ def word_stream(key: bytes, size: int, start: int = 0) -> np.ndarray:
     return np.frombuffer(encryptor.update(bytes(8 * size)), dtype=np.uint64)
 
 
-def mask_words(
-    words: np.ndarray, me: int, pair_keys: dict[int, bytes], server_round: int, tag: str
-) -> np.ndarray:
+def mask_words(words: np.ndarray, me: int, keys: dict[int, bytes]) -> np.ndarray:
     """Mask fixed-point words: add the streams of higher peers, subtract those of lower ones.
 
     Parameters
@@ -182,10 +180,8 @@ def mask_words(
         :func:`encode_fixed` output (not modified).
     me : int
         This client's index.
-    pair_keys : dict of int to bytes
-        Peer index -> the run's pair key with that peer (every other client).
-    server_round : int
-    tag : str
+    keys : dict of int to bytes
+        Peer index -> :func:`message_key` of the pair for this message (every other client).
 
     Returns
     -------
@@ -193,7 +189,6 @@ def mask_words(
         Uniformly distributed on its own.
     """
     out = words.copy()
-    keys = {peer: message_key(key, server_round, tag) for peer, key in pair_keys.items()}
     for start in range(0, out.size, _CHUNK):
         block = out[start : start + _CHUNK]
         for peer, key in keys.items():

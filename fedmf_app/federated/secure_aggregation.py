@@ -44,6 +44,7 @@ from fedmf_app.common.secure_agg import (
     decode_fixed,
     encode_fixed,
     mask_words,
+    message_key,
     sum_words,
 )
 from fedmf_app.common.secure_sum import derive_pair_key, generate_private_key, public_key_bytes
@@ -55,6 +56,7 @@ __all__ = [
     "agree_keys",
     "answer_key_stage",
     "masked_upload",
+    "message_keys",
     "pair_keys",
     "summed_arrays",
 ]
@@ -190,6 +192,38 @@ def pair_keys(context: Context, partition_id: int) -> dict[int, bytes]:
     return {int(j): bytes(k) for j, k in stored.items()}
 
 
+def message_keys(context: Context, partition_id: int, server_round: int, tag: str) -> dict[int, bytes]:
+    """This client's per-message mask keys (peer index -> 32 bytes), usable once per run.
+
+    Parameters
+    ----------
+    context : Context
+    partition_id : int
+    server_round : int
+    tag : str
+
+    Returns
+    -------
+    dict of int to bytes
+        :func:`~fedmf_app.common.secure_agg.message_key` of each pair key.
+
+    Raises
+    ------
+    SecureAggregationError
+        When this ``(round, tag)`` was masked before in this run, or there are no keys.
+    """
+    keys = pair_keys(context, partition_id)
+    message = f"{tag}|{server_round}"
+    used = list(context.state.config_records[_USED]["messages"])
+    if message in used:
+        raise SecureAggregationError(
+            f"partition {partition_id}: asked to mask {tag!r} of round {server_round} a second time; "
+            "refused (a mask is used once)"
+        )
+    context.state.config_records[_USED] = ConfigRecord({"messages": [*used, message]})
+    return {peer: message_key(key, server_round, tag) for peer, key in keys.items()}
+
+
 def masked_upload(
     context: Context,
     cfg: dict[str, Any],
@@ -223,14 +257,7 @@ def masked_upload(
         When this ``(round, tag)`` was masked before, or a value cannot be encoded (naming the
         partition and the round).
     """
-    keys = pair_keys(context, partition_id)
-    message = f"{tag}|{server_round}"
-    used = list(context.state.config_records[_USED]["messages"])
-    if message in used:
-        raise SecureAggregationError(
-            f"partition {partition_id}: asked to mask {tag!r} of round {server_round} a second time; "
-            "refused (a mask is used once)"
-        )
+    keys = message_keys(context, partition_id, server_round, tag)
     values = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in arrays])
     rng = rng_for(
         cfg["seed"], Stream.SECURE_AGG_ROUNDING, partition_id, server_round, zlib.crc32(tag.encode())
@@ -241,8 +268,7 @@ def masked_upload(
         raise SecureAggregationError(
             f"partition {partition_id}, round {server_round} ({tag}): {exc}"
         ) from exc
-    context.state.config_records[_USED] = ConfigRecord({"messages": [*used, message]})
-    return mask_words(words, partition_id, keys, server_round, tag)
+    return mask_words(words, partition_id, keys)
 
 
 # ------------------------------------------------------------------------------------- server
