@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import re
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,7 @@ def read_npz(file: Path) -> tuple[list[tuple[str, Any]], tuple[str, Any] | None]
     try:
         with np.load(file, allow_pickle=False) as contents:
             arrays = {k: contents[k] for k in contents.files}
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:  # corrupt or truncated
         raise DataError(f"{file}: not a readable .npz archive ({exc})") from exc
     numbered = sorted((int(m.group(1)), k) for k in arrays if (m := _NPZ_VIEW.match(k)))
     if not numbered:
