@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunRecorder", "default_run_name", "load_result"]
+__all__ = ["RunRecorder", "default_run_name", "load_result", "main", "run_status"]
 
 
 def default_run_name(algorithm: str, seed: int) -> str:
@@ -137,3 +137,55 @@ def load_result(path: str | Path) -> dict[str, Any]:
     if p.is_dir():
         p = p / "result.json"
     return json.loads(p.read_text())
+
+
+def run_status(path: str | Path) -> tuple[int, str]:
+    """Exit code and one line for a run folder: 0 completed, 1 failed or unfinished, 2 no result.
+
+    ``flwr run`` itself exits 0 whatever happened to the run (Flower's behaviour); this is what
+    scripts check instead (``python -m fedmf_app.federated.results <run folder>``).
+
+    Parameters
+    ----------
+    path : str or Path
+        A run folder or its ``result.json``.
+
+    Returns
+    -------
+    code : int
+    line : str
+    """
+    try:
+        result = load_result(path)
+    except (OSError, ValueError) as exc:
+        return 2, f"{path}: no readable result.json ({exc})"
+    status = result.get("status")
+    if status == "completed":
+        return 0, f"{path}: completed, {len(result.get('rounds', []))} rounds"
+    if status == "failed":
+        return 1, f"{path}: failed: {result.get('error')}"
+    return 1, f"{path}: {status} after {len(result.get('rounds', []))} rounds (not finished)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m fedmf_app.federated.results RUN_FOLDER...``: exit 0 only if every run completed."""
+    import argparse
+    import logging
+
+    parser = argparse.ArgumentParser(
+        prog="python -m fedmf_app.federated.results",
+        description="Exit with 0 only if every named run completed (status in result.json).",
+    )
+    parser.add_argument("runs", nargs="+", help="run folders (or their result.json)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    worst = 0
+    for run in args.runs:
+        code, line = run_status(run)
+        logging.getLogger("fedmf_app.results").log(logging.INFO if code == 0 else logging.ERROR, "%s", line)
+        worst = max(worst, code)
+    return worst
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
