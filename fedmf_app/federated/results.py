@@ -63,6 +63,35 @@ class RunRecorder:
             "final": None,
         }
 
+    @classmethod
+    def resume(cls, run_dir: str | Path, after_round: int) -> RunRecorder:
+        """The recorder of an interrupted run, keeping its rounds up to ``after_round``.
+
+        Parameters
+        ----------
+        run_dir : str or Path
+            The run folder.
+        after_round : int
+            The last round its checkpoint holds.
+
+        Returns
+        -------
+        RunRecorder
+            Writing to the same ``result.json``; ``resumed`` lists every resume.
+        """
+        previous = load_result(run_dir)
+        run_dir = Path(run_dir).expanduser().resolve()
+        recorder = cls(run_dir.parent, run_dir.name, previous["config"])
+        kept = [r for r in previous["rounds"] if r["round"] <= after_round]
+        recorder.data.update(
+            rounds=kept,
+            resumed=[
+                *previous.get("resumed", []),
+                {"after_round": after_round, "status": previous["status"]},
+            ],
+        )
+        return recorder
+
     def start(self, clients: list[dict[str, Any]]) -> None:
         """Create the run folder and write the first ``result.json``.
 
@@ -73,6 +102,7 @@ class RunRecorder:
         """
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.data["status"] = "running"
+        self.data["error"] = None
         self.data["clients"] = clients
         self._write()
 

@@ -88,6 +88,21 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         "The local federation turns it on.",
     ),
     Option(
+        "client-state-dir",
+        "",
+        Text("a folder path (empty: state in memory only)"),
+        "Where each client also keeps its state after every round (a node's config state-dir "
+        "overrides it), so that a restarted SuperNode or a resumed run finds it; empty: in the "
+        "SuperNode's memory only. The local federation gives every SuperNode its own.",
+    ),
+    Option(
+        "resume-from",
+        "",
+        Text("a run folder (empty: a new run)"),
+        "Continue the run in this folder from its last finished round (its checkpoint.pkl); the "
+        "other keys must equal that run's. Used by python -m fedmf_app.resume.",
+    ),
+    Option(
         "dataset",
         "synthetic",
         Text(

@@ -50,6 +50,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
     """
 
     progress_keys = ("emd_mean", "label_change", "components")
+    checkpoint_attrs = ("num_clusters", "state", "params")
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)

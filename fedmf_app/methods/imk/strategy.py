@@ -85,6 +85,17 @@ class FMVCIMKStrategy(ViewFederationStrategy):
     """
 
     progress_keys = ("objective", "consensus", "acc")
+    checkpoint_attrs = (
+        "num_clusters",
+        "k",
+        "h",
+        "laplacian",
+        "phis",
+        "h_locals",
+        "truth",
+        "setup",
+        "converged_round",
+    )
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)
@@ -158,6 +169,11 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         }
         log(INFO, "fmvc-imk setup: %s", self.setup)
         return [self.h]
+
+    def after_restore(self) -> None:
+        """Resume: rebuild the solver of (20) from the restored Laplacian."""
+        m = len(self.client_info)
+        self.solver = ServerSolver(self.laplacian, m, self.params, self.cfg["imk.server-solver"])
 
     # ---------------------------------------------------------------------------------- rounds
     def configure_fit(

@@ -147,6 +147,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
     """
 
     progress_keys = ("residual", "residual_ratio", "normalized_residual", "objective")
+    checkpoint_attrs = ("num_clusters", "rank", "v", "_residuals")
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)
@@ -319,6 +320,8 @@ class FedSONMFStrategy(SparseONMFStrategy):
     global_correction : ndarray, shape (r, n) or None
         :math:`(V^{s-1} - \\bar V^{s})/\\tilde\\eta` after the latest round (local copies only).
     """
+
+    checkpoint_attrs = (*SparseONMFStrategy.checkpoint_attrs, "v_bar", "v_prev", "global_correction")
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)
