@@ -194,15 +194,17 @@ class LocalFederation:
         self.supernodes: list[LocalSuperNode] = []
 
     def node_config(self, index: int) -> dict[str, Any]:
-        """Node config of SuperNode ``index``: its partition, its data file if any, and its
+        """Node config of SuperNode ``index``: its partition, its data file if any, its
         long-term key (``signing-key``) and the folder of every node's public key (``peer-keys``)
-        for signed secure-aggregation keys."""
+        for signed secure-aggregation keys, and where it keeps its state (``state-dir``, so that
+        a federation restarted on the same ``workdir`` can resume a run)."""
         config: dict[str, Any] = {"partition-id": index, "num-partitions": self.num_nodes}
         if self.data_files is not None:
             config["data-file"] = str(self.data_files[index])
         certs = self.workdir / "certificates"
         config["signing-key"] = str(certs / f"supernode-{index}.key")
         config["peer-keys"] = str(certs)
+        config["state-dir"] = str(self.workdir / f"supernode-{index}" / "state")
         return config
 
     def start(self) -> LocalFederation:

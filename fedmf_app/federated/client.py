@@ -72,7 +72,7 @@ def load_state(context: Context, name: str, server_round: int) -> dict[str, np.n
     """
     stored = context.state.config_records.get(f"{name}.meta")
     if stored is None and server_round > 1:
-        stored = _load_from_disk(context, name)
+        stored = _load_from_disk(context, name, server_round - 1)
     last = int(stored["round"]) if stored is not None else 0
     if last != server_round - 1:
         pid = context.node_config.get("partition-id")
@@ -98,25 +98,32 @@ def save_state(context: Context, name: str, server_round: int, arrays: dict[str,
     # One RecordDict namespace holds records of every type: keep the two names distinct.
     context.state.array_records[f"{name}.arrays"] = ArrayRecord({k: Array(v) for k, v in arrays.items()})
     context.state.config_records[f"{name}.meta"] = ConfigRecord({"round": server_round})
-    path = state_file(context, name)
+    path = state_file(context, name, server_round)
     if path is not None:
+        # keep this round's and the previous round's: a server that died during round s + 1
+        # resumes from round s, which some clients may already have finished
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, __round__=np.array(server_round), **arrays)
+        np.savez(tmp, **arrays)
         os.replace(tmp, path)
+        old = state_file(context, name, server_round - 2)
+        if old is not None and old.exists():
+            old.unlink()
 
 
-def state_file(context: Context, name: str) -> Path | None:
-    """Where this client keeps its state on disk (``None``: nowhere).
+def state_file(context: Context, name: str, server_round: int) -> Path | None:
+    """Where this client keeps its state after ``server_round`` on disk (``None``: nowhere).
 
-    ``<state folder>/<run key>/<name>-p<partition>.npz``: the folder is node config ``state-dir``
-    or else run config ``client-state-dir`` (empty: no file); the run key is a digest of the run
-    config without the keys that may change on resume (:func:`run_key`).
+    ``<state folder>/<run key>/<name>-p<partition>-r<round>.npz``: the folder is node config
+    ``state-dir`` or else run config ``client-state-dir`` (empty: no file); the run key is a
+    digest of the run config without the keys that may change on resume (:func:`run_key`). The
+    last two rounds are kept.
 
     Parameters
     ----------
     context : Context
     name : str
+    server_round : int
 
     Returns
     -------
@@ -126,7 +133,8 @@ def state_file(context: Context, name: str) -> Path | None:
     if not folder:
         return None
     pid = context.node_config.get("partition-id")
-    return Path(str(folder)).expanduser() / run_key(context.run_config) / f"{name}-p{pid}.npz"
+    key = run_key(context.run_config)
+    return Path(str(folder)).expanduser() / key / f"{name}-p{pid}-r{server_round}.npz"
 
 
 #: Run-config keys that do not identify a run (a resumed run may set them differently).
@@ -140,13 +148,12 @@ def run_key(run_config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _load_from_disk(context: Context, name: str) -> ConfigRecord | None:
-    path = state_file(context, name)
+def _load_from_disk(context: Context, name: str, server_round: int) -> ConfigRecord | None:
+    path = state_file(context, name, server_round)
     if path is None or not path.exists():
         return None
     with np.load(path, allow_pickle=False) as stored:
         arrays = {k: stored[k] for k in stored.files}
-    server_round = int(arrays.pop("__round__"))
     context.state.array_records[f"{name}.arrays"] = ArrayRecord({k: Array(v) for k, v in arrays.items()})
     meta = ConfigRecord({"round": server_round})
     context.state.config_records[f"{name}.meta"] = meta

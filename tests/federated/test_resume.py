@@ -39,8 +39,10 @@ def _federation(cfg, strategy):
     return manager, clients
 
 
-def _drive(strategy, cfg, flower_rounds):
-    """Flower's legacy Server loop for ``flower_rounds`` rounds (fit messages carry the round)."""
+def _drive(strategy, cfg, flower_rounds, die_in_next_round=False):
+    """Flower's legacy Server loop for ``flower_rounds`` rounds (fit messages carry the round);
+    ``die_in_next_round``: then the clients run the next round and the server dies before it
+    aggregates (the clients' state is one round ahead of the server's)."""
     manager, clients = _federation(cfg, strategy)
     parameters = strategy.initialize_parameters(client_manager=manager)
     for r in range(1, flower_rounds + 1):
@@ -49,6 +51,12 @@ def _drive(strategy, cfg, flower_rounds):
             results = [(proxy, proxy.fit(ins, None, r)) for proxy, ins in instructions]
             parameters = strategy.aggregate_fit(server_round=r, results=results, failures=[])[0]
         run_evaluate_round(strategy, manager, clients, parameters, r)
+    if die_in_next_round:
+        r = flower_rounds + 1
+        for proxy, ins in strategy.configure_fit(
+            server_round=r, parameters=parameters, client_manager=manager
+        ):
+            proxy.fit(ins, None, r)
 
 
 def _strategy(cfg, out, name="run"):
@@ -71,7 +79,7 @@ def test_a_resumed_run_ends_with_the_numbers_of_an_uninterrupted_run(tmp_path, c
     _drive(reference, whole, whole["num-server-rounds"])
     cfg = validate_run_config({**overrides, "client-state-dir": str(tmp_path / "state")})
     first = _strategy(cfg, tmp_path / "out")
-    _drive(first, cfg, stop)  # ... then the ServerApp dies and every SuperNode restarts
+    _drive(first, cfg, stop, die_in_next_round=True)  # ... then every SuperNode restarts
     run_dir = tmp_path / "out" / "run"
     assert json.loads((run_dir / "result.json").read_text())["status"] == "running"
     strategy, flower_rounds = _resumed(cfg, run_dir)
