@@ -287,3 +287,33 @@ def test_imk_with_secure_aggregation_matches_the_plain_run(tmp_path, monkeypatch
         rtol=1e-3,
     )
     assert np.array_equal(secure.final_labels(), plain.final_labels())
+
+
+def test_imks_own_key_stage_and_setup_are_answered_once(tmp_path):
+    cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1})
+    strategy, manager, clients = _imk_federation(tmp_path, cfg)
+    strategy.initialize_parameters(client_manager=manager)
+    client = clients["node-0"]
+    with pytest.raises(SecureAggregationError, match="second fmvc-imk key"):
+        client.get_properties({"imk-stage": "keys"})
+    with pytest.raises(SecureAggregationError, match="second setup"):
+        client.fit([], {"imk-stage": "setup", "num-clusters": 3})
+
+
+def test_iai_sends_the_prototype_distances_masked_and_keeps_its_numbers(tmp_path, monkeypatch):
+    from iai_data import SMALL
+
+    seen = _spy_uploads(monkeypatch)
+    finals = {}
+    for secure in (False, True):
+        cfg = validate_run_config({**SMALL, "out-dir": str(tmp_path), "secure-aggregation": secure})
+        strategy, _ = run_federation(tmp_path / str(secure), cfg)
+        finals[secure] = strategy.recorder.data
+        if secure:
+            n, k = 120, 3
+            for s in range(2, cfg["num-server-rounds"] + 1):
+                assert all(a[0].dtype == np.uint64 and a[0].shape == (n * k + 3,) for a in seen[s])
+    assert finals[True]["final"]["labels"] == finals[False]["final"]["labels"]
+    for got, want in zip(finals[True]["rounds"][1:], finals[False]["rounds"][1:]):
+        assert got["label_change"] == want["label_change"]
+        np.testing.assert_allclose(got["loss_clustering"], want["loss_clustering"], rtol=1e-9)

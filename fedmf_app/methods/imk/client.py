@@ -38,7 +38,7 @@ from fedmf_app.common.secure_sum import (
     public_key_bytes,
 )
 from fedmf_app.federated.client import ViewClient, load_state, save_state
-from fedmf_app.federated.secure_aggregation import masked_upload, message_keys
+from fedmf_app.federated.secure_aggregation import SecureAggregationError, masked_upload, message_keys
 from fedmf_app.methods.imk.client_updates import ClientState, client_round, init_client, preprocess_view
 from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.methods.imk.reference import client_rng
@@ -67,6 +67,10 @@ class FMVCIMKClient(ViewClient):
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """The base handshake, or the key stage."""
         if config.get("imk-stage") == "keys":
+            if f"{_NAME}.keys" in self.context.state.config_records:
+                raise SecureAggregationError(
+                    f"partition {self.partition_id}: asked for a second fmvc-imk key in this run; refused"
+                )
             key = generate_private_key()
             self.context.state.config_records[f"{_NAME}.keys"] = ConfigRecord(
                 {"private-key": key.private_bytes_raw()}
@@ -78,6 +82,11 @@ class FMVCIMKClient(ViewClient):
         """The setup message or one round."""
         started = time.perf_counter()
         if config.get("imk-stage") == "setup":
+            if f"{_NAME}.init" in self.context.state.array_records:
+                raise SecureAggregationError(
+                    f"partition {self.partition_id}: asked for a second setup (masked graph) in this "
+                    "run; refused (a mask is used once)"
+                )
             return self._setup(config, started)
         return self._round(parameters, int(config["server-round"]), started)
 
