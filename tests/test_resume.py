@@ -83,7 +83,7 @@ def test_resume_on_a_loopback_federation_after_a_superlink_restart(tmp_path):
         "num-server-rounds": 5,
         "heterogeneity": 0.3,
         "seed": 3,
-        "round-timeout-s": 20.0,
+        "round-timeout-s": 120.0,
         "out-dir": str(tmp_path),
         "run-name": "interrupted",
         "secure-aggregation": True,
