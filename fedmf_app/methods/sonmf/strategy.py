@@ -38,6 +38,9 @@ state:
 Messages per round: down :math:`\\bar V^s` (``r x n``); up :math:`\\hat V_p^{s,\\tau}`
 (``r x n``), plus, with ``diagnostics = true``, :math:`\\nabla_V f_p(U_p^{s,0}, V^s)` (``r x n``)
 and two scalars, from which the server computes the objective and the stationarity residual.
+With ``secure-aggregation = true`` all of an upload travels as one masked vector and the server
+sees only the means (:mod:`fedmf_app.federated.secure_aggregation`); every update below depends
+on the uploads only through their mean.
 
 Ablation variants are run configs of this strategy: ``drift-correction = false`` (uncorrected
 local copies), ``local-steps = 1``, and ``v-update = "server"`` (clients upload their average
