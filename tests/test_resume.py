@@ -3,6 +3,7 @@
 on Flower's simulation engine and on a loopback federation."""
 
 import json
+import subprocess
 import tempfile
 import threading
 from pathlib import Path
@@ -94,11 +95,14 @@ def test_resume_on_a_loopback_federation_after_a_superlink_restart(tmp_path):
     with LocalFederation(workdir, 3, ROOT) as federation:
         done, thread = _stop_after_round(result_path, 2, federation.superlink.stop)
         try:
-            outcome = federation.run(overrides, timeout=240)
+            federation.run(overrides, timeout=150)
+        except subprocess.TimeoutExpired:
+            pass  # flwr run --stream may keep waiting for the SuperLink that died
         finally:
             done.set()
             thread.join(timeout=10)
-    assert outcome.status == "failed"
+    interrupted = json.loads(result_path.read_text())
+    assert interrupted["status"] != "completed" and 2 <= len(interrupted["rounds"]) < 5
     argv = [str(tmp_path / "interrupted"), "--app-dir", str(ROOT), "--deployment", "--workdir", str(workdir)]
     assert resume_main([*argv, "--timeout", "300"]) == 0
     cfg = {**overrides, "num-clients": 3, "secure-aggregation-signed-keys": False}
