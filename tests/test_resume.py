@@ -95,7 +95,7 @@ def test_resume_on_a_loopback_federation_after_a_superlink_restart(tmp_path):
     with LocalFederation(workdir, 3, ROOT) as federation:
         done, thread = _stop_after_round(result_path, 2, federation.superlink.stop)
         try:
-            federation.run(overrides, timeout=150)
+            federation.run(overrides, timeout=200)
         except subprocess.TimeoutExpired:
             pass  # flwr run --stream may keep waiting for the SuperLink that died
         finally:
