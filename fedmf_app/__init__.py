@@ -8,9 +8,10 @@ What is where:
   paper C), each with its math, options, Flower adapters and in-process reference;
 * ``options/``: the run-config schema (constraints, families, shared keys, validation);
 * ``federated/``: the Flower plumbing every family shares (base Strategy, handshake, base client,
-  ``result.json``);
+  secure aggregation's key agreement and masked messages, ``result.json``, the checkpoint);
 * ``common/``: the math every family shares (seeds, k-means and scores, kNN graphs, secure sum,
-  the centralised reference points);
+  secure aggregation's fixed point and masks, signed keys, the centralised reference points);
+* ``resume.py``: ``python -m fedmf_app.resume``, continuing an interrupted run;
 * ``data/``: loading and preparing views, the synthetic generator, missing-view masks;
 * ``deployment/``: a SuperLink and SuperNodes on this machine, certificates and keys.
 """

@@ -6,13 +6,17 @@ The same code serves ``flwr run`` on the simulation engine and a deployed SuperL
 from __future__ import annotations
 
 from logging import ERROR, INFO
+from pathlib import Path
+from typing import Any
 
 from flwr.common import Context
 from flwr.common.logger import log
 from flwr.server import Server, ServerApp, ServerAppComponents, ServerConfig, SimpleClientManager
 
-from fedmf_app.federated.results import RunRecorder, default_run_name
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.federated.checkpoint import load_checkpoint
+from fedmf_app.federated.client import NOT_IDENTIFYING
+from fedmf_app.federated.results import RunRecorder, default_run_name, load_result
+from fedmf_app.options.run_config import ConfigError, validate_run_config
 from fedmf_app.registry import strategy_class
 
 __all__ = ["app", "server_fn"]
@@ -40,9 +44,13 @@ def server_fn(context: Context) -> ServerAppComponents:
     except ValueError as exc:
         log(ERROR, "invalid run config: %s", exc)
         raise
-    run_name = cfg["run-name"] or default_run_name(cfg["algorithm"], cfg["seed"])
-    recorder = RunRecorder(cfg["out-dir"], run_name, cfg)
-    strategy = strategy_class(cfg["algorithm"])(cfg, recorder)
+    if cfg["resume-from"]:
+        strategy = _resumed_strategy(cfg)
+        recorder = strategy.recorder
+    else:
+        run_name = cfg["run-name"] or default_run_name(cfg["algorithm"], cfg["seed"])
+        recorder = RunRecorder(cfg["out-dir"], run_name, cfg)
+        strategy = strategy_class(cfg["algorithm"])(cfg, recorder)
     server = Server(client_manager=SimpleClientManager(), strategy=strategy)
     server.set_max_workers(max(8, cfg["num-clients"]))
     log(
@@ -55,8 +63,41 @@ def server_fn(context: Context) -> ServerAppComponents:
     )
     return ServerAppComponents(
         server=server,
-        config=ServerConfig(num_rounds=cfg["num-server-rounds"], round_timeout=cfg["round-timeout-s"]),
+        config=ServerConfig(
+            num_rounds=strategy.num_rounds - strategy.round_offset, round_timeout=cfg["round-timeout-s"]
+        ),
     )
+
+
+def _resumed_strategy(cfg: dict[str, Any]) -> Any:
+    """The strategy of the run in ``resume-from``, set to continue after its last round.
+
+    Raises
+    ------
+    fedmf_app.options.ConfigError
+        When the run folder has no checkpoint, its run config differs (other than the keys a
+        resume may change), or it already finished.
+    """
+    run_dir = Path(cfg["resume-from"]).expanduser()
+    try:
+        checkpoint = load_checkpoint(run_dir)
+        previous = load_result(run_dir)["config"]
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"run config 'resume-from' = {str(run_dir)!r}: {exc}") from exc
+    differing = sorted(k for k in cfg if k not in NOT_IDENTIFYING and cfg[k] != previous.get(k))
+    if differing:
+        detail = ", ".join(f"{k} = {cfg[k]!r} (the run had {previous.get(k)!r})" for k in differing)
+        raise ConfigError(f"run config 'resume-from': the run config differs from the run's: {detail}")
+    recorder = RunRecorder.resume(run_dir, int(checkpoint["round"]))
+    strategy = strategy_class(cfg["algorithm"])(cfg, recorder)
+    strategy.resume_from(checkpoint)
+    if strategy.round_offset >= strategy.num_rounds:
+        raise ConfigError(
+            f"run config 'resume-from': {run_dir} finished all {strategy.num_rounds} rounds; "
+            "nothing to resume"
+        )
+    log(INFO, "resuming %s after round %d of %d", run_dir, strategy.round_offset, strategy.num_rounds)
+    return strategy
 
 
 app = ServerApp(server_fn=server_fn)

@@ -89,8 +89,11 @@ def build_federation(tmp_path, cfg, properties=None, run_name="run", node_config
         client = client_class(cfg["algorithm"])(
             context, cfg, p, m, load_client_view(cfg, p, context.node_config)
         )
-        props = client.get_properties({}) if properties is None else properties[p]
-        proxy = FakeProxy(f"node-{10 - p}", props)
+        if properties is None and cfg.get("secure-aggregation"):  # the key stages need the client
+            proxy = ClientProxyToNumPy(f"node-{10 - p}", client)
+        else:
+            props = client.get_properties({}) if properties is None else properties[p]
+            proxy = FakeProxy(f"node-{10 - p}", props)
         manager.register(proxy)
         clients[proxy.cid] = client
     return strategy, manager, clients

@@ -27,9 +27,10 @@ class Stream(IntEnum):
     IAI_CLIENT = 11
     IAI_SERVER = 12
     NOISY_MNIST = 13
+    SECURE_AGG_ROUNDING = 14
 
 
-def rng_for(seed: int, stream: Stream, index: int = 0) -> np.random.Generator:
+def rng_for(seed: int, stream: Stream, index: int = 0, *more: int) -> np.random.Generator:
     """Generator for ``(seed, stream, index)``.
 
     Parameters
@@ -40,9 +41,11 @@ def rng_for(seed: int, stream: Stream, index: int = 0) -> np.random.Generator:
         What the numbers are for.
     index : int
         Sub-stream, e.g. the client's partition id.
+    *more : int
+        Further sub-stream indices, e.g. the round (none: the stream of ``(seed, stream, index)``).
 
     Returns
     -------
     numpy.random.Generator
     """
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(int(stream), index)))
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(int(stream), index, *more)))

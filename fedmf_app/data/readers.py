@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import re
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -275,7 +276,7 @@ def read_npz(file: Path) -> tuple[RawViews, tuple[str, ...], RawLabels]:
     try:
         with np.load(file, allow_pickle=False) as contents:
             arrays = {k: contents[k] for k in contents.files}
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:  # corrupt or truncated
         raise DataError(f"{file}: not a readable .npz archive ({exc})") from exc
     return locate_views(file, {k: _kind(v) for k, v in arrays.items()}, arrays.__getitem__)
 

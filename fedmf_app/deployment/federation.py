@@ -42,12 +42,24 @@ from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.deployment.supernode import LocalSuperNode
 from fedmf_app.options.run_config import ConfigError, validate_run_config
 
-__all__ = ["FederationOutcome", "LocalFederation", "federation_run_config", "main", "run_timeout"]
+__all__ = [
+    "DEPLOYMENT_DEFAULTS",
+    "FederationOutcome",
+    "LocalFederation",
+    "federation_run_config",
+    "main",
+    "run_timeout",
+]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _RUN_FOLDER = re.compile(r"run folder: (\S.*)$", re.MULTILINE)
 #: Seconds allowed for starting the ServerApp and the bundle on top of the rounds' own timeouts.
 _STARTUP_SLACK_S = 120.0
+
+
+#: Run-config values this command uses unless ``--run-config`` sets them: secure aggregation with
+#: signed keys (each SuperNode's key from ``certificates/``).
+DEPLOYMENT_DEFAULTS: dict[str, Any] = {"secure-aggregation": True, "secure-aggregation-signed-keys": True}
 
 
 def run_timeout(cfg: Mapping[str, Any]) -> float:
@@ -182,10 +194,17 @@ class LocalFederation:
         self.supernodes: list[LocalSuperNode] = []
 
     def node_config(self, index: int) -> dict[str, Any]:
-        """Node config of SuperNode ``index``."""
+        """Node config of SuperNode ``index``: its partition, its data file if any, its
+        long-term key (``signing-key``) and the folder of every node's public key (``peer-keys``)
+        for signed secure-aggregation keys, and where it keeps its state (``state-dir``, so that
+        a federation restarted on the same ``workdir`` can resume a run)."""
         config: dict[str, Any] = {"partition-id": index, "num-partitions": self.num_nodes}
         if self.data_files is not None:
             config["data-file"] = str(self.data_files[index])
+        certs = self.workdir / "certificates"
+        config["signing-key"] = str(certs / f"supernode-{index}.key")
+        config["peer-keys"] = str(certs)
+        config["state-dir"] = str(self.workdir / f"supernode-{index}" / "state")
         return config
 
     def start(self) -> LocalFederation:
@@ -207,7 +226,10 @@ class LocalFederation:
         self.workdir.mkdir(parents=True, exist_ok=True)
         certs = self.workdir / "certificates"
         tls_files = make_certificates(certs) if self.tls else None
-        keys = make_supernode_keys(certs, self.num_nodes) if self.supernode_auth else None
+        # one long-term key pair per SuperNode: it signs the node's secure-aggregation key and,
+        # with SuperNode authentication, is the key registered with the SuperLink
+        pairs = make_supernode_keys(certs, self.num_nodes)
+        keys = pairs if self.supernode_auth else None
         self.superlink = LocalSuperLink(
             self.workdir / "superlink",
             simulation=False,
@@ -377,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         overrides = parse_config_args([args.run_config]) if args.run_config else {}
+        for key in DEPLOYMENT_DEFAULTS:
+            overrides.setdefault(key, DEPLOYMENT_DEFAULTS[key])
         federation_run_config(args.num_nodes, overrides)
         workdir = Path(args.workdir or tempfile.mkdtemp(prefix="fedmf-federation-"))
         federation = LocalFederation(

@@ -1,2 +1,3 @@
 """Flower plumbing shared by the method families (no math): the base Strategy with its handshake,
-the base NumPyClient with its private state, and the run's ``result.json``."""
+the base NumPyClient with its private state (on disk too, with a state folder), secure
+aggregation (``secure_aggregation``), the run's ``result.json`` and the server's checkpoint."""

@@ -7,7 +7,11 @@ message, in a fresh process in a deployment), through :func:`load_state` / :func
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import resource
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,8 +19,19 @@ from flwr.client import NumPyClient
 from flwr.common import Array, ArrayRecord, ConfigRecord, Context, Scalar
 
 from fedmf_app.data import ClientView
+from fedmf_app.federated.secure_aggregation import answer_key_stage
+from fedmf_app.options.run_config import validate_run_config
 
-__all__ = ["ClientStateError", "ViewClient", "load_state", "peak_rss_mb", "save_state"]
+__all__ = [
+    "NOT_IDENTIFYING",
+    "ClientStateError",
+    "ViewClient",
+    "load_state",
+    "peak_rss_mb",
+    "run_key",
+    "save_state",
+    "state_file",
+]
 
 
 def peak_rss_mb() -> float:
@@ -48,8 +63,16 @@ def load_state(context: Context, name: str, server_round: int) -> dict[str, np.n
     ClientStateError
         When the stored state is not from the previous round (a missed round, or a SuperNode that
         restarted and lost its state): the algorithms here need every client in every round.
+
+    Notes
+    -----
+    With a state folder (node config ``state-dir``, else run config ``client-state-dir``) the
+    state is also kept on disk (:func:`save_state`), and a client whose ``context.state`` is empty
+    after round 1 (a restarted SuperNode, a resumed run) reads it from there.
     """
     stored = context.state.config_records.get(f"{name}.meta")
+    if stored is None and server_round > 1:
+        stored = _load_from_disk(context, name, server_round - 1)
     last = int(stored["round"]) if stored is not None else 0
     if last != server_round - 1:
         pid = context.node_config.get("partition-id")
@@ -75,6 +98,66 @@ def save_state(context: Context, name: str, server_round: int, arrays: dict[str,
     # One RecordDict namespace holds records of every type: keep the two names distinct.
     context.state.array_records[f"{name}.arrays"] = ArrayRecord({k: Array(v) for k, v in arrays.items()})
     context.state.config_records[f"{name}.meta"] = ConfigRecord({"round": server_round})
+    path = state_file(context, name, server_round)
+    if path is not None:
+        # keep this round's and the previous round's: a server that died during round s + 1
+        # resumes from round s, which some clients may already have finished
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp.npz")
+        np.savez(tmp, **arrays)
+        os.replace(tmp, path)
+        old = state_file(context, name, server_round - 2)
+        if old is not None and old.exists():
+            old.unlink()
+
+
+def state_file(context: Context, name: str, server_round: int) -> Path | None:
+    """Where this client keeps its state after ``server_round`` on disk (``None``: nowhere).
+
+    ``<state folder>/<run key>/<name>-p<partition>-r<round>.npz``: the folder is node config
+    ``state-dir`` or else run config ``client-state-dir`` (empty: no file); the run key is a
+    digest of the run config without the keys that may change on resume (:func:`run_key`). The
+    last two rounds are kept.
+
+    Parameters
+    ----------
+    context : Context
+    name : str
+    server_round : int
+
+    Returns
+    -------
+    Path or None
+    """
+    folder = context.node_config.get("state-dir") or context.run_config.get("client-state-dir")
+    if not folder:
+        return None
+    pid = context.node_config.get("partition-id")
+    key = run_key(context.run_config)
+    return Path(str(folder)).expanduser() / key / f"{name}-p{pid}-r{server_round}.npz"
+
+
+#: Run-config keys that do not identify a run (a resumed run may set them differently).
+NOT_IDENTIFYING = ("resume-from", "out-dir", "run-name", "round-timeout-s", "connect-timeout-s")
+
+
+def run_key(run_config: dict[str, Any]) -> str:
+    """16 hex digits identifying a run by its validated run config (bar :data:`NOT_IDENTIFYING`)."""
+    cfg = validate_run_config(run_config)
+    kept = {k: v for k, v in sorted(cfg.items()) if k not in NOT_IDENTIFYING}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _load_from_disk(context: Context, name: str, server_round: int) -> ConfigRecord | None:
+    path = state_file(context, name, server_round)
+    if path is None or not path.exists():
+        return None
+    with np.load(path, allow_pickle=False) as stored:
+        arrays = {k: stored[k] for k in stored.files}
+    context.state.array_records[f"{name}.arrays"] = ArrayRecord({k: Array(v) for k, v in arrays.items()})
+    meta = ConfigRecord({"round": server_round})
+    context.state.config_records[f"{name}.meta"] = meta
+    return meta
 
 
 class ViewClient(NumPyClient):
@@ -107,7 +190,11 @@ class ViewClient(NumPyClient):
         self.view = view
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
-        """Handshake: who this client is and the shape of its view."""
+        """Handshake: who this client is and the shape of its view; or a secure-aggregation key
+        stage (``secagg-stage`` in ``config``:
+        :func:`~fedmf_app.federated.secure_aggregation.answer_key_stage`)."""
+        if "secagg-stage" in config:
+            return answer_key_stage(self.context, self.cfg, self.partition_id, config)
         n, d = self.view.features.shape
         props: dict[str, Scalar] = {
             "partition-id": self.partition_id,

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunRecorder", "default_run_name", "load_result"]
+__all__ = ["RunRecorder", "default_run_name", "load_result", "main", "run_status"]
 
 
 def default_run_name(algorithm: str, seed: int) -> str:
@@ -63,6 +63,35 @@ class RunRecorder:
             "final": None,
         }
 
+    @classmethod
+    def resume(cls, run_dir: str | Path, after_round: int) -> RunRecorder:
+        """The recorder of an interrupted run, keeping its rounds up to ``after_round``.
+
+        Parameters
+        ----------
+        run_dir : str or Path
+            The run folder.
+        after_round : int
+            The last round its checkpoint holds.
+
+        Returns
+        -------
+        RunRecorder
+            Writing to the same ``result.json``; ``resumed`` lists every resume.
+        """
+        previous = load_result(run_dir)
+        run_dir = Path(run_dir).expanduser().resolve()
+        recorder = cls(run_dir.parent, run_dir.name, previous["config"])
+        kept = [r for r in previous["rounds"] if r["round"] <= after_round]
+        recorder.data.update(
+            rounds=kept,
+            resumed=[
+                *previous.get("resumed", []),
+                {"after_round": after_round, "status": previous["status"]},
+            ],
+        )
+        return recorder
+
     def start(self, clients: list[dict[str, Any]]) -> None:
         """Create the run folder and write the first ``result.json``.
 
@@ -73,6 +102,7 @@ class RunRecorder:
         """
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.data["status"] = "running"
+        self.data["error"] = None
         self.data["clients"] = clients
         self._write()
 
@@ -137,3 +167,55 @@ def load_result(path: str | Path) -> dict[str, Any]:
     if p.is_dir():
         p = p / "result.json"
     return json.loads(p.read_text())
+
+
+def run_status(path: str | Path) -> tuple[int, str]:
+    """Exit code and one line for a run folder: 0 completed, 1 failed or unfinished, 2 no result.
+
+    ``flwr run`` itself exits 0 whatever happened to the run (Flower's behaviour); this is what
+    scripts check instead (``python -m fedmf_app.federated.results <run folder>``).
+
+    Parameters
+    ----------
+    path : str or Path
+        A run folder or its ``result.json``.
+
+    Returns
+    -------
+    code : int
+    line : str
+    """
+    try:
+        result = load_result(path)
+    except (OSError, ValueError) as exc:
+        return 2, f"{path}: no readable result.json ({exc})"
+    status = result.get("status")
+    if status == "completed":
+        return 0, f"{path}: completed, {len(result.get('rounds', []))} rounds"
+    if status == "failed":
+        return 1, f"{path}: failed: {result.get('error')}"
+    return 1, f"{path}: {status} after {len(result.get('rounds', []))} rounds (not finished)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m fedmf_app.federated.results RUN_FOLDER...``: exit 0 only if every run completed."""
+    import argparse
+    import logging
+
+    parser = argparse.ArgumentParser(
+        prog="python -m fedmf_app.federated.results",
+        description="Exit with 0 only if every named run completed (status in result.json).",
+    )
+    parser.add_argument("runs", nargs="+", help="run folders (or their result.json)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    worst = 0
+    for run in args.runs:
+        code, line = run_status(run)
+        logging.getLogger("fedmf_app.results").log(logging.INFO if code == 0 else logging.ERROR, "%s", line)
+        worst = max(worst, code)
+    return worst
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

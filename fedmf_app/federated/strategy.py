@@ -5,7 +5,8 @@ and every client takes part in every round. :class:`ViewFederationStrategy` does
 
 * before round 1: the handshake of :mod:`fedmf_app.federated.handshake` (exactly ``num-clients``
   SuperNodes, each telling its partition id and the shape of its view), the algorithm's checks,
-  and only then the run folder;
+  with ``secure-aggregation = true`` the key agreement of
+  :mod:`fedmf_app.federated.secure_aggregation`, and only then the run folder;
 * each round: sends the same instructions to every client, maps the replies to partition ids,
   hands them to the algorithm's :meth:`~ViewFederationStrategy.aggregate`, records the round in
   ``result.json`` and logs progress;
@@ -45,6 +46,7 @@ from flwr.server.client_proxy import ClientProxy
 from flwr.server.strategy import Strategy
 
 from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.federated.checkpoint import write_checkpoint
 from fedmf_app.federated.handshake import (
     FederationError,
     check_view_count,
@@ -52,6 +54,7 @@ from fedmf_app.federated.handshake import (
     resolve_num_clusters,
 )
 from fedmf_app.federated.results import RunRecorder
+from fedmf_app.federated.secure_aggregation import agree_keys
 
 __all__ = ["ClientReply", "FederationError", "ViewFederationStrategy"]
 
@@ -87,6 +90,9 @@ class ViewFederationStrategy(Strategy):
     num_clusters : int or None
         Clusters of the final clustering, set before round 1: run config ``num-clusters``, or
         (when that is 0) the number of ground-truth classes the clients report, else ``None``.
+    key_agreement : dict
+        With ``secure-aggregation = true``: the cost of the key agreement before round 1
+        (:func:`~fedmf_app.federated.secure_aggregation.agree_keys`); else empty.
 
     Notes
     -----
@@ -98,6 +104,9 @@ class ViewFederationStrategy(Strategy):
     #: Record keys shown in the per-round log line, in order.
     progress_keys: tuple[str, ...] = ()
 
+    #: Attributes saved after every round (``checkpoint.pkl``) and restored on resume.
+    checkpoint_attrs: tuple[str, ...] = ("num_clusters",)
+
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__()
         self.cfg = cfg
@@ -106,6 +115,9 @@ class ViewFederationStrategy(Strategy):
         self.clients: list[ClientProxy] = []
         self.client_info: list[dict[str, Scalar]] = []
         self.num_clusters: int | None = None
+        self.key_agreement: dict[str, Any] = {}
+        self.round_offset = 0
+        self._resume: dict[str, Any] | None = None
         self._round_start = 0.0
         self._run_start = 0.0
         self._summary: dict[str, Any] = {}
@@ -182,19 +194,54 @@ class ViewFederationStrategy(Strategy):
             )
             self.num_clusters = resolve_num_clusters(int(self.cfg["num-clusters"]), self.client_info)
             self.check_clients(self.client_info)
-            arrays = self.initial_arrays()
+            if self.cfg["secure-aggregation"]:
+                self.key_agreement = agree_keys(self.clients, self.cfg)
+                log(INFO, "secure aggregation: keys agreed (%s)", self.key_agreement)
+            arrays = self.initial_arrays() if self._resume is None else self._restore()
         except Exception as exc:
-            log(ERROR, "run stopped before round 1: %s", exc)
+            log(ERROR, "run stopped before round %d: %s", self.round_offset + 1, exc)
             raise
         self.recorder.start([dict(i) for i in self.client_info])
         log(INFO, "run folder: %s", self.recorder.run_dir)
         return ndarrays_to_parameters(arrays)
+
+    # ------------------------------------------------------------------------------- resume
+    def resume_from(self, checkpoint: dict[str, Any]) -> None:
+        """Continue a run from :func:`~fedmf_app.federated.checkpoint.load_checkpoint`'s output.
+
+        The handshake (and key agreement) run again; then, instead of :meth:`initial_arrays`,
+        the attributes in :attr:`checkpoint_attrs` are restored and the broadcast of the last
+        finished round ``s`` is sent; Flower's rounds ``1, 2, ...`` become rounds
+        ``s + 1, s + 2, ...``.
+
+        Parameters
+        ----------
+        checkpoint : dict
+            ``round``, ``broadcast`` (list of ndarray) and ``state`` (attribute -> value).
+        """
+        self._resume = checkpoint
+        self.round_offset = int(checkpoint["round"])
+
+    def _restore(self) -> list[np.ndarray]:
+        for name, value in self._resume["state"].items():
+            setattr(self, name, value)
+        self.after_restore()
+        log(INFO, "resumed after round %d", self.round_offset)
+        return list(self._resume["broadcast"])
+
+    def after_restore(self) -> None:
+        """Rebuild what the checkpoint does not hold (default: nothing)."""
+
+    def _write_checkpoint(self, server_round: int, arrays: list[np.ndarray]) -> None:
+        state = {name: getattr(self, name) for name in self.checkpoint_attrs}
+        write_checkpoint(self.recorder.run_dir, server_round, arrays, state)
 
     def configure_fit(
         self, server_round: int, parameters: Parameters, client_manager: ClientManager
     ) -> list[tuple[ClientProxy, FitIns]]:
         """Every client gets the same broadcast."""
         self._round_start = time.perf_counter()
+        server_round += self.round_offset
         ins = FitIns(parameters=parameters, config={"server-round": server_round})
         return [(proxy, ins) for proxy in self.clients]
 
@@ -205,6 +252,7 @@ class ViewFederationStrategy(Strategy):
         failures: list[tuple[ClientProxy, FitRes] | BaseException],
     ) -> tuple[Parameters | None, dict[str, Scalar]]:
         """Decode the replies, aggregate, record and log the round."""
+        server_round += self.round_offset
         replies = self._decode(server_round, results, failures)
         started = time.perf_counter()
         try:
@@ -224,6 +272,7 @@ class ViewFederationStrategy(Strategy):
             **record,
         }
         self.recorder.record_round(record)
+        self._write_checkpoint(server_round, arrays)
         self._log_progress(record)
         if server_round == self.num_rounds:
             self._summary = self.summary()
@@ -247,6 +296,7 @@ class ViewFederationStrategy(Strategy):
         self, server_round: int, parameters: Parameters, client_manager: ClientManager
     ) -> list[tuple[ClientProxy, EvaluateIns]]:
         """After the last round only: ask every client for its ground truth (to score)."""
+        server_round += self.round_offset
         if server_round != self.num_rounds or self._final is None:
             return []
         ins = EvaluateIns(
@@ -262,6 +312,7 @@ class ViewFederationStrategy(Strategy):
         failures: list[tuple[ClientProxy, EvaluateRes] | BaseException],
     ) -> tuple[float | None, dict[str, Scalar]]:
         """Score the final clustering against the first partition's ground truth; finish the run."""
+        server_round += self.round_offset
         if server_round != self.num_rounds or self._final is None:
             return None, {}
         partition_of = {p.cid: i for i, p in enumerate(self.clients)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fedmf_app.data.embedded import EMBEDDED
 from fedmf_app.data.missing_views import MISSING_FILLS
 from fedmf_app.data.preprocess import NEGATIVE_VALUES, SAMPLE_NORMALISATIONS, VIEW_NORMALISATIONS
-from fedmf_app.options.constraints import Interval, OneOf, Text
+from fedmf_app.options.constraints import Boolean, Interval, OneOf, Text
 from fedmf_app.options.schema import Option
 
 __all__ = ["SHARED_OPTIONS"]
@@ -64,6 +64,47 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         30.0,
         Interval(float, 0, None, closed="neither"),
         "How long the server waits for num-clients SuperNodes before round 1.",
+    ),
+    Option(
+        "secure-aggregation",
+        False,
+        Boolean(),
+        "The server receives only sums: every array and scalar a method's server needs only as a "
+        "sum or mean over the clients travels in fixed point under pairwise masks that cancel in "
+        "the sum (one key agreement per run, before round 1; see docs/privacy.md). Off: the "
+        "plain uploads, bit-identical to earlier results. The local federation turns it on.",
+    ),
+    Option(
+        "secure-aggregation-frac-bits",
+        36,
+        Interval(int, 8, 56, closed="both"),
+        "Fixed point of secure aggregation: values are rounded stochastically to multiples of "
+        "2^-f (sum error < m 2^-f, zero in expectation) and must stay below 2^(63 - f)/m in "
+        "magnitude ([A] 36).",
+    ),
+    Option(
+        "secure-aggregation-signed-keys",
+        False,
+        Boolean(),
+        "Each client signs its key-agreement key with its long-term key (node config "
+        "signing-key) and checks every peer's signature (node config peer-keys: a folder of "
+        "supernode-<partition>.pub); a substituted or replayed key stops the run before round 1. "
+        "The local federation turns it on.",
+    ),
+    Option(
+        "client-state-dir",
+        "",
+        Text("a folder path (empty: state in memory only)"),
+        "Where each client also keeps its state after every round (a node's config state-dir "
+        "overrides it), so that a restarted SuperNode or a resumed run finds it; empty: in the "
+        "SuperNode's memory only. The local federation gives every SuperNode its own.",
+    ),
+    Option(
+        "resume-from",
+        "",
+        Text("a run folder (empty: a new run)"),
+        "Continue the run in this folder from its last finished round (its checkpoint.pkl); the "
+        "other keys must equal that run's. Used by python -m fedmf_app.resume.",
     ),
     Option(
         "dataset",

@@ -198,3 +198,31 @@ def test_a_malformed_data_file_on_one_node_stops_the_run_naming_the_node_and_fil
     assert "partition-id=2" in outcome.error and str(files[2]) in outcome.error
     assert "non-numeric" in outcome.error
     assert "[ROUND 1]" not in outcome.log
+
+
+def test_secure_aggregation_with_signed_keys_gives_the_in_process_numbers(tmp_path):
+    # the local federation command's default; the in-process run uses the same code and seeds,
+    # and the masks cancel exactly, so a deployment equals it (the rounding is seeded)
+    from fakes import run_federation
+
+    overrides = {
+        "num-server-rounds": 3,
+        "heterogeneity": 0.3,
+        "seed": 3,
+        "out-dir": str(tmp_path),
+        "run-name": "secure",
+        "secure-aggregation": True,
+        "secure-aggregation-signed-keys": True,
+    }
+    outcome = _run(tmp_path, 3, overrides)
+    assert outcome.status == "completed", outcome.error
+    assert "secure aggregation: keys agreed" in outcome.log
+    deployed = json.loads(outcome.result_path.read_text())["rounds"]
+    cfg = validate_run_config({"num-clients": 3, **overrides, "secure-aggregation-signed-keys": False})
+    strategy, _ = run_federation(tmp_path / "in-process", cfg)
+    local = strategy.recorder.data["rounds"]
+    np.testing.assert_allclose([r["residual"] for r in deployed], [r["residual"] for r in local], rtol=1e-12)
+    # and the plain reference up to the fixed point
+    np.testing.assert_allclose(
+        [r["residual"] for r in deployed], _reference_residuals(3, 0.3, 3, 3), rtol=1e-8
+    )

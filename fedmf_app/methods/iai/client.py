@@ -5,7 +5,9 @@ Messages (every array is a plain ndarray, the sparse ones as index/value pairs):
 * round 1, down: nothing; up: ``[kNN indices (n, k) int32]`` of the client's observed rows.
 * round s >= 2, down: ``[A_g neighbours (n, k) int32, Y (n,) int64, P (n, K) or (0, K), anchors
   (r,) int64]``; up: ``[E^(m) (n, K), G^(m) column indices (n, s) int32, G^(m) values (n, s)]``
-  and the scalar ``emd`` as a metric.
+  and the scalar ``emd`` as a metric. With run config ``secure-aggregation = true``, E^(m) and
+  the three losses travel as one masked vector (the server needs only their sums); G^(m) and
+  ``emd`` stay in the clear (the EMD-weighted fusion needs each).
 
 The autoencoder (trained once, in round 1) and the graph autoencoder's weights stay in
 ``context.state``; nothing else is kept. The client reads only the rows of its view that the
@@ -28,6 +30,7 @@ from flwr.common.logger import log
 from fedmf_app.data import ClientView
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.client import ViewClient, load_state, save_state
+from fedmf_app.federated.secure_aggregation import masked_upload
 from fedmf_app.methods.iai.client_updates import client_round, client_seed, client_setup
 from fedmf_app.methods.iai.options import iai_params
 
@@ -121,8 +124,18 @@ class FMVCIAIClient(ViewClient):
         }
         if upload.emd is not None:
             metrics["emd"] = upload.emd
+        distances = upload.distances
+        if self.cfg["secure-aggregation"]:
+            # the server needs only sum E^(m) and the mean losses
+            mask_started = time.perf_counter()
+            losses = np.array(
+                [metrics.pop(k) for k in ("loss_attribute", "loss_structure", "loss_clustering")]
+            )
+            summed = [distances, losses]
+            distances = masked_upload(self.context, self.cfg, self.partition_id, summed, server_round, "e")
+            metrics["secagg_s"] = time.perf_counter() - mask_started
         return (
-            [upload.distances, upload.anchor_indices, upload.anchor_values],
+            [distances, upload.anchor_indices, upload.anchor_values],
             int(self.observed.sum()),
             metrics,
         )

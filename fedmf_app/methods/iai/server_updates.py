@@ -104,7 +104,7 @@ def server_round(
     state : ServerState
         State broadcast this round (its labels are the previous Y).
     distances : list of ndarray, each (n, K)
-        E^(m).
+        E^(m) (only their sum is used: a list of one sum gives the same result).
     anchor_graphs : list of (indices (n, s), values (n, s))
         G^(m), row-sparse.
     emd : list of float or None
@@ -124,7 +124,7 @@ def server_round(
     target = target_distribution(q)
     rule = params.fusion if emd is not None else "uniform"
     weights = fusion_weights(
-        np.asarray(emd if emd is not None else [0.0] * len(distances)), rule, params.fusion_temperature
+        np.asarray(emd if emd is not None else [0.0] * len(anchor_graphs)), rule, params.fusion_temperature
     )
     fused = fuse([anchor_matrix(i, v, params.anchors) for i, v in anchor_graphs], weights)
     neighbours = knn_indices(fused, params.knn).astype(np.int32)

@@ -6,10 +6,15 @@ Rounds 2..``num-server-rounds`` are training rounds (so R = ``num-server-rounds`
 receives E^(m), the row-sparse anchor graph G^(m) and EMD_m, and broadcasts the kNN graph A_g (as
 ``n x k`` neighbour indices), the pseudo-labels Y, the target P and the anchor indices. The math
 is in :mod:`fedmf_app.methods.iai.server_updates`. The final clustering is the last Y.
+
+With ``secure-aggregation = true`` the server receives the E^(m) only as their sum (the soft
+assignment Q needs nothing else) and the losses as sums; the kNN graphs of round 1, the anchor
+graphs G^(m) and the EMD_m still travel in the clear (the fusion weights each G^(m) by its EMD).
 """
 
 from __future__ import annotations
 
+import time
 from logging import INFO, WARNING
 from typing import Any
 
@@ -19,6 +24,7 @@ from flwr.common.logger import log
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data.missing_views import views_dropped
 from fedmf_app.federated.results import RunRecorder
+from fedmf_app.federated.secure_aggregation import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.iai import server_updates as iai_server
 from fedmf_app.methods.iai.options import iai_params
@@ -44,6 +50,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
     """
 
     progress_keys = ("emd_mean", "label_change", "components")
+    checkpoint_attrs = ("num_clusters", "state", "params")
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)
@@ -91,9 +98,10 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             has_emd = all("emd" in r.metrics for r in replies)
             emd = [float(r.metrics["emd"]) for r in replies] if has_emd else None
             previous = self.state.labels
+            distances, losses = self._distances(replies)
             self.state, weights = iai_server.server_round(
                 self.state,
-                [r.arrays[0] for r in replies],
+                distances,
                 [(r.arrays[1], r.arrays[2]) for r in replies],
                 emd,
                 self.params,
@@ -106,10 +114,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
                 "emd": emd,
                 "emd_mean": None if emd is None else float(np.mean(emd)),
                 "weights": weights.tolist(),
-                **{
-                    key: float(np.mean([r.metrics[key] for r in replies]))
-                    for key in ("loss_attribute", "loss_structure", "loss_clustering")
-                },
+                **losses,
             }
         state = self.state
         if self.params.pseudo_labels == "spectral" and state.components > self.params.num_clusters:
@@ -124,6 +129,21 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             )
         target = state.target if state.target is not None else np.zeros((0, self.params.num_clusters))
         return [state.neighbours, state.labels, target, state.anchors], record
+
+    def _distances(self, replies: list[ClientReply]) -> tuple[list[np.ndarray], dict[str, Any]]:
+        """The E^(m) (with secure aggregation: their sum, as a list of one) and the mean losses."""
+        keys = ("loss_attribute", "loss_structure", "loss_clustering")
+        if not self.cfg["secure-aggregation"]:
+            losses = {key: float(np.mean([r.metrics[key] for r in replies])) for key in keys}
+            return [r.arrays[0] for r in replies], losses
+        started = time.perf_counter()
+        n, k = int(self.client_info[0]["num-samples"]), self.params.num_clusters
+        frac_bits = self.cfg["secure-aggregation-frac-bits"]
+        total, loss_sums = summed_arrays([r.arrays[0] for r in replies], [(n, k), (3,)], frac_bits)
+        losses = {key: float(v) / len(replies) for key, v in zip(keys, loss_sums)}
+        losses["secagg_server_s"] = time.perf_counter() - started
+        losses["secagg_client_s_max"] = max(float(r.metrics["secagg_s"]) for r in replies)
+        return [total], losses
 
     def final_labels(self) -> np.ndarray | None:
         """The last pseudo-labels Y (the method's output)."""

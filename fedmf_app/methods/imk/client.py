@@ -10,6 +10,12 @@ Messages (the server drives them, see :mod:`fedmf_app.methods.imk.strategy`):
 * ``fit`` in round ``t``: from the broadcast :math:`H`, one
   :func:`~fedmf_app.methods.imk.client_updates.client_round`; upload :math:`H^{(m)}` and three scalars.
 
+With run config ``secure-aggregation = true`` the graph is masked with the run's pair keys (agreed,
+and signed if asked, before round 1 by :mod:`fedmf_app.federated.secure_aggregation`) instead of
+the key stage above, and each round's upload is one masked vector of :math:`H^{(m)}`,
+:math:`\\|R^{(m)}\\|_F`, the orthogonality term and :math:`\\|H^{(m)}\\|_F^2` (the server needs only
+their sums; :math:`\alpha^{(m)}` is not sent).
+
 Private state in ``context.state`` (never sent): :math:`F^{(m)}, W^{(m)}, H^{(m)}, \\Phi^{(m)},
 \\alpha^{(m)}` and the private key.
 """
@@ -32,6 +38,7 @@ from fedmf_app.common.secure_sum import (
     public_key_bytes,
 )
 from fedmf_app.federated.client import ViewClient, load_state, save_state
+from fedmf_app.federated.secure_aggregation import SecureAggregationError, masked_upload, message_keys
 from fedmf_app.methods.imk.client_updates import ClientState, client_round, init_client, preprocess_view
 from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.methods.imk.reference import client_rng
@@ -60,6 +67,10 @@ class FMVCIMKClient(ViewClient):
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """The base handshake, or the key stage."""
         if config.get("imk-stage") == "keys":
+            if f"{_NAME}.keys" in self.context.state.config_records:
+                raise SecureAggregationError(
+                    f"partition {self.partition_id}: asked for a second fmvc-imk key in this run; refused"
+                )
             key = generate_private_key()
             self.context.state.config_records[f"{_NAME}.keys"] = ConfigRecord(
                 {"private-key": key.private_bytes_raw()}
@@ -71,6 +82,11 @@ class FMVCIMKClient(ViewClient):
         """The setup message or one round."""
         started = time.perf_counter()
         if config.get("imk-stage") == "setup":
+            if f"{_NAME}.init" in self.context.state.array_records:
+                raise SecureAggregationError(
+                    f"partition {self.partition_id}: asked for a second setup (masked graph) in this "
+                    "run; refused (a mask is used once)"
+                )
             return self._setup(config, started)
         return self._round(parameters, int(config["server-round"]), started)
 
@@ -81,7 +97,13 @@ class FMVCIMKClient(ViewClient):
         similarity = knn_similarity(x, self.cfg["imk.neighbours"], self.cfg["imk.similarity"])
         upload = encode_upper(similarity, self.cfg["imk.mask-frac-bits"])
         mask_s = 0.0
-        if self.cfg["imk.secure-sum"] == "masking":
+        if self.cfg["imk.secure-sum"] == "masking" and self.cfg["secure-aggregation"]:
+            mask_started = time.perf_counter()  # the run's (authenticated) keys
+            add_pairwise_masks(
+                upload, self.partition_id, message_keys(self.context, self.partition_id, 0, "graph")
+            )
+            mask_s = time.perf_counter() - mask_started
+        elif self.cfg["imk.secure-sum"] == "masking":
             mask_started = time.perf_counter()
             private = X25519PrivateKey.from_private_bytes(
                 self.context.state.config_records[f"{_NAME}.keys"]["private-key"]
@@ -133,4 +155,14 @@ class FMVCIMKClient(ViewClient):
             "ortho": stats.ortho,
             "alpha": stats.alpha,
         }
+        if self.cfg["secure-aggregation"]:
+            # the server needs only sum H^(m), the two sums of scalars and sum ||H^(m)||^2
+            mask_started = time.perf_counter()
+            scalars = np.array([metrics.pop("residual"), metrics.pop("ortho"), np.sum(state.h**2)])
+            del metrics["alpha"]
+            upload = masked_upload(
+                self.context, self.cfg, self.partition_id, [state.h, scalars], server_round, "h"
+            )
+            metrics["secagg_s"] = time.perf_counter() - mask_started
+            return [upload], x.shape[0], metrics
         return [state.h], x.shape[0], metrics

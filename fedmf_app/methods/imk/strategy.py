@@ -10,6 +10,12 @@ the secure sum of the clients' graphs (:mod:`fedmf_app.common.secure_sum`):
    :math:`\\tilde L = \\sum_m L^{(m)}/(Mp)` (sparse) and the first :math:`H`
    (:func:`~fedmf_app.methods.imk.client_updates.initial_global_h`).
 
+With ``secure-aggregation = true`` step 1 is replaced by the run's key agreement (before this,
+:mod:`fedmf_app.federated.secure_aggregation`; authenticated keys if asked) and each round's
+upload is one masked vector whose sum the server decodes (:meth:`FMVCIMKStrategy._aggregate_sums`):
+it then keeps :math:`\\sum_m\\Phi^{(m)}` instead of every :math:`\\Phi^{(m)}`. The initial
+:math:`H^{(m)}` (for ``server-init = kmeans-concat``) and the labels still travel in the clear.
+
 Each round: down :math:`H` (``N x k``); up :math:`H^{(m)}` (``N x k``) and three scalars
 (:math:`\\|R^{(m)}\\|_F`, :math:`\\|H^{(m)\\top}H^{(m)} - I\\|_F^2`, :math:`\\alpha^{(m)}`). The
 server keeps a copy of every :math:`\\Phi^{(m)}` (it applies the same multiplier step as the
@@ -44,6 +50,7 @@ from flwr.server.client_proxy import ClientProxy
 from fedmf_app.common.graphs import laplacian
 from fedmf_app.common.secure_sum import decode_upper, sum_uploads
 from fedmf_app.federated.results import RunRecorder
+from fedmf_app.federated.secure_aggregation import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.imk.client_updates import multiplier_step
 from fedmf_app.methods.imk.options import imk_params
@@ -78,6 +85,17 @@ class FMVCIMKStrategy(ViewFederationStrategy):
     """
 
     progress_keys = ("objective", "consensus", "acc")
+    checkpoint_attrs = (
+        "num_clusters",
+        "k",
+        "h",
+        "laplacian",
+        "phis",
+        "h_locals",
+        "truth",
+        "setup",
+        "converged_round",
+    )
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)
@@ -113,7 +131,9 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         self.k = self.num_clusters
         started = time.perf_counter()
         config: dict[str, Scalar] = {"imk-stage": "setup", "num-clusters": self.k}
-        if self.cfg["imk.secure-sum"] == "masking":
+        if self.cfg["imk.secure-sum"] == "masking" and self.cfg["secure-aggregation"]:
+            pass  # the clients mask with the run's pair keys, agreed before this
+        elif self.cfg["imk.secure-sum"] == "masking":
             keys = self._parallel(lambda p: self._properties_stage(p, {"imk-stage": "keys"}))
             config.update({f"public-key-{i}": bytes(info["public-key"]) for i, info in enumerate(keys)})
             config["mask-context"] = os.urandom(16)
@@ -150,6 +170,11 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         log(INFO, "fmvc-imk setup: %s", self.setup)
         return [self.h]
 
+    def after_restore(self) -> None:
+        """Resume: rebuild the solver of (20) from the restored Laplacian."""
+        m = len(self.client_info)
+        self.solver = ServerSolver(self.laplacian, m, self.params, self.cfg["imk.server-solver"])
+
     # ---------------------------------------------------------------------------------- rounds
     def configure_fit(
         self, server_round: int, parameters: Parameters, client_manager: ClientManager
@@ -163,22 +188,26 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         self, server_round: int, replies: list[ClientReply]
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
         """Multiplier copies, (20), objective, scores and the stopping rule."""
-        h_locals = [r.arrays[0] for r in replies]
-        if server_round > 1:
-            self.phis = [
-                multiplier_step(phi, hl, self.h, self.params.rho) for phi, hl in zip(self.phis, self.h_locals)
-            ]
-        self.h = self.solver.update(self.phis, h_locals, self.h)
-        self.h_locals = h_locals
-        record: dict[str, Any] = objective(
-            [float(r.metrics["residual"]) for r in replies],
-            [float(r.metrics["ortho"]) for r in replies],
-            self.h,
-            self.laplacian,
-            self.params,
-        )
-        record["consensus"] = float(np.sqrt(sum(np.sum((hl - self.h) ** 2) for hl in h_locals)))
-        record["alpha"] = [float(r.metrics["alpha"]) for r in replies]
+        if self.cfg["secure-aggregation"]:
+            record = self._aggregate_sums(server_round, replies)
+        else:
+            h_locals = [r.arrays[0] for r in replies]
+            if server_round > 1:
+                self.phis = [
+                    multiplier_step(phi, hl, self.h, self.params.rho)
+                    for phi, hl in zip(self.phis, self.h_locals)
+                ]
+            self.h = self.solver.update(self.phis, h_locals, self.h)
+            self.h_locals = h_locals
+            record = objective(
+                [float(r.metrics["residual"]) for r in replies],
+                [float(r.metrics["ortho"]) for r in replies],
+                self.h,
+                self.laplacian,
+                self.params,
+            )
+            record["consensus"] = float(np.sqrt(sum(np.sum((hl - self.h) ** 2) for hl in h_locals)))
+            record["alpha"] = [float(r.metrics["alpha"]) for r in replies]
         if self.truth is not None:
             record.update(self._scores(self._labels(server_round)))
         previous = self.recorder.data["rounds"][-1]["objective"] if self.recorder.data["rounds"] else None
@@ -188,6 +217,33 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             self.num_rounds = server_round  # the base class finishes the run after this round
             log(INFO, "fmvc-imk: converged in round %d (relative change <= %g)", server_round, tol)
         return [self.h], record
+
+    def _aggregate_sums(self, server_round: int, replies: list[ClientReply]) -> dict[str, Any]:
+        """Secure aggregation: the same update from the sums only.
+
+        (20) needs :math:`\\sum_m(\\Phi^{(m)} + \rho H^{(m)})`, and the multiplier steps sum to
+        :math:`\\sum_m\\Phi^{(m)} \\mathrel{+}= \rho(\\sum_m H^{(m)} - MH)`; the consensus gap is
+        :math:`\\sum_m\\|H^{(m)}\\|^2 - 2\\langle\\sum_m H^{(m)}, H\rangle + M\\|H\\|^2`.
+        """
+        started = time.perf_counter()
+        m = len(replies)
+        h_sum, scalars = summed_arrays(
+            [r.arrays[0] for r in replies], [self.h.shape, (3,)], self.cfg["secure-aggregation-frac-bits"]
+        )
+        if server_round == 1:
+            self.phis = [np.zeros_like(self.h)]
+        else:
+            self.phis = [multiplier_step(self.phis[0], self.h_locals[0], m * self.h, self.params.rho)]
+        self.h = self.solver.update(self.phis, [h_sum], self.h)
+        self.h_locals = [h_sum]
+        record: dict[str, Any] = objective(
+            [float(scalars[0])], [float(scalars[1])], self.h, self.laplacian, self.params
+        )
+        gap = float(scalars[2]) - 2.0 * float(np.sum(h_sum * self.h)) + m * float(np.sum(self.h**2))
+        record["consensus"] = float(np.sqrt(max(gap, 0.0)))
+        record["secagg_server_s"] = time.perf_counter() - started
+        record["secagg_client_s_max"] = max(float(r.metrics["secagg_s"]) for r in replies)
+        return record
 
     def _labels(self, server_round: int) -> np.ndarray:
         return extract_labels(self.h, self.cfg["imk.labels"], label_rng(self.cfg["seed"], server_round))

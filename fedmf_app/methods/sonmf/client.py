@@ -30,6 +30,7 @@ from flwr.common import NDArrays, Scalar
 from fedmf_app.common.clustering import kmeans_basis
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.federated.client import ViewClient, load_state, save_state
+from fedmf_app.federated.secure_aggregation import masked_upload
 from fedmf_app.methods.sonmf.adapted_updates import (
     fedmavg_local_round,
     fedmavg_local_steps,
@@ -118,11 +119,14 @@ class SparseONMFClient(ViewClient):
         Returns
         -------
         arrays : list of ndarray (r, n)
-            The method's upload and, with diagnostics, :math:`\\nabla_V f_p(U_p^{s,0}, V^s)`.
+            The method's upload and, with diagnostics, :math:`\\nabla_V f_p(U_p^{s,0}, V^s)`; with
+            ``secure-aggregation = true`` one masked uint64 vector holding both and the two
+            diagnostic scalars (:func:`~fedmf_app.federated.secure_aggregation.masked_upload`).
         num_examples : int
             Samples n.
         metrics : dict
-            ``partition-id``, ``kernel_s``; with diagnostics ``loss`` and ``basis_residual``.
+            ``partition-id``, ``kernel_s``; with diagnostics ``loss`` and ``basis_residual`` (in the
+            masked vector instead with secure aggregation, which adds ``secagg_s``).
         """
         server_round = int(config["server-round"])
         state = load_state(self.context, self.state_name, server_round)
@@ -144,8 +148,23 @@ class SparseONMFClient(ViewClient):
             arrays.append(diag.grad)
             metrics.update(loss=diag.loss, basis_residual=diag.basis_residual)
         metrics["kernel_s"] = time.perf_counter() - started
+        if self.cfg["secure-aggregation"]:
+            arrays, metrics = self._mask(arrays, metrics, server_round)
         save_state(self.context, self.state_name, server_round, {"u": work.u, **work.state})
         return arrays, x.shape[1], metrics
+
+    def _mask(
+        self, arrays: NDArrays, metrics: dict[str, Scalar], server_round: int
+    ) -> tuple[NDArrays, dict[str, Scalar]]:
+        """Secure aggregation: the upload, the gradient and the two scalars as one masked vector
+        (the server needs only their means)."""
+        started = time.perf_counter()
+        summed = list(arrays)
+        if self.cfg["sonmf.diagnostics"]:
+            summed.append(np.array([metrics.pop("loss"), metrics.pop("basis_residual")]))
+        masked = masked_upload(self.context, self.cfg, self.partition_id, summed, server_round, "upload")
+        metrics["secagg_s"] = time.perf_counter() - started
+        return [masked], metrics
 
 
 class FedSONMFClient(SparseONMFClient):

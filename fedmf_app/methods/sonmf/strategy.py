@@ -38,6 +38,9 @@ state:
 Messages per round: down :math:`\\bar V^s` (``r x n``); up :math:`\\hat V_p^{s,\\tau}`
 (``r x n``), plus, with ``diagnostics = true``, :math:`\\nabla_V f_p(U_p^{s,0}, V^s)` (``r x n``)
 and two scalars, from which the server computes the objective and the stationarity residual.
+With ``secure-aggregation = true`` all of an upload travels as one masked vector and the server
+sees only the means (:mod:`fedmf_app.federated.secure_aggregation`); every update below depends
+on the uploads only through their mean.
 
 Ablation variants are run configs of this strategy: ``drift-correction = false`` (uncorrected
 local copies), ``local-steps = 1``, and ``v-update = "server"`` (clients upload their average
@@ -63,6 +66,7 @@ The math is in :mod:`fedmf_app.methods.sonmf.adapted_updates` and
 
 from __future__ import annotations
 
+import time
 from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +76,7 @@ from flwr.common import Scalar
 
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.federated.results import RunRecorder
+from fedmf_app.federated.secure_aggregation import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.sonmf.adapted_updates import fedmavg_server_step, fedvra_server_step
 from fedmf_app.methods.sonmf.clustering import cluster_columns
@@ -145,6 +150,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
     """
 
     progress_keys = ("residual", "residual_ratio", "normalized_residual", "objective")
+    checkpoint_attrs = ("num_clusters", "rank", "v", "_residuals")
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)
@@ -200,22 +206,45 @@ class SparseONMFStrategy(ViewFederationStrategy):
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
-        """Server update; with diagnostics, the objective and the residuals of round ``s``."""
-        update = self.server_update(server_round, [r.arrays[0] for r in replies])
+        """Server update; with diagnostics, the objective and the residuals of round ``s``.
+
+        With ``secure-aggregation = true`` the server sees only the sums: it updates from the
+        mean upload (every method's server update depends on the uploads only through their
+        mean) and takes the mean gradient and scalars from the decoded sum.
+        """
+        diagnostics = self.cfg["sonmf.diagnostics"]
         record: dict[str, Any] = {}
+        if self.cfg["secure-aggregation"]:
+            started = time.perf_counter()
+            m = len(replies)
+            shapes = [self.v.shape, self.v.shape, (2,)] if diagnostics else [self.v.shape]
+            sums = summed_arrays(
+                [r.arrays[0] for r in replies], shapes, self.cfg["secure-aggregation-frac-bits"]
+            )
+            uploads = [sums[0] / m]
+            if diagnostics:
+                mean_grad, loss, r_u = sums[1] / m, float(sums[2][0]) / m, float(sums[2][1]) / m
+            record.update(
+                secagg_server_s=time.perf_counter() - started,
+                secagg_client_s_max=max(float(r.metrics["secagg_s"]) for r in replies),
+            )
+        else:
+            uploads = [r.arrays[0] for r in replies]
+            if diagnostics:
+                mean_grad = np.mean([r.arrays[-1] for r in replies], axis=0)
+                r_u = float(np.mean([float(r.metrics["basis_residual"]) for r in replies]))
+                loss = float(np.mean([float(r.metrics["loss"]) for r in replies]))
+        update = self.server_update(server_round, uploads)
         if update.prox_step is not None:
             record["gradient_mapping"] = gradient_mapping(self.v, update.v_next, update.prox_step)
-        if self.cfg["sonmf.diagnostics"]:
-            mean_grad = np.mean([r.arrays[-1] for r in replies], axis=0)
+        if diagnostics:
             r_v_min = residual_v_min_norm(update.v_next, mean_grad, self.params.mu)
             if update.prox_input is None:
                 r_v = r_v_min
             else:
                 r_v = residual_v(update.prox_input, update.v_next, mean_grad, update.prox_step)
-            r_u = float(np.mean([float(r.metrics["basis_residual"]) for r in replies]))
             self._residuals.append(r_v + r_u)
             ratio, running = normalised_residuals(self._residuals, self.cfg["sonmf.residual-eps"])
-            loss = float(np.mean([float(r.metrics["loss"]) for r in replies]))
             record.update(
                 objective=loss + regulariser(self.v, self.params.mu),
                 residual=r_v + r_u,
@@ -297,6 +326,8 @@ class FedSONMFStrategy(SparseONMFStrategy):
     global_correction : ndarray, shape (r, n) or None
         :math:`(V^{s-1} - \\bar V^{s})/\\tilde\\eta` after the latest round (local copies only).
     """
+
+    checkpoint_attrs = (*SparseONMFStrategy.checkpoint_attrs, "v_bar", "v_prev", "global_correction")
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)

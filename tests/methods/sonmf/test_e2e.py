@@ -113,3 +113,27 @@ def test_compared_methods_and_variants_match_their_in_process_runs(superlink, tm
         np.testing.assert_allclose(
             [r[key] for r in result["rounds"]], [r[key] for r in reference.recorder.data["rounds"]], rtol=1e-9
         )
+
+
+def test_secure_aggregation_in_simulation_gives_the_in_process_numbers(superlink, tmp_path):
+    overrides = {
+        "num-clients": 3,
+        "num-server-rounds": 3,
+        "heterogeneity": 0.3,
+        "seed": 3,
+        "out-dir": str(tmp_path),
+        "run-name": "secure",
+        "secure-aggregation": True,
+    }
+    proc = superlink.run(ROOT, overrides, num_supernodes=3, timeout=300)
+    result_path = tmp_path / "secure" / "result.json"
+    assert result_path.exists(), proc.stdout[-3000:]
+    result = json.loads(result_path.read_text())
+    assert result["status"] == "completed", result["error"]
+    assert "secure aggregation: keys agreed" in proc.stdout
+    strategy, _ = run_federation(tmp_path / "in-process", validate_run_config(overrides))
+    np.testing.assert_allclose(
+        [r["residual"] for r in result["rounds"]],
+        [r["residual"] for r in strategy.recorder.data["rounds"]],
+        rtol=1e-12,
+    )

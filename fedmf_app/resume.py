@@ -1,0 +1,108 @@
+"""``python -m fedmf_app.resume RUN_FOLDER``: continue an interrupted run from its last finished round.
+
+A run whose ServerApp or SuperLink died keeps, in its run folder, ``result.json`` (the rounds it
+finished) and ``checkpoint.pkl`` (the server's state after the last of them); its clients keep
+their state in their state folder (node config ``state-dir``, or run config ``client-state-dir``
+in simulation), which must be set in the original run. This command runs the app again with the
+run's own run config plus ``resume-from = RUN_FOLDER``: the ServerApp restores its state, the
+clients read theirs, and the run continues with round ``s + 1``, ending with the numbers an
+uninterrupted run of the same seed gives (the tests check it).
+
+* default: on Flower's simulation engine (a private SuperLink, ``num-clients`` simulated
+  SuperNodes);
+* ``--deployment --workdir W``: on the local loopback federation of
+  :mod:`fedmf_app.deployment.federation`, restarted on the same working folder ``W`` (so every
+  SuperNode finds its state);
+* on your own federation: ``flwr run . <federation> --run-config "<the run's config>
+  resume-from='RUN_FOLDER'"`` with the SuperNodes started with their ``state-dir``.
+
+The exit code is 0 only if the run then completed (``flwr run`` alone exits 0 either way).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from logging import ERROR, INFO
+from pathlib import Path
+from typing import Any
+
+from flwr.common.logger import log
+
+from fedmf_app.federated.checkpoint import load_checkpoint
+from fedmf_app.federated.results import load_result, run_status
+
+__all__ = ["main", "resume_run_config"]
+
+
+def resume_run_config(run_dir: str | Path) -> dict[str, Any]:
+    """The run config that continues the run in ``run_dir``.
+
+    Parameters
+    ----------
+    run_dir : str or Path
+
+    Returns
+    -------
+    dict
+        The run's own run config with ``resume-from`` set to the folder.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        When the folder has no ``result.json`` or no checkpoint.
+    """
+    folder = Path(run_dir).expanduser().resolve()
+    config = dict(load_result(folder)["config"])
+    load_checkpoint(folder)  # fails early, naming the file, when there is none
+    config["resume-from"] = str(folder)
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line; returns the exit code (0: the run completed)."""
+    parser = argparse.ArgumentParser(prog="python -m fedmf_app.resume", description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", help="the interrupted run's folder (holds result.json, checkpoint.pkl)")
+    parser.add_argument("--app-dir", default=".", help="the app folder (default: .)")
+    parser.add_argument("--deployment", action="store_true", help="on the local loopback federation")
+    parser.add_argument(
+        "--workdir", default=None, help="with --deployment: the original federation's --workdir"
+    )
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds before the run is stopped")
+    args = parser.parse_args(argv)
+    try:
+        run_config = resume_run_config(args.run_dir)
+    except (OSError, ValueError, KeyError) as exc:
+        log(ERROR, "cannot resume %s: %s", args.run_dir, exc)
+        return 2
+    if load_result(args.run_dir)["status"] == "completed":
+        log(INFO, "%s already completed; nothing to resume", args.run_dir)
+        return 0
+    m = int(run_config["num-clients"])
+    if args.deployment:
+        from fedmf_app.deployment.federation import LocalFederation
+
+        if args.workdir is None:
+            log(
+                ERROR,
+                "--deployment needs --workdir: the original federation's folder (the SuperNodes' state)",
+            )
+            return 2
+        with LocalFederation(args.workdir, m, args.app_dir) as federation:
+            outcome = federation.run(run_config, timeout=args.timeout, echo=sys.stdout)
+        log(INFO, "logs: %s", args.workdir)
+        if outcome.error:
+            log(ERROR, "%s", outcome.error)
+    else:
+        from fedmf_app.deployment.superlink import LocalSuperLink
+
+        with tempfile.TemporaryDirectory(prefix="fedmf-resume-") as home, LocalSuperLink(home) as link:
+            link.run(args.app_dir, run_config, num_supernodes=m, timeout=args.timeout, echo=sys.stdout)
+    code, line = run_status(args.run_dir)
+    log(INFO if code == 0 else ERROR, "%s", line)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

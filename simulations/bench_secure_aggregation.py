@@ -1,0 +1,205 @@
+"""Benchmark: the cost of secure aggregation per method, and its effect on the numbers.
+
+Runs each method twice in this process (the real Strategy and NumPyClients, messages passed as
+Flower's ``Parameters``, no engine: what is timed is the methods' and the masking's work), with
+``secure-aggregation`` off and on (with signed keys), and reports per round the median wall time,
+the clients' masking time (max over clients), the server's decoding time and the bytes each
+client uploads (the serialised arrays), plus the key agreement, the final residual or objective
+and the clustering scores. Prints a Markdown table and writes it with the raw numbers as JSON.
+
+Usage::
+
+    python -m simulations.bench_secure_aggregation --case small --out results/bench_secagg
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from flwr.common import (
+    Code,
+    Context,
+    EvaluateIns,
+    EvaluateRes,
+    FitRes,
+    GetPropertiesRes,
+    Parameters,
+    RecordDict,
+    Status,
+    ndarrays_to_parameters,
+    parameters_to_ndarrays,
+)
+from flwr.server import SimpleClientManager
+from flwr.server.client_proxy import ClientProxy
+
+from fedmf_app.data import load_client_view
+from fedmf_app.deployment.certificates import make_supernode_keys
+from fedmf_app.federated.results import RunRecorder
+from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import client_class, strategy_class
+
+log = logging.getLogger("bench_secure_aggregation")
+
+#: Small cases: (label, run config) per method.
+CASES: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "small": [
+        (f"{a}, synthetic m=10 n=200", {"algorithm": a, "num-server-rounds": 20})
+        for a in ("fedsonmf", "fedmavg", "fedmgs", "fedvra-u")
+    ]
+    + [
+        (
+            "fmvc-imk, hw",
+            {
+                "algorithm": "fmvc-imk",
+                "dataset": "hw",
+                "num-clients": 6,
+                "num-server-rounds": 20,
+                "imk.tol": 0.0,
+            },
+        ),
+        (
+            "fmvc-iai, hw, eta=0.5",
+            {
+                "algorithm": "fmvc-iai",
+                "dataset": "hw",
+                "num-clients": 6,
+                "missing-rate": 0.5,
+                "num-server-rounds": 4,
+                "iai.ae-epochs": 20,
+                "iai.epochs": 5,
+            },
+        ),
+    ],
+    "floor": [
+        ("fedsonmf, synthetic m=10 n=200, 300 rounds", {"algorithm": "fedsonmf", "num-server-rounds": 300}),
+        (
+            "fedsonmf, hw, 20 rounds",
+            {"algorithm": "fedsonmf", "dataset": "hw", "num-clients": 6, "num-server-rounds": 20},
+        ),
+    ],
+}
+
+
+class _Proxy(ClientProxy):
+    """Hands every message to a NumPyClient, as a SuperNode would, through Flower's message types."""
+
+    def __init__(self, cid: str, client: Any) -> None:
+        super().__init__(cid)
+        self.client = client
+
+    def get_properties(self, ins, timeout, group_id):
+        return GetPropertiesRes(status=Status(Code.OK, ""), properties=self.client.get_properties(ins.config))
+
+    def fit(self, ins, timeout, group_id):
+        arrays, n, metrics = self.client.fit(parameters_to_ndarrays(ins.parameters), ins.config)
+        return FitRes(Status(Code.OK, ""), ndarrays_to_parameters(arrays), n, metrics)
+
+    def evaluate(self, ins, timeout, group_id):
+        loss, n, metrics = self.client.evaluate([], ins.config)
+        return EvaluateRes(Status(Code.OK, ""), loss, n, metrics)
+
+    def get_parameters(self, ins, timeout, group_id):
+        raise NotImplementedError
+
+    def reconnect(self, ins, timeout, group_id):
+        raise NotImplementedError
+
+
+def run_once(overrides: dict[str, Any], out: Path, name: str, keys: Path) -> dict[str, Any]:
+    """One in-process run; per-round costs and the final record."""
+    cfg = validate_run_config(overrides)
+    strategy = strategy_class(cfg["algorithm"])(cfg, RunRecorder(out, name, cfg))
+    manager = SimpleClientManager()
+    m = cfg["num-clients"]
+    for p in range(m):
+        node = {"partition-id": p, "num-partitions": m}
+        node.update({"signing-key": str(keys / f"supernode-{p}.key"), "peer-keys": str(keys)})
+        context = Context(run_id=1, node_id=100 + p, node_config=node, state=RecordDict(), run_config=cfg)
+        client = client_class(cfg["algorithm"])(context, cfg, p, m, load_client_view(cfg, p, node))
+        manager.register(_Proxy(f"node-{p}", client))
+    parameters = strategy.initialize_parameters(client_manager=manager)
+    rounds = []
+    for s in range(1, strategy.num_rounds + 1):
+        started = time.perf_counter()
+        instructions = strategy.configure_fit(server_round=s, parameters=parameters, client_manager=manager)
+        if not instructions:
+            break
+        results = [(proxy, proxy.fit(ins, None, s)) for proxy, ins in instructions]
+        up = max(sum(len(t) for t in res.parameters.tensors) for _, res in results)
+        parameters = strategy.aggregate_fit(server_round=s, results=results, failures=[])[0]
+        rounds.append({"wall_s": time.perf_counter() - started, "upload_bytes": up})
+        evaluate = strategy.configure_evaluate(server_round=s, parameters=parameters, client_manager=manager)
+        if evaluate:
+            empty = EvaluateIns(Parameters(tensors=[], tensor_type="numpy.ndarray"), {"server-round": s})
+            replies = [(proxy, proxy.evaluate(empty, None, s)) for proxy, _ in evaluate]
+            strategy.aggregate_evaluate(server_round=s, results=replies, failures=[])
+    data = strategy.recorder.data
+    records = data["rounds"]
+    last = records[-1]
+    out_row = {
+        "round_s": statistics.median(r["wall_s"] for r in rounds[1:] or rounds),
+        "upload_bytes_per_client": statistics.median(r["upload_bytes"] for r in rounds[1:] or rounds),
+        "client_mask_s": statistics.median(r.get("secagg_client_s_max", 0.0) for r in records),
+        "server_decode_s": statistics.median(r.get("secagg_server_s", 0.0) for r in records),
+        "key_agreement_s": strategy.key_agreement.get("key_agreement_s", 0.0),
+        "final": {k: v for k, v in (data.get("final") or {}).items() if k in ("acc", "nmi", "purity", "ari")},
+    }
+    for key in ("residual", "residual_ratio", "objective"):
+        if last.get(key) is not None:
+            out_row[key] = last[key]
+    if "residual" in last:
+        out_row["residual_min_over_rounds"] = min(r["residual"] for r in records)
+    return out_row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--case", choices=sorted(CASES), default="small")
+    parser.add_argument("--only", default="", help="run only the cases whose label contains this")
+    parser.add_argument("--out", default="results/bench_secagg")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="fedmf-secagg-") as tmp:
+        keys = Path(tmp) / "keys"
+        make_supernode_keys(keys, 10)
+        for label, overrides in CASES[args.case]:
+            if args.only and args.only not in label:
+                continue
+            for secure in (False, True):
+                cfg = {**overrides, "secure-aggregation": secure, "secure-aggregation-signed-keys": secure}
+                name = f"{overrides['algorithm']}-{'secure' if secure else 'plain'}-{len(rows)}"
+                row = {"case": label, "secure": secure, **run_once(cfg, out, name, keys)}
+                log.info("%s", json.dumps(row))
+                rows.append(row)
+    lines = [
+        "| case | secure aggregation | round, median (s) | client masking, max (s) | server decoding (s) | "
+        "upload per client (bytes) | key agreement (s) | final residual / objective | scores |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        final = r.get("residual", r.get("objective"))
+        scores = ", ".join(f"{k} {v:.4f}" for k, v in r["final"].items())
+        lines.append(
+            f"| {r['case']} | {'on' if r['secure'] else 'off'} | {r['round_s']:.3f} | "
+            f"{r['client_mask_s']:.4f} | "
+            f"{r['server_decode_s']:.4f} | {r['upload_bytes_per_client']:.0f} | {r['key_agreement_s']:.3f} | "
+            f"{'' if final is None else f'{final:.6e}'} | {scores} |"
+        )
+    table = "\n".join(lines)
+    log.info("%s", table)
+    (out / f"{args.case}.md").write_text(table + "\n")
+    (out / f"{args.case}.json").write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

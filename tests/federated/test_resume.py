@@ -1,0 +1,123 @@
+"""Resume: a run interrupted after round s, continued from its run folder, ends with the numbers of an
+uninterrupted run (server checkpoint + clients' state on disk; driven in process, no Ray)."""
+
+import json
+
+import pytest
+from flwr.common import Context
+from flwr.server import SimpleClientManager
+
+from fedmf_app.data import load_client_view
+from fedmf_app.federated.client import ClientStateError
+from fedmf_app.federated.results import RunRecorder
+from fedmf_app.options.run_config import ConfigError, validate_run_config
+from fedmf_app.registry import client_class, strategy_class
+from fedmf_app.server_app import server_fn
+
+from fakes import ClientProxyToNumPy, client_context, run_evaluate_round
+from iai_data import SMALL as IAI_SMALL
+from imk_data import BASE as IMK_BASE
+
+SONMF = {"num-clients": 3, "num-samples": 40, "heterogeneity": 0.6, "sonmf.local-steps": 3, "seed": 5}
+CASES = {
+    "fedsonmf": ({**SONMF, "num-server-rounds": 6}, 3),
+    "fedvra-u": ({**SONMF, "algorithm": "fedvra-u", "num-server-rounds": 6}, 2),
+    "fedsonmf-secure": ({**SONMF, "num-server-rounds": 5, "secure-aggregation": True}, 2),
+    "fmvc-imk": ({**IMK_BASE, "num-server-rounds": 6}, 3),
+    "fmvc-iai": ({**IAI_SMALL, "num-server-rounds": 4}, 2),
+}
+
+
+def _federation(cfg, strategy):
+    manager, clients = SimpleClientManager(), {}
+    m = cfg["num-clients"]
+    for p in reversed(range(m)):
+        context = client_context(cfg, p, m)  # a fresh context: a restarted SuperNode
+        client = client_class(cfg["algorithm"])(context, cfg, p, m, load_client_view(cfg, p))
+        manager.register(ClientProxyToNumPy(f"node-{p}", client))
+        clients[f"node-{p}"] = client
+    return manager, clients
+
+
+def _drive(strategy, cfg, flower_rounds, die_in_next_round=False):
+    """Flower's legacy Server loop for ``flower_rounds`` rounds (fit messages carry the round);
+    ``die_in_next_round``: then the clients run the next round and the server dies before it
+    aggregates (the clients' state is one round ahead of the server's)."""
+    manager, clients = _federation(cfg, strategy)
+    parameters = strategy.initialize_parameters(client_manager=manager)
+    for r in range(1, flower_rounds + 1):
+        instructions = strategy.configure_fit(server_round=r, parameters=parameters, client_manager=manager)
+        if instructions:
+            results = [(proxy, proxy.fit(ins, None, r)) for proxy, ins in instructions]
+            parameters = strategy.aggregate_fit(server_round=r, results=results, failures=[])[0]
+        run_evaluate_round(strategy, manager, clients, parameters, r)
+    if die_in_next_round:
+        r = flower_rounds + 1
+        for proxy, ins in strategy.configure_fit(
+            server_round=r, parameters=parameters, client_manager=manager
+        ):
+            proxy.fit(ins, None, r)
+
+
+def _strategy(cfg, out, name="run"):
+    return strategy_class(cfg["algorithm"])(cfg, RunRecorder(out, name, cfg))
+
+
+def _resumed(cfg, run_dir):
+    context = Context(
+        run_id=2, node_id=0, node_config={}, state=None, run_config={**cfg, "resume-from": str(run_dir)}
+    )
+    components = server_fn(context)
+    return components.server.strategy, components.config.num_rounds
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_resumed_run_ends_with_the_numbers_of_an_uninterrupted_run(tmp_path, case):
+    overrides, stop = CASES[case]
+    whole = validate_run_config(overrides)
+    reference = _strategy(whole, tmp_path / "whole")
+    _drive(reference, whole, whole["num-server-rounds"])
+    cfg = validate_run_config({**overrides, "client-state-dir": str(tmp_path / "state")})
+    first = _strategy(cfg, tmp_path / "out")
+    _drive(first, cfg, stop, die_in_next_round=True)  # ... then every SuperNode restarts
+    run_dir = tmp_path / "out" / "run"
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "running"
+    strategy, flower_rounds = _resumed(cfg, run_dir)
+    assert flower_rounds == cfg["num-server-rounds"] - stop
+    _drive(strategy, cfg, flower_rounds)
+    result = json.loads((run_dir / "result.json").read_text())
+    expected = reference.recorder.data
+    assert result["status"] == "completed" and result["resumed"] == [
+        {"after_round": stop, "status": "running"}
+    ]
+    assert [r["round"] for r in result["rounds"]] == [r["round"] for r in expected["rounds"]]
+    timing = {"wall_s", "elapsed_s", "server_s", "client_kernel_s_max", "client_kernel_s_sum"}
+    timing |= {"secagg_server_s", "secagg_client_s_max"}
+    for got, want in zip(result["rounds"], expected["rounds"]):
+        assert {k: v for k, v in got.items() if k not in timing} == {
+            k: v for k, v in want.items() if k not in timing
+        }
+    assert result["final"] == json.loads(json.dumps(expected["final"]))
+
+
+def test_resume_refuses_a_changed_config_a_finished_run_and_a_missing_checkpoint(tmp_path):
+    cfg = validate_run_config({**SONMF, "num-server-rounds": 2, "client-state-dir": str(tmp_path / "s")})
+    first = _strategy(cfg, tmp_path)
+    _drive(first, cfg, 1)
+    with pytest.raises(ConfigError, match=r"differs from the run's: seed = 6 \(the run had 5\)"):
+        _resumed({**cfg, "seed": 6}, tmp_path / "run")
+    with pytest.raises(ConfigError, match="no checkpoint"):
+        _resumed(cfg, tmp_path / "elsewhere")
+    strategy, rounds = _resumed(cfg, tmp_path / "run")
+    _drive(strategy, cfg, rounds)
+    with pytest.raises(ConfigError, match="finished all 2 rounds; nothing to resume"):
+        _resumed(cfg, tmp_path / "run")
+
+
+def test_without_a_state_folder_a_restarted_client_still_refuses_to_continue(tmp_path):
+    cfg = validate_run_config({**SONMF, "num-server-rounds": 3})
+    first = _strategy(cfg, tmp_path)
+    _drive(first, cfg, 1)
+    strategy, rounds = _resumed(cfg, tmp_path / "run")
+    with pytest.raises(ClientStateError, match="asked for round 2 but its stored state is from round 0"):
+        _drive(strategy, cfg, rounds)

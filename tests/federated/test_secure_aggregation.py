@@ -1,0 +1,319 @@
+"""Secure aggregation through the real Strategies and NumPyClients (no Ray): what the server receives,
+the key-substitution attack, replays, and the same numbers as without it."""
+
+import numpy as np
+import pytest
+from flwr.common import GetPropertiesIns
+from flwr.server import SimpleClientManager
+from scipy import stats
+
+from fedmf_app.common.graphs import knn_similarity
+from fedmf_app.common.secure_agg import decode_fixed, message_key, sum_words, word_stream
+from fedmf_app.common.secure_sum import (
+    derive_pair_key,
+    encode_upper,
+    generate_private_key,
+    mask_stream,
+    public_key_bytes,
+)
+from fedmf_app.data import load_client_view
+from fedmf_app.deployment.certificates import make_supernode_keys
+from fedmf_app.federated.results import RunRecorder
+from fedmf_app.federated.secure_aggregation import SecureAggregationError, masked_upload
+from fedmf_app.federated.strategy import FederationError, ViewFederationStrategy
+from fedmf_app.methods.imk.client_updates import preprocess_view
+from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
+from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import client_class, strategy_class
+
+from fakes import ClientProxyToNumPy, client_context, run_federation, run_round
+from imk_data import BASE as IMK_BASE
+
+SONMF = {
+    "num-clients": 3,
+    "num-samples": 40,
+    "num-server-rounds": 3,
+    "heterogeneity": 0.6,
+    "sonmf.local-steps": 3,
+    "seed": 5,
+    "connect-timeout-s": 0.2,
+}
+
+
+def _spy_uploads(monkeypatch):
+    """What the server receives, per round and partition."""
+    seen = {}
+    original = ViewFederationStrategy._decode
+
+    def spy(self, server_round, results, failures):
+        replies = original(self, server_round, results, failures)
+        seen[server_round] = [[a.copy() for a in r.arrays] for r in replies]
+        return replies
+
+    monkeypatch.setattr(ViewFederationStrategy, "_decode", spy)
+    return seen
+
+
+def _signed_node_configs(tmp_path, m):
+    make_supernode_keys(tmp_path / "keys", m)
+    return {
+        p: {"signing-key": str(tmp_path / "keys" / f"supernode-{p}.key"), "peer-keys": str(tmp_path / "keys")}
+        for p in range(m)
+    }
+
+
+@pytest.mark.parametrize("algorithm", ["fedsonmf", "fedmavg", "fedmgs", "fedvra-u"])
+def test_the_server_cannot_tell_the_sonmf_uploads_apart_and_only_their_sum_decodes(
+    tmp_path, monkeypatch, algorithm
+):
+    seen = _spy_uploads(monkeypatch)
+    plain_cfg = validate_run_config({**SONMF, "algorithm": algorithm})
+    plain, _ = run_federation(tmp_path / "plain", plain_cfg)
+    plain_uploads = seen.pop(1)
+    cfg = validate_run_config({**SONMF, "algorithm": algorithm, "secure-aggregation": True})
+    secure, _ = run_federation(tmp_path / "secure", cfg, node_configs=_signed_node_configs(tmp_path, 3))
+    assert secure.recorder.data["status"] == "completed"
+    # round 1 starts from the same V^1 and U_p^1: the clients' true values are the plain uploads
+    truth = [np.concatenate([*(a.ravel() for a in arrays)]) for arrays in plain_uploads]
+    r, n = plain.v.shape
+    uploads = [arrays for arrays in seen[1]]
+    assert all(len(a) == 1 and a[0].dtype == np.uint64 and a[0].shape == (2 * r * n + 2,) for a in uploads)
+    words = [a[0] for a in uploads]
+    top = [(w >> np.uint64(56)).astype(np.int64) for w in words]
+    assert stats.ks_2samp(top[0], top[1]).pvalue > 1e-4  # indistinguishable by their bytes
+    for w, x in zip(words, truth):
+        assert np.median(np.abs(decode_fixed(w, 36)[: x.size] - x)) > 1e6  # one alone: garbage
+    total = decode_fixed(sum_words(words), 36)
+    np.testing.assert_allclose(total[: 2 * r * n], np.sum(truth, axis=0), rtol=0, atol=3 * 2.0**-36)
+    # the secure run's numbers are the plain run's up to the fixed point
+    for key in ("residual", "objective"):
+        np.testing.assert_allclose(
+            [x[key] for x in secure.recorder.data["rounds"]],
+            [x[key] for x in plain.recorder.data["rounds"]],
+            rtol=1e-8,
+        )
+    assert secure.recorder.data["final"]["labels"] == plain.recorder.data["final"]["labels"]
+
+
+def test_switch_off_leaves_the_plain_messages(tmp_path, monkeypatch):
+    seen = _spy_uploads(monkeypatch)
+    cfg = validate_run_config(SONMF)
+    assert cfg["secure-aggregation"] is False
+    run_federation(tmp_path, cfg)
+    assert all(a.dtype == np.float64 for arrays in seen[1] for a in arrays)
+
+
+def _imk_federation(tmp_path, cfg, proxy_for=None, node_configs=None):
+    strategy = strategy_class("fmvc-imk")(cfg, RunRecorder(tmp_path, "run", cfg))
+    manager = SimpleClientManager()
+    clients = {}
+    for p in range(cfg["num-clients"]):
+        context = client_context(cfg, p, cfg["num-clients"], (node_configs or {}).get(p))
+        client = client_class("fmvc-imk")(context, cfg, p, cfg["num-clients"], load_client_view(cfg, p))
+        proxy_class = (proxy_for or {}).get(p, ClientProxyToNumPy)
+        manager.register(proxy_class(f"node-{p}", client))
+        clients[f"node-{p}"] = client
+    return strategy, manager, clients
+
+
+def _graph(cfg, p):
+    x = preprocess_view(load_client_view(cfg, p).features, cfg["imk.standardise"], cfg["imk.unit-norm"])
+    return encode_upper(knn_similarity(x, cfg["imk.neighbours"]), cfg["imk.mask-frac-bits"])
+
+
+def test_key_substitution_recovers_a_graph_under_imks_own_unsigned_keys(tmp_path, monkeypatch):
+    """The attack that works without signed keys: the server hands partition 0 its own keys in
+    place of the peers' and removes partition 0's masks."""
+    cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1})
+    attacker = [generate_private_key() for _ in range(cfg["num-clients"])]
+    captured = {}
+    original = FMVCIMKStrategy._fit_stage
+
+    def malicious(self, proxy, config):
+        if proxy.cid == "node-0":
+            config = {**config, **{f"public-key-{j}": public_key_bytes(attacker[j]) for j in (1, 2)}}
+            captured["context"] = bytes(config["mask-context"])
+            captured["victim"] = bytes(config["public-key-0"])
+        arrays, metrics = original(self, proxy, config)
+        if proxy.cid == "node-0":
+            captured["upload"] = arrays[0].copy()
+        return arrays, metrics
+
+    monkeypatch.setattr(FMVCIMKStrategy, "_fit_stage", malicious)
+    strategy, manager, _ = _imk_federation(tmp_path, cfg)
+    strategy.initialize_parameters(client_manager=manager)
+    recovered = captured["upload"].copy()
+    for j in (1, 2):  # partition 0 added the streams of its higher peers: subtract them
+        key = derive_pair_key(attacker[j], captured["victim"], captured["context"])
+        recovered -= mask_stream(key, recovered.size)
+    np.testing.assert_array_equal(recovered, _graph(cfg, 0))
+
+
+class _SubstitutingProxy(ClientProxyToNumPy):
+    """A server that relays its own key-agreement keys to this client in place of the peers'."""
+
+    attacker = {j: generate_private_key() for j in (1, 2)}
+    signatures: dict = {}
+
+    def get_properties(self, ins, timeout, group_id):
+        config = dict(ins.config)
+        if config.get("secagg-stage") == "peers":
+            for j, key in self.attacker.items():
+                config[f"secagg-public-key-{j}"] = public_key_bytes(key)
+                if j in self.signatures:
+                    config[f"secagg-signature-{j}"] = self.signatures[j]
+            _SubstitutingProxy.relayed = config
+        return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
+
+
+def test_key_substitution_also_works_on_unsigned_service_keys(tmp_path):
+    cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1, "secure-aggregation": True})
+    strategy, manager, clients = _imk_federation(tmp_path, cfg, {0: _SubstitutingProxy})
+    strategy.initialize_parameters(client_manager=manager)  # nothing stops the run
+    relayed = _SubstitutingProxy.relayed
+    victim = clients["node-0"]
+    upload = masked_upload(victim.context, cfg, 0, [np.arange(4.0)], 7, "probe")
+    recovered = upload.copy()
+    salt = b"fedmf-secagg|%d|" % victim.context.run_id + bytes(relayed["secagg-context"])
+    for key in _SubstitutingProxy.attacker.values():
+        pair = derive_pair_key(key, bytes(relayed["secagg-public-key-0"]), salt)
+        recovered -= word_stream(message_key(pair, 7, "probe"), upload.size)
+    np.testing.assert_allclose(decode_fixed(recovered, 36), np.arange(4.0), atol=2.0**-36)
+
+
+def test_signed_keys_stop_the_key_substitution_before_round_one_naming_the_node(tmp_path):
+    cfg = validate_run_config(
+        {**IMK_BASE, "secure-aggregation": True, "secure-aggregation-signed-keys": True}
+    )
+    nodes = _signed_node_configs(tmp_path, 3)
+    strategy, manager, _ = _imk_federation(tmp_path, cfg, {0: _SubstitutingProxy}, nodes)
+    with pytest.raises(FederationError) as err:
+        strategy.initialize_parameters(client_manager=manager)
+    message = str(err.value)
+    assert "SuperNode node-0 (partition 0)" in message
+    assert "relayed for partition 1 is not signed by partition 1's long-term key" in message
+    assert not (tmp_path / "run").exists()  # before round 1: no run folder
+
+
+def test_a_key_replayed_from_another_run_is_refused(tmp_path):
+    cfg = validate_run_config(
+        {**IMK_BASE, "secure-aggregation": True, "secure-aggregation-signed-keys": True}
+    )
+    nodes = _signed_node_configs(tmp_path, 3)
+    # run A: record partition 1's signed key
+    earlier = client_class("fmvc-imk")(
+        client_context(cfg, 1, 3, nodes[1]), cfg, 1, 3, load_client_view(cfg, 1)
+    )
+    earlier.context.run_id = 99
+    old = earlier.get_properties({"secagg-stage": "keys"})
+
+    class Replaying(ClientProxyToNumPy):
+        """Run B's server relays run A's key of partition 1, with its valid (run A) signature."""
+
+        def get_properties(self, ins, timeout, group_id):
+            config = dict(ins.config)
+            if config.get("secagg-stage") == "peers":
+                config["secagg-public-key-1"] = old["secagg-public-key"]
+                config["secagg-signature-1"] = old["secagg-signature"]
+            return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
+
+    strategy, manager, _ = _imk_federation(tmp_path, cfg, {0: Replaying}, nodes)
+    with pytest.raises(FederationError, match="partition 0.*relayed for partition 1 is not signed"):
+        strategy.initialize_parameters(client_manager=manager)
+
+
+def test_a_client_draws_one_key_per_run_and_masks_each_message_once(tmp_path):
+    cfg = validate_run_config({**SONMF, "secure-aggregation": True})
+    strategy, _ = run_federation(tmp_path, cfg)
+    client = client_class("fedsonmf")(client_context(cfg, 0, 3), cfg, 0, 3, load_client_view(cfg, 0))
+    first = client.get_properties({"secagg-stage": "keys"})
+    with pytest.raises(SecureAggregationError, match="second key-agreement key"):
+        client.get_properties({"secagg-stage": "keys"})
+    other = [public_key_bytes(generate_private_key()) for _ in range(2)]
+    peers = {
+        "secagg-stage": "peers",
+        "secagg-context": b"c",
+        "secagg-public-key-0": first["secagg-public-key"],
+        "secagg-public-key-1": other[0],
+        "secagg-public-key-2": other[1],
+    }
+    with pytest.raises(SecureAggregationError, match="not the key it sent"):
+        client.get_properties({**peers, "secagg-public-key-0": other[0]})
+    with pytest.raises(SecureAggregationError, match="the same key-agreement key"):
+        client.get_properties({**peers, "secagg-public-key-2": other[0]})
+    assert client.get_properties(peers) == {"secagg-ready": 1}
+    with pytest.raises(SecureAggregationError, match="second time"):
+        client.get_properties(peers)
+    masked_upload(client.context, cfg, 0, [np.ones(3)], 1, "upload")
+    with pytest.raises(SecureAggregationError, match="a mask is used once"):
+        masked_upload(client.context, cfg, 0, [np.zeros(3)], 1, "upload")
+
+
+def test_signed_keys_need_the_node_config_keys_naming_them(tmp_path):
+    cfg = validate_run_config({**SONMF, "secure-aggregation": True, "secure-aggregation-signed-keys": True})
+    with pytest.raises(FederationError, match="needs node config 'signing-key'"):
+        run_federation(tmp_path, cfg)
+
+
+def test_a_value_beyond_the_overflow_bound_fails_the_round_naming_the_partition(tmp_path):
+    cfg = validate_run_config({**SONMF, "secure-aggregation": True, "secure-aggregation-frac-bits": 56})
+    with pytest.raises(SecureAggregationError, match=r"partition \d, round 1 \(upload\).*overflow bound"):
+        run_federation(tmp_path, cfg)
+
+
+def test_imk_with_secure_aggregation_matches_the_plain_run(tmp_path, monkeypatch):
+    seen = _spy_uploads(monkeypatch)
+    runs = {}
+    for secure in (False, True):
+        cfg = validate_run_config({**IMK_BASE, "secure-aggregation": secure})
+        strategy, manager, clients = _imk_federation(tmp_path / str(secure), cfg)
+        parameters = strategy.initialize_parameters(client_manager=manager)
+        for s in range(1, cfg["num-server-rounds"] + 1):
+            parameters = run_round(strategy, manager, clients, parameters, s)
+        runs[secure] = (strategy, [seen[s] for s in sorted(seen)])
+        seen.clear()
+    plain, secure = runs[False][0], runs[True][0]
+    assert all(a[0].dtype == np.uint64 and len(a) == 1 for r in runs[True][1] for a in r)
+    for key in ("objective", "graph_term"):
+        np.testing.assert_allclose(
+            [r[key] for r in secure.recorder.data["rounds"]],
+            [r[key] for r in plain.recorder.data["rounds"]],
+            rtol=1e-9,
+        )
+    # the consensus gap comes from sums (cancellation): agreement to the fixed point's scale
+    np.testing.assert_allclose(
+        [r["consensus"] for r in secure.recorder.data["rounds"]],
+        [r["consensus"] for r in plain.recorder.data["rounds"]],
+        rtol=1e-3,
+    )
+    assert np.array_equal(secure.final_labels(), plain.final_labels())
+
+
+def test_imks_own_key_stage_and_setup_are_answered_once(tmp_path):
+    cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1})
+    strategy, manager, clients = _imk_federation(tmp_path, cfg)
+    strategy.initialize_parameters(client_manager=manager)
+    client = clients["node-0"]
+    with pytest.raises(SecureAggregationError, match="second fmvc-imk key"):
+        client.get_properties({"imk-stage": "keys"})
+    with pytest.raises(SecureAggregationError, match="second setup"):
+        client.fit([], {"imk-stage": "setup", "num-clusters": 3})
+
+
+def test_iai_sends_the_prototype_distances_masked_and_keeps_its_numbers(tmp_path, monkeypatch):
+    from iai_data import SMALL
+
+    seen = _spy_uploads(monkeypatch)
+    finals = {}
+    for secure in (False, True):
+        cfg = validate_run_config({**SMALL, "out-dir": str(tmp_path), "secure-aggregation": secure})
+        strategy, _ = run_federation(tmp_path / str(secure), cfg)
+        finals[secure] = strategy.recorder.data
+        if secure:
+            n, k = 120, 3
+            for s in range(2, cfg["num-server-rounds"] + 1):
+                assert all(a[0].dtype == np.uint64 and a[0].shape == (n * k + 3,) for a in seen[s])
+    assert finals[True]["final"]["labels"] == finals[False]["final"]["labels"]
+    for got, want in zip(finals[True]["rounds"][1:], finals[False]["rounds"][1:]):
+        assert got["label_change"] == want["label_change"]
+        np.testing.assert_allclose(got["loss_clustering"], want["loss_clustering"], rtol=1e-9)
