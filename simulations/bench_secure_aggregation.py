@@ -19,31 +19,11 @@ import json
 import logging
 import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from flwr.common import (
-    Code,
-    Context,
-    EvaluateIns,
-    EvaluateRes,
-    FitRes,
-    GetPropertiesRes,
-    Parameters,
-    RecordDict,
-    Status,
-    ndarrays_to_parameters,
-    parameters_to_ndarrays,
-)
-from flwr.server import SimpleClientManager
-from flwr.server.client_proxy import ClientProxy
-
-from fedmf_app.data import load_client_view
 from fedmf_app.deployment.certificates import make_supernode_keys
-from fedmf_app.federated.results import RunRecorder
-from fedmf_app.options.run_config import validate_run_config
-from fedmf_app.registry import client_class, strategy_class
+from simulations.in_process import run_in_process
 
 log = logging.getLogger("bench_secure_aggregation")
 
@@ -87,65 +67,24 @@ CASES: dict[str, list[tuple[str, dict[str, Any]]]] = {
 }
 
 
-class _Proxy(ClientProxy):
-    """Hands every message to a NumPyClient, as a SuperNode would, through Flower's message types."""
-
-    def __init__(self, cid: str, client: Any) -> None:
-        super().__init__(cid)
-        self.client = client
-
-    def get_properties(self, ins, timeout, group_id):
-        return GetPropertiesRes(status=Status(Code.OK, ""), properties=self.client.get_properties(ins.config))
-
-    def fit(self, ins, timeout, group_id):
-        arrays, n, metrics = self.client.fit(parameters_to_ndarrays(ins.parameters), ins.config)
-        return FitRes(Status(Code.OK, ""), ndarrays_to_parameters(arrays), n, metrics)
-
-    def evaluate(self, ins, timeout, group_id):
-        loss, n, metrics = self.client.evaluate([], ins.config)
-        return EvaluateRes(Status(Code.OK, ""), loss, n, metrics)
-
-    def get_parameters(self, ins, timeout, group_id):
-        raise NotImplementedError
-
-    def reconnect(self, ins, timeout, group_id):
-        raise NotImplementedError
-
-
 def run_once(overrides: dict[str, Any], out: Path, name: str, keys: Path) -> dict[str, Any]:
-    """One in-process run; per-round costs and the final record."""
-    cfg = validate_run_config(overrides)
-    strategy = strategy_class(cfg["algorithm"])(cfg, RunRecorder(out, name, cfg))
-    manager = SimpleClientManager()
-    m = cfg["num-clients"]
-    for p in range(m):
-        node = {"partition-id": p, "num-partitions": m}
-        node.update({"signing-key": str(keys / f"supernode-{p}.key"), "peer-keys": str(keys)})
-        context = Context(run_id=1, node_id=100 + p, node_config=node, state=RecordDict(), run_config=cfg)
-        client = client_class(cfg["algorithm"])(context, cfg, p, m, load_client_view(cfg, p, node))
-        manager.register(_Proxy(f"node-{p}", client))
-    parameters = strategy.initialize_parameters(client_manager=manager)
-    rounds = []
-    for s in range(1, strategy.num_rounds + 1):
-        started = time.perf_counter()
-        instructions = strategy.configure_fit(server_round=s, parameters=parameters, client_manager=manager)
-        if not instructions:
-            break
-        results = [(proxy, proxy.fit(ins, None, s)) for proxy, ins in instructions]
-        up = max(sum(len(t) for t in res.parameters.tensors) for _, res in results)
-        parameters = strategy.aggregate_fit(server_round=s, results=results, failures=[])[0]
-        rounds.append({"wall_s": time.perf_counter() - started, "upload_bytes": up})
-        evaluate = strategy.configure_evaluate(server_round=s, parameters=parameters, client_manager=manager)
-        if evaluate:
-            empty = EvaluateIns(Parameters(tensors=[], tensor_type="numpy.ndarray"), {"server-round": s})
-            replies = [(proxy, proxy.evaluate(empty, None, s)) for proxy, _ in evaluate]
-            strategy.aggregate_evaluate(server_round=s, results=replies, failures=[])
+    """One in-process run (:func:`simulations.in_process.run_in_process`); per-round costs and the
+    final record."""
+    strategy = run_in_process(
+        overrides,
+        out,
+        name,
+        node_config=lambda p: {"signing-key": str(keys / f"supernode-{p}.key"), "peer-keys": str(keys)},
+    )
     data = strategy.recorder.data
     records = data["rounds"]
+    # each proxy's last len(records) uploads are the rounds' (before them: the set-up stages)
+    rounds = [proxy.upload_bytes[-len(records) :] for proxy in strategy.clients]
+    uploads = [max(sizes) for sizes in zip(*rounds, strict=True)]
     last = records[-1]
     out_row = {
-        "round_s": statistics.median(r["wall_s"] for r in rounds[1:] or rounds),
-        "upload_bytes_per_client": statistics.median(r["upload_bytes"] for r in rounds[1:] or rounds),
+        "round_s": statistics.median(r["wall_s"] for r in records[1:] or records),
+        "upload_bytes_per_client": statistics.median(uploads[1:] or uploads),
         "client_mask_s": statistics.median(r.get("secagg_client_s_max", 0.0) for r in records),
         "server_decode_s": statistics.median(r.get("secagg_server_s", 0.0) for r in records),
         "key_agreement_s": strategy.key_agreement.get("key_agreement_s", 0.0),

@@ -13,6 +13,7 @@ numbers of the same run under ``flwr run`` (the tests check this on every family
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,8 @@ class InProcessProxy(ClientProxy):
     def __init__(self, cid: str, client: Any) -> None:
         super().__init__(cid)
         self.client = client
+        #: Bytes of every fit reply's arrays, in order (one per round this client worked).
+        self.upload_bytes: list[int] = []
 
     def get_properties(self, ins, timeout, group_id):
         return GetPropertiesRes(status=Status(Code.OK, ""), properties=self.client.get_properties(ins.config))
@@ -53,11 +56,10 @@ class InProcessProxy(ClientProxy):
 
     def fit(self, ins, timeout, group_id):
         arrays, num_examples, metrics = self.client.fit(parameters_to_ndarrays(ins.parameters), ins.config)
+        parameters = ndarrays_to_parameters(arrays)
+        self.upload_bytes.append(sum(len(t) for t in parameters.tensors))
         return FitRes(
-            status=Status(Code.OK, ""),
-            parameters=ndarrays_to_parameters(arrays),
-            num_examples=num_examples,
-            metrics=metrics,
+            status=Status(Code.OK, ""), parameters=parameters, num_examples=num_examples, metrics=metrics
         )
 
     def evaluate(self, ins, timeout, group_id):
@@ -68,7 +70,12 @@ class InProcessProxy(ClientProxy):
         raise NotImplementedError
 
 
-def run_in_process(overrides: dict[str, Any], out_dir: str | Path, run_name: str = "run") -> Any:
+def run_in_process(
+    overrides: dict[str, Any],
+    out_dir: str | Path,
+    run_name: str = "run",
+    node_config: Callable[[int], dict[str, Any]] | None = None,
+) -> Any:
     """Run one job to the end and return its Strategy (``.recorder.data`` is the ``result.json``).
 
     Parameters
@@ -78,12 +85,16 @@ def run_in_process(overrides: dict[str, Any], out_dir: str | Path, run_name: str
     out_dir : str or Path
         Where the run folder (``result.json``, plots) is written.
     run_name : str
+    node_config : callable, optional
+        Partition -> node-config keys added to ``partition-id`` and ``num-partitions`` (e.g. a
+        node's ``signing-key``).
 
     Returns
     -------
     fedmf_app.federated.strategy.ViewFederationStrategy
         After the run: its ``recorder.data`` holds ``config``, ``rounds``, ``final``,
-        ``summary`` and ``status``, and its attributes the final state (e.g. ``v``).
+        ``summary`` and ``status``, its attributes the final state (e.g. ``v``), and its
+        ``clients`` the :class:`InProcessProxy` of every partition.
     """
     cfg = validate_run_config(overrides)
     strategy = strategy_class(cfg["algorithm"])(cfg, RunRecorder(Path(out_dir), run_name, cfg))
@@ -93,7 +104,7 @@ def run_in_process(overrides: dict[str, Any], out_dir: str | Path, run_name: str
         context = Context(
             run_id=1,
             node_id=100 + p,
-            node_config={"partition-id": p, "num-partitions": m},
+            node_config={"partition-id": p, "num-partitions": m, **(node_config(p) if node_config else {})},
             state=RecordDict(),
             run_config=cfg,
         )
