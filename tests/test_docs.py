@@ -18,7 +18,7 @@ SOURCES = sorted(
 )
 # a path inside the repository: a top-level folder, then names, then a file ending
 IN_REPO = re.compile(
-    r"(?<![\w./-])((?:fedmf_app|simulations|tests|conf|docs)/[\w./-]*\w\.(?:py|md|yaml|json|png|toml))"
+    r"(?<![\w./-])((?:fedmf_app|simulations|tests|conf|docs)/[\w./-]*\w\.(?:py|md|yaml|json|png|toml))(?!\w)"
 )
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
