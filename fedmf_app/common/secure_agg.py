@@ -37,7 +37,8 @@ import hashlib
 import hmac
 
 import numpy as np
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+from fedmf_app.common.secure_sum import add_pairwise_masks, mask_stream
 
 __all__ = [
     "FixedPointError",
@@ -51,7 +52,6 @@ __all__ = [
 ]
 
 #: Words per keystream chunk (16 MiB of uint64).
-_CHUNK = 1 << 21
 
 
 class FixedPointError(ValueError):
@@ -164,11 +164,7 @@ def word_stream(key: bytes, size: int, start: int = 0) -> np.ndarray:
     -------
     ndarray of uint64, shape (size,)
     """
-    if start % 8:
-        raise ValueError("start must be a multiple of 8 words")
-    nonce = (start // 8).to_bytes(8, "little") + bytes(8)
-    encryptor = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor()
-    return np.frombuffer(encryptor.update(bytes(8 * size)), dtype=np.uint64)
+    return mask_stream(key, size, start, np.uint64)
 
 
 def mask_words(words: np.ndarray, me: int, keys: dict[int, bytes]) -> np.ndarray:
@@ -188,16 +184,7 @@ def mask_words(words: np.ndarray, me: int, keys: dict[int, bytes]) -> np.ndarray
     ndarray of uint64, shape (K,)
         Uniformly distributed on its own.
     """
-    out = words.copy()
-    for start in range(0, out.size, _CHUNK):
-        block = out[start : start + _CHUNK]
-        for peer, key in keys.items():
-            stream = word_stream(key, block.size, start)
-            if peer > me:
-                block += stream
-            elif peer < me:
-                block -= stream
-    return out
+    return add_pairwise_masks(words.copy(), me, keys)
 
 
 def sum_words(uploads: list[np.ndarray]) -> np.ndarray:

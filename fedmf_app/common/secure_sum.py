@@ -49,7 +49,8 @@ __all__ = [
 ]
 
 #: Values per keystream chunk (16 MiB of uint32).
-_CHUNK = 1 << 22
+#: Bytes of keystream generated at a time while masking.
+_CHUNK_BYTES = 1 << 24
 
 
 def triu_size(n: int) -> int:
@@ -149,8 +150,8 @@ def derive_pair_key(private_key: X25519PrivateKey, peer_public: bytes, context: 
     )
 
 
-def mask_stream(key: bytes, size: int, start: int = 0) -> np.ndarray:
-    """``size`` uint32 words of the ChaCha20 keystream of ``key``, from word ``start``.
+def mask_stream(key: bytes, size: int, start: int = 0, dtype: type = np.uint32) -> np.ndarray:
+    """``size`` words of the ChaCha20 keystream of ``key``, from word ``start``.
 
     Parameters
     ----------
@@ -158,17 +159,21 @@ def mask_stream(key: bytes, size: int, start: int = 0) -> np.ndarray:
         32 bytes.
     size : int
     start : int
-        Word offset; must be a multiple of 16 (one ChaCha20 block is 16 words).
+        Word offset; a multiple of one ChaCha20 block (64 bytes: 16 uint32 or 8 uint64 words).
+    dtype : {numpy.uint32, numpy.uint64}
+        Word type.
 
     Returns
     -------
-    ndarray of uint32, shape (size,)
+    ndarray of ``dtype``, shape (size,)
     """
-    if start % 16:
-        raise ValueError("start must be a multiple of 16 words")
-    nonce = (start // 16).to_bytes(8, "little") + bytes(8)  # 64-bit block counter, zero nonce
+    itemsize = np.dtype(dtype).itemsize
+    per_block = 64 // itemsize
+    if start % per_block:
+        raise ValueError(f"start must be a multiple of {per_block} words")
+    nonce = (start // per_block).to_bytes(8, "little") + bytes(8)  # 64-bit block counter, zero nonce
     encryptor = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor()
-    return np.frombuffer(encryptor.update(bytes(4 * size)), dtype=np.uint32)
+    return np.frombuffer(encryptor.update(bytes(itemsize * size)), dtype=dtype)
 
 
 def add_pairwise_masks(encoded: np.ndarray, me: int, pair_keys: dict[int, bytes]) -> np.ndarray:
@@ -176,23 +181,24 @@ def add_pairwise_masks(encoded: np.ndarray, me: int, pair_keys: dict[int, bytes]
 
     Parameters
     ----------
-    encoded : ndarray of uint32, shape (K,)
-        This client's :func:`encode_upper` output (overwritten).
+    encoded : ndarray of uint32 or uint64, shape (K,)
+        This client's fixed-point words (e.g. :func:`encode_upper` output; overwritten).
     me : int
         This client's index.
     pair_keys : dict of int to bytes
-        Peer index -> :func:`derive_pair_key` with that peer (every other client).
+        Peer index -> the key shared with that peer (every other client), e.g.
+        :func:`derive_pair_key`.
 
     Returns
     -------
-    ndarray of uint32, shape (K,)
-        ``encoded`` itself, now uniformly distributed on its own.
+    ndarray, shape (K,)
+        ``encoded`` itself, now uniformly distributed on its own (arithmetic mod 2^word bits).
     """
-    size = encoded.size
-    for start in range(0, size, _CHUNK):
-        block = encoded[start : start + _CHUNK]
+    chunk = _CHUNK_BYTES // encoded.itemsize
+    for start in range(0, encoded.size, chunk):
+        block = encoded[start : start + chunk]
         for peer, key in pair_keys.items():
-            stream = mask_stream(key, block.size, start)
+            stream = mask_stream(key, block.size, start, encoded.dtype.type)
             if peer > me:
                 block += stream
             elif peer < me:
