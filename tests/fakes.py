@@ -13,6 +13,8 @@ from flwr.common import (
 )
 from flwr.server.client_proxy import ClientProxy
 
+from simulations.in_process import InProcessProxy
+
 
 class FakeProxy(ClientProxy):
     """Answers get_properties with fixed properties; fit is driven by the test."""
@@ -148,16 +150,5 @@ def run_federation(tmp_path, cfg, run_name="run", node_configs=None):
     return strategy, broadcasts
 
 
-class ClientProxyToNumPy(FakeProxy):
-    """A proxy that hands every message to a real NumPyClient, as Flower would."""
-
-    def __init__(self, cid, client):
-        super().__init__(cid, properties=None)
-        self.client = client
-
-    def get_properties(self, ins, timeout, group_id):
-        return GetPropertiesRes(status=Status(Code.OK, ""), properties=self.client.get_properties(ins.config))
-
-    def fit(self, ins, timeout, group_id):
-        arrays, _, metrics = self.client.fit(parameters_to_ndarrays(ins.parameters), ins.config)
-        return fit_res(arrays, metrics)
+#: A proxy that hands every message to a real NumPyClient, as Flower would (the in-process driver's).
+ClientProxyToNumPy = InProcessProxy
