@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 __all__ = [
@@ -333,83 +334,184 @@ def solve_basis(
     return u0.copy(), BasisSolveInfo(outer, inner_total, gap, rounded is not None, True, phi0)
 
 
-class _SmoothPart:
-    """Smooth part of the scaled penalised function at one point, kept while sigma changes.
-
-    With ``rows = U 1_r`` the penalised function is
-    ``P_sigma(U) = psi(U) + sigma (rows^T rows / r - 1)`` and its gradient
-    ``grad psi(U) + (2 sigma / r) rows 1_r^T``, where ``psi(U) = <U, UQ> - <U, B>`` and
-    ``grad psi(U) = 2UQ - B``. Only the sigma terms change between outer iterations.
-    """
-
-    __slots__ = ("u", "rows", "value", "grad")
-
-    def __init__(self, u: np.ndarray, q: np.ndarray, b: np.ndarray) -> None:
-        uq = u @ q
-        self.u = u
-        self.rows = u.sum(axis=1)
-        self.value = np.vdot(u, uq) - np.vdot(u, b)
-        self.grad = 2.0 * uq - b
-
-    def penalised(self, sigma: float, inv_r: float) -> float:
-        return float(self.value + sigma * (inv_r * self.rows @ self.rows - 1.0))
-
-    def penalised_grad(self, sigma: float, inv_r: float) -> np.ndarray:
-        return self.grad + (2.0 * sigma * inv_r) * self.rows[:, None]
-
-
 def _exact_penalty(u, q, b, inv_r, options):
     """Outer penalty loop of EP4Orth with the projected-gradient inner solver (``penalf_ob.m``).
 
     Inner solver: projected gradient with Barzilai-Borwein steps and the Zhang-Hager nonmonotone
     line search (gamma = 0.85, halving, acceptance ``1e-6 / t * ||dU||^2``), stopped when
-    ``||min(U, grad_R P_sigma(U))||_F <= tol``. Between outer iterations sigma and tol change and
-    ``U`` stays, so the smooth part is evaluated once per accepted point (:class:`_SmoothPart`)
-    and the penalised value only when a line search needs it.
+    ``||min(U, grad_R P_sigma(U))||_F <= tol``. The loop runs compiled (:func:`_penalty_loop`);
+    the matrices are small (``d x r``), so interpreted numpy would spend its time in call overhead.
 
     Returns the point, the outer and inner iteration counts and the final ``||Uw||^2 - 1``.
     """
+    out, outer, inner_total, gap = _penalty_loop(
+        np.ascontiguousarray(u, dtype=np.float64),
+        np.ascontiguousarray(q, dtype=np.float64),
+        np.ascontiguousarray(b, dtype=np.float64),
+        float(inv_r),
+        float(options.sigma0),
+        float(options.sigma_growth),
+        float(options.sigma_max),
+        int(options.max_outer),
+        int(options.max_inner),
+        float(options.inner_tol0),
+        float(options.inner_tol_decay),
+        float(options.inner_tol_min),
+        float(options.feasibility_tol),
+    )
+    return out, int(outer), int(inner_total), float(gap)
+
+
+@numba.njit(cache=True)
+def _smooth_part(u, q, b, uq, rows, grad):
+    """Smooth part of the scaled penalised function at ``u``, written into ``uq``, ``rows``, ``grad``.
+
+    With ``rows = U 1_r`` the penalised function is
+    ``P_sigma(U) = psi(U) + sigma (rows^T rows / r - 1)`` and its gradient
+    ``grad psi(U) + (2 sigma / r) rows 1_r^T``, where ``psi(U) = <U, UQ> - <U, B>`` and
+    ``grad psi(U) = 2UQ - B``. Only the sigma terms change between outer iterations, so the
+    value of ``psi`` is returned and the rest kept in the buffers.
+    """
+    d, r = u.shape
+    value = 0.0
+    for i in range(d):
+        s = 0.0
+        for j in range(r):
+            acc = 0.0
+            for k in range(r):
+                acc += u[i, k] * q[k, j]
+            uq[i, j] = acc
+            value += u[i, j] * (acc - b[i, j])
+            grad[i, j] = 2.0 * acc - b[i, j]
+            s += u[i, j]
+        rows[i] = s
+    return value
+
+
+@numba.njit(cache=True)
+def _project_step(u, g, t, out):
+    """``out = project_oblique_nonneg(u - t g)`` (see :func:`project_oblique_nonneg`)."""
+    d, r = u.shape
+    for j in range(r):
+        norm2 = 0.0
+        best = 0
+        for i in range(d):
+            z = u[i, j] - t * g[i, j]
+            if z > u[best, j] - t * g[best, j]:
+                best = i
+            z = max(z, 0.0)
+            out[i, j] = z
+            norm2 += z * z
+        if norm2 > 0.0:
+            norm = math.sqrt(norm2)
+            for i in range(d):
+                out[i, j] /= norm
+        else:
+            for i in range(d):
+                out[i, j] = 0.0
+            out[best, j] = 1.0
+
+
+@numba.njit(cache=True)
+def _penalised(value, rows, sigma, inv_r):
+    return value + sigma * (inv_r * np.dot(rows, rows) - 1.0)
+
+
+@numba.njit(cache=True)
+def _penalty_loop(
+    u0,
+    q,
+    b,
+    inv_r,
+    sigma0,
+    sigma_growth,
+    sigma_max,
+    max_outer,
+    max_inner,
+    tol0,
+    tol_decay,
+    tol_min,
+    feas_tol,
+):
+    """Compiled body of :func:`_exact_penalty`; ``u0`` is on the nonnegative oblique manifold."""
     gamma = 0.85
-    sigma, tol, step = options.sigma0, options.inner_tol0, 1.0
-    here = _SmoothPart(u, q, b)
+    d, r = u0.shape
+    sigma, tol, step = sigma0, tol0, 1.0
+    u = u0.copy()
+    uq, grad, rows = np.empty((d, r)), np.empty((d, r)), np.empty(d)
+    un, uqn, gradn, rowsn = np.empty((d, r)), np.empty((d, r)), np.empty((d, r)), np.empty(d)
+    g, gn = np.empty((d, r)), np.empty((d, r))
+    value = _smooth_part(u, q, b, uq, rows, grad)
     inner_total = 0
     outer = 0
-    gap = float(inv_r * (here.rows**2).sum() - 1.0)
-    for outer in range(1, options.max_outer + 1):  # noqa: B007 (the count is returned)
-        g = here.penalised_grad(sigma, inv_r)
-        ref, weight = None, 1.0
-        for _ in range(options.max_inner):
-            u = here.u
-            rgrad = g - u * np.einsum("ij,ij->j", u, g)
-            m = np.minimum(u, rgrad).ravel()
-            if math.sqrt(m.dot(m)) <= tol:
+    gap = inv_r * np.dot(rows, rows) - 1.0
+    for outer in range(1, max_outer + 1):  # noqa: B007 (the count is returned)
+        coef = 2.0 * sigma * inv_r
+        for i in range(d):
+            for j in range(r):
+                g[i, j] = grad[i, j] + coef * rows[i]
+        ref = 0.0
+        have_ref = False
+        weight = 1.0
+        for _ in range(max_inner):
+            m2 = 0.0
+            for j in range(r):
+                ug = 0.0
+                for i in range(d):
+                    ug += u[i, j] * g[i, j]
+                for i in range(d):
+                    m = min(u[i, j], g[i, j] - u[i, j] * ug)
+                    m2 += m * m
+            if math.sqrt(m2) <= tol:
                 break
-            if ref is None:
-                ref = here.penalised(sigma, inv_r)
+            if not have_ref:
+                ref = _penalised(value, rows, sigma, inv_r)
+                have_ref = True
             inner_total += 1
             t = step
-            for _ in range(30):
-                un = project_oblique_nonneg(u - t * g)
-                there = _SmoothPart(un, q, b)
-                fn = there.penalised(sigma, inv_r)
-                s = un - u
-                if fn <= ref - 1e-6 / t * float(np.vdot(s, s)):
+            accepted = False
+            fn = 0.0
+            valuen = 0.0
+            ss = 0.0
+            for _ls in range(30):
+                _project_step(u, g, t, un)
+                valuen = _smooth_part(un, q, b, uqn, rowsn, gradn)
+                fn = _penalised(valuen, rowsn, sigma, inv_r)
+                ss = 0.0
+                for i in range(d):
+                    for j in range(r):
+                        ss += (un[i, j] - u[i, j]) ** 2
+                if fn <= ref - 1e-6 / t * ss:
+                    accepted = True
                     break
                 t *= 0.5
-            else:
+            if not accepted:
                 break  # no acceptable step: keep u
-            gn = there.penalised_grad(sigma, inv_r)
-            y = gn - g
-            sy = float(np.vdot(s, y))
-            yy = float(np.vdot(y, y))
-            step = min(max(sy / yy, 1e-10), 1e10) if sy > 0.0 and yy > 0.0 else min(2.0 * t, 1e10)
+            coef = 2.0 * sigma * inv_r
+            sy = 0.0
+            yy = 0.0
+            for i in range(d):
+                for j in range(r):
+                    gn[i, j] = gradn[i, j] + coef * rowsn[i]
+                    y = gn[i, j] - g[i, j]
+                    sy += (un[i, j] - u[i, j]) * y
+                    yy += y * y
+            if sy > 0.0 and yy > 0.0:
+                step = min(max(sy / yy, 1e-10), 1e10)
+            else:
+                step = min(2.0 * t, 1e10)
             weight_new = gamma * weight + 1.0
             ref = (gamma * weight * ref + fn) / weight_new
             weight = weight_new
-            here, g = there, gn
-        gap = float(inv_r * (here.rows**2).sum() - 1.0)
-        if abs(gap) <= options.feasibility_tol:
+            u, un = un, u
+            uq, uqn = uqn, uq
+            grad, gradn = gradn, grad
+            rows, rowsn = rowsn, rows
+            g, gn = gn, g
+            value = valuen
+        gap = inv_r * np.dot(rows, rows) - 1.0
+        if abs(gap) <= feas_tol:
             break
-        sigma = min(sigma * options.sigma_growth, options.sigma_max)
-        tol = max(tol * options.inner_tol_decay, options.inner_tol_min)
-    return here.u, outer, inner_total, gap
+        sigma = min(sigma * sigma_growth, sigma_max)
+        tol = max(tol * tol_decay, tol_min)
+    return u, outer, inner_total, gap
