@@ -59,7 +59,7 @@ def kmeans_basis(x: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
         The view, features x samples; ``d >= r``.
     r : int
         Rank.
@@ -73,11 +73,12 @@ def kmeans_basis(x: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
     from sklearn.cluster import KMeans
     from sklearn.exceptions import ConvergenceWarning
 
+    from fedmf_app.data.preprocess import normalise_rows
+
     d = x.shape[0]
     if d < r:
         raise ValueError(f"a nonnegative orthonormal basis needs d >= r, got d={d}, r={r}")
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    points = np.divide(x, norms, out=np.zeros_like(x, dtype=np.float64), where=norms > 0)
+    points = normalise_rows(x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # fewer distinct features than r
         groups = KMeans(

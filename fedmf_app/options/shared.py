@@ -130,6 +130,15 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         "`data-file` is its own view.",
     ),
     Option(
+        "sparse-view-min-mb",
+        256,
+        Interval(int, 0),
+        "A view stored sparse stays sparse (CSR, memory in proportion to its nonzeros) when its "
+        "dense float64 form would take more than this many MB; smaller ones are made dense, "
+        "where the dense kernels are faster ([A] 256; 0: always sparse). Families that do not "
+        "read sparse views always get them dense.",
+    ),
+    Option(
         "negative-values",
         "min-max",
         OneOf(NEGATIVE_VALUES),

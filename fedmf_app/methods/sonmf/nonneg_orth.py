@@ -33,6 +33,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from fedmf_app.methods.sonmf.residual_products import residual_times_vt, squared_residual
+
 __all__ = [
     "BasisSolverOptions",
     "BasisSolveInfo",
@@ -249,7 +251,7 @@ def basis_objective(x: np.ndarray, v: np.ndarray, u: np.ndarray, u0: np.ndarray,
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
     v : ndarray, shape (r, n)
     u, u0 : ndarray, shape (d, r)
     rho1 : float
@@ -258,7 +260,7 @@ def basis_objective(x: np.ndarray, v: np.ndarray, u: np.ndarray, u0: np.ndarray,
     -------
     float
     """
-    return float(np.linalg.norm(x - u @ v) ** 2 + 0.5 * rho1 * np.linalg.norm(u - u0) ** 2)
+    return float(squared_residual(x, u, v) + 0.5 * rho1 * np.linalg.norm(u - u0) ** 2)
 
 
 def basis_residual(x: np.ndarray, v: np.ndarray, u: np.ndarray) -> float:
@@ -270,7 +272,7 @@ def basis_residual(x: np.ndarray, v: np.ndarray, u: np.ndarray) -> float:
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
     v : ndarray, shape (r, n)
     u : ndarray, shape (d, r)
         Feasible basis (disjoint column supports).
@@ -279,7 +281,7 @@ def basis_residual(x: np.ndarray, v: np.ndarray, u: np.ndarray) -> float:
     -------
     float
     """
-    g = 2.0 * (u @ v - x) @ v.T
+    g = 2.0 * residual_times_vt(x, u, v)
     tangent = g - u * np.einsum("ij,ij->j", u, g)
     return float(np.sum(np.where(u > 0.0, tangent, 0.0) ** 2))
 
@@ -295,7 +297,7 @@ def solve_basis(
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
         Client data, features x samples.
     v : ndarray, shape (r, n)
         Current (post-proximal) coefficient matrix.
@@ -313,7 +315,7 @@ def solve_basis(
     """
     r = u0.shape[1]
     vvt = v @ v.T
-    a = 2.0 * (x @ v.T) + rho1 * u0
+    a = 2.0 * np.asarray(x @ v.T) + rho1 * u0
     scale = float(np.linalg.norm(a)) if options.scale else 1.0
     if scale <= 0.0:
         scale = 1.0

@@ -184,6 +184,7 @@ FAMILY = Family(
     algorithms=("fedsonmf", "fedmavg", "fedmgs", "fedvra-u"),
     num_server_rounds=100,
     options=OPTIONS,
+    reads_sparse_views=True,
 )
 
 
