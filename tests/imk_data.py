@@ -56,8 +56,9 @@ def run(tmp_path, **overrides):
     parameters = strategy.initialize_parameters(client_manager=manager)
     for s in range(1, cfg["num-server-rounds"] + 1):
         instructions = strategy.configure_fit(server_round=s, parameters=parameters, client_manager=manager)
-        if instructions:  # Flower's legacy Server skips the fit of an empty round
-            results = [(proxy, proxy.fit(ins, None, s)) for proxy, ins in instructions]
-            parameters = strategy.aggregate_fit(server_round=s, results=results, failures=[])[0]
+        results = [(proxy, proxy.fit(ins, None, s)) for proxy, ins in instructions]
+        parameters = strategy.aggregate_fit(server_round=s, results=results, failures=[])[0]
         run_evaluate_round(strategy, manager, clients, parameters, s)
+        if strategy.done:  # as fedmf_app.federated.server.ViewServer
+            break
     return cfg, strategy, list(clients.values())

@@ -112,6 +112,8 @@ class ViewFederationStrategy(Strategy):
         self.cfg = cfg
         self.recorder = recorder
         self.num_rounds: int = cfg["num-server-rounds"]
+        self.last_round: int = self.num_rounds
+        self.done = False
         self.clients: list[ClientProxy] = []
         self.client_info: list[dict[str, Scalar]] = []
         self.num_clusters: int | None = None
@@ -140,6 +142,21 @@ class ViewFederationStrategy(Strategy):
         if len(samples) != 1:
             detail = ", ".join(f"partition {i['partition-id']}: {i['num-samples']}" for i in info)
             raise FederationError(f"the views do not have the same number of samples ({detail})")
+
+    def converged(self, record: dict[str, Any]) -> str | None:
+        """Whether the run may stop after the round of ``record`` (default: never).
+
+        Parameters
+        ----------
+        record : dict
+            The round's record, as written to ``result.json``.
+
+        Returns
+        -------
+        str or None
+            Why the run stops (for the log and the summary), or ``None`` to go on.
+        """
+        return None
 
     @abstractmethod
     def initial_arrays(self) -> list[np.ndarray]:
@@ -274,8 +291,13 @@ class ViewFederationStrategy(Strategy):
         self.recorder.record_round(record)
         self._write_checkpoint(server_round, arrays)
         self._log_progress(record)
-        if server_round == self.num_rounds:
+        if server_round < self.num_rounds and (reason := self.converged(record)) is not None:
+            self.last_round = server_round
+            log(INFO, "[%s] converged after round %d: %s", self.cfg["algorithm"], server_round, reason)
+        if server_round == self.last_round:
             self._summary = self.summary()
+            if self.last_round < self.num_rounds:
+                self._summary["stopped_early"] = {"round": self.last_round, "reason": reason}
             self._summary["plots"] = self.write_plots()
             self._summary["wall_s"] = now - self._run_start
             try:
@@ -297,7 +319,7 @@ class ViewFederationStrategy(Strategy):
     ) -> list[tuple[ClientProxy, EvaluateIns]]:
         """After the last round only: ask every client for its ground truth (to score)."""
         server_round += self.round_offset
-        if server_round != self.num_rounds or self._final is None:
+        if server_round != self.last_round or self._final is None:
             return []
         ins = EvaluateIns(
             parameters=Parameters(tensors=[], tensor_type="numpy.ndarray"),
@@ -313,7 +335,7 @@ class ViewFederationStrategy(Strategy):
     ) -> tuple[float | None, dict[str, Scalar]]:
         """Score the final clustering against the first partition's ground truth; finish the run."""
         server_round += self.round_offset
-        if server_round != self.num_rounds or self._final is None:
+        if server_round != self.last_round or self._final is None:
             return None, {}
         partition_of = {p.cid: i for i, p in enumerate(self.clients)}
         truths = sorted(
@@ -358,6 +380,7 @@ class ViewFederationStrategy(Strategy):
 
     # ---------------------------------------------------------------------------------- helpers
     def _complete(self) -> None:
+        self.done = True
         self._summary["peak_rss_mb_server"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
         self.recorder.finish(self._summary, self._final)
         final = self._final or {}

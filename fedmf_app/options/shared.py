@@ -100,6 +100,13 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         "SuperNode's memory only. The local federation gives every SuperNode its own.",
     ),
     Option(
+        "reply-poll-s",
+        0.1,
+        Interval(float, 0, None, closed="neither"),
+        "Seconds between the ServerApp's pulls of replies that have not all arrived ([A] 0.1; "
+        "Flower's own ServerApp waits a fixed 3 s).",
+    ),
+    Option(
         "resume-from",
         "",
         Text("a run folder (empty: a new run)"),

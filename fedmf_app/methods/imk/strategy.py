@@ -38,13 +38,11 @@ from flwr.common import (
     Code,
     FitIns,
     GetPropertiesIns,
-    Parameters,
     Scalar,
     ndarrays_to_parameters,
     parameters_to_ndarrays,
 )
 from flwr.common.logger import log
-from flwr.server.client_manager import ClientManager
 from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.common.graphs import laplacian
@@ -176,13 +174,11 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         self.solver = ServerSolver(self.laplacian, m, self.params, self.cfg["imk.server-solver"])
 
     # ---------------------------------------------------------------------------------- rounds
-    def configure_fit(
-        self, server_round: int, parameters: Parameters, client_manager: ClientManager
-    ) -> list[tuple[ClientProxy, FitIns]]:
-        """After convergence no client is contacted (Flower's remaining rounds are empty)."""
-        if self.converged_round is not None:
-            return []
-        return super().configure_fit(server_round, parameters, client_manager)
+    def converged(self, record: dict[str, Any]) -> str | None:
+        """The stopping rule of :meth:`aggregate` (relative change of the objective <= ``imk.tol``)."""
+        if self.converged_round != record["round"]:
+            return None
+        return f"relative change of the objective <= {self.cfg['imk.tol']:g}"
 
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
@@ -214,8 +210,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         tol = self.cfg["imk.tol"]
         if previous is not None and tol > 0 and abs(record["objective"] - previous) <= tol * abs(previous):
             self.converged_round = server_round
-            self.num_rounds = server_round  # the base class finishes the run after this round
-            log(INFO, "fmvc-imk: converged in round %d (relative change <= %g)", server_round, tol)
         return [self.h], record
 
     def _aggregate_sums(self, server_round: int, replies: list[ClientReply]) -> dict[str, Any]:

@@ -170,6 +170,13 @@ OPTIONS: tuple[Option, ...] = (
         "Floor of the residual normaliser max(R^1, eps) ([A] 1e-12).",
     ),
     Option(
+        "sonmf.stop-ratio",
+        0.0,
+        Interval(float, 0, 1, closed="left"),
+        "Convergence stop: the run ends after the first round whose residual ratio R^s/R^1 is "
+        "<= this (0: always run num-server-rounds; needs sonmf.diagnostics).",
+    ),
+    Option(
         "sonmf.residual-normalisation",
         "ratio",
         OneOf(RESIDUAL_NORMALISATIONS),
