@@ -121,6 +121,7 @@ class ViewFederationStrategy(Strategy):
         self.round_offset = 0
         self._resume: dict[str, Any] | None = None
         self._round_start = 0.0
+        self._broadcast_bytes = 0
         self._run_start = 0.0
         self._summary: dict[str, Any] = {}
         self._final: dict[str, Any] | None = None
@@ -175,8 +176,9 @@ class ViewFederationStrategy(Strategy):
         record : dict
             JSON-serialisable metrics of this round. The base class adds ``round``, ``wall_s``
             (this round, configure to aggregate), ``elapsed_s``, ``server_s`` (time in
-            :meth:`aggregate`) and ``client_kernel_s_max``/``_sum`` (from each reply's
-            ``kernel_s`` metric, which every client must report).
+            :meth:`aggregate`), ``client_kernel_s_max``/``_sum`` (from each reply's
+            ``kernel_s`` metric, which every client must report), ``bytes_down_per_client`` (the
+            broadcast's serialised arrays) and ``bytes_up_per_client_max`` (the largest reply's).
         """
 
     def summary(self) -> dict[str, Any]:
@@ -258,6 +260,7 @@ class ViewFederationStrategy(Strategy):
     ) -> list[tuple[ClientProxy, FitIns]]:
         """Every client gets the same broadcast."""
         self._round_start = time.perf_counter()
+        self._broadcast_bytes = sum(len(t) for t in parameters.tensors)
         server_round += self.round_offset
         ins = FitIns(parameters=parameters, config={"server-round": server_round})
         return [(proxy, ins) for proxy in self.clients]
@@ -286,6 +289,8 @@ class ViewFederationStrategy(Strategy):
             "server_s": now - started,
             "client_kernel_s_max": max(kernel),
             "client_kernel_s_sum": sum(kernel),
+            "bytes_down_per_client": self._broadcast_bytes,
+            "bytes_up_per_client_max": max(sum(len(t) for t in res.parameters.tensors) for _, res in results),
             **record,
         }
         self.recorder.record_round(record)
