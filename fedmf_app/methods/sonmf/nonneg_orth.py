@@ -27,10 +27,8 @@ says so. This keeps the outer alternating minimisation monotone.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from fedmf_app.methods.sonmf.residual_products import residual_times_vt, squared_residual
@@ -346,7 +344,9 @@ def _exact_penalty(u, q, b, inv_r, options):
 
     Returns the point, the outer and inner iteration counts and the final ``||Uw||^2 - 1``.
     """
-    out, outer, inner_total, gap = _penalty_loop(
+    from fedmf_app.methods.sonmf.penalty_kernel import penalty_loop  # numba: only where U is solved
+
+    out, outer, inner_total, gap = penalty_loop(
         np.ascontiguousarray(u, dtype=np.float64),
         np.ascontiguousarray(q, dtype=np.float64),
         np.ascontiguousarray(b, dtype=np.float64),
@@ -362,158 +362,3 @@ def _exact_penalty(u, q, b, inv_r, options):
         float(options.feasibility_tol),
     )
     return out, int(outer), int(inner_total), float(gap)
-
-
-@numba.njit(cache=True)
-def _smooth_part(u, q, b, uq, rows, grad):
-    """Smooth part of the scaled penalised function at ``u``, written into ``uq``, ``rows``, ``grad``.
-
-    With ``rows = U 1_r`` the penalised function is
-    ``P_sigma(U) = psi(U) + sigma (rows^T rows / r - 1)`` and its gradient
-    ``grad psi(U) + (2 sigma / r) rows 1_r^T``, where ``psi(U) = <U, UQ> - <U, B>`` and
-    ``grad psi(U) = 2UQ - B``. Only the sigma terms change between outer iterations, so the
-    value of ``psi`` is returned and the rest kept in the buffers.
-    """
-    d, r = u.shape
-    value = 0.0
-    for i in range(d):
-        s = 0.0
-        for j in range(r):
-            acc = 0.0
-            for k in range(r):
-                acc += u[i, k] * q[k, j]
-            uq[i, j] = acc
-            value += u[i, j] * (acc - b[i, j])
-            grad[i, j] = 2.0 * acc - b[i, j]
-            s += u[i, j]
-        rows[i] = s
-    return value
-
-
-@numba.njit(cache=True)
-def _project_step(u, g, t, out):
-    """``out = project_oblique_nonneg(u - t g)`` (see :func:`project_oblique_nonneg`)."""
-    d, r = u.shape
-    for j in range(r):
-        norm2 = 0.0
-        best = 0
-        for i in range(d):
-            z = u[i, j] - t * g[i, j]
-            if z > u[best, j] - t * g[best, j]:
-                best = i
-            z = max(z, 0.0)
-            out[i, j] = z
-            norm2 += z * z
-        if norm2 > 0.0:
-            norm = math.sqrt(norm2)
-            for i in range(d):
-                out[i, j] /= norm
-        else:
-            for i in range(d):
-                out[i, j] = 0.0
-            out[best, j] = 1.0
-
-
-@numba.njit(cache=True)
-def _penalised(value, rows, sigma, inv_r):
-    return value + sigma * (inv_r * np.dot(rows, rows) - 1.0)
-
-
-@numba.njit(cache=True)
-def _penalty_loop(
-    u0,
-    q,
-    b,
-    inv_r,
-    sigma0,
-    sigma_growth,
-    sigma_max,
-    max_outer,
-    max_inner,
-    tol0,
-    tol_decay,
-    tol_min,
-    feas_tol,
-):
-    """Compiled body of :func:`_exact_penalty`; ``u0`` is on the nonnegative oblique manifold."""
-    gamma = 0.85
-    d, r = u0.shape
-    sigma, tol, step = sigma0, tol0, 1.0
-    u = u0.copy()
-    uq, grad, rows = np.empty((d, r)), np.empty((d, r)), np.empty(d)
-    un, uqn, gradn, rowsn = np.empty((d, r)), np.empty((d, r)), np.empty((d, r)), np.empty(d)
-    g, gn = np.empty((d, r)), np.empty((d, r))
-    value = _smooth_part(u, q, b, uq, rows, grad)
-    inner_total = 0
-    outer = 0
-    gap = inv_r * np.dot(rows, rows) - 1.0
-    for outer in range(1, max_outer + 1):  # noqa: B007 (the count is returned)
-        coef = 2.0 * sigma * inv_r
-        for i in range(d):
-            for j in range(r):
-                g[i, j] = grad[i, j] + coef * rows[i]
-        ref = 0.0
-        have_ref = False
-        weight = 1.0
-        for _ in range(max_inner):
-            m2 = 0.0
-            for j in range(r):
-                ug = 0.0
-                for i in range(d):
-                    ug += u[i, j] * g[i, j]
-                for i in range(d):
-                    m = min(u[i, j], g[i, j] - u[i, j] * ug)
-                    m2 += m * m
-            if math.sqrt(m2) <= tol:
-                break
-            if not have_ref:
-                ref = _penalised(value, rows, sigma, inv_r)
-                have_ref = True
-            inner_total += 1
-            t = step
-            accepted = False
-            fn = 0.0
-            valuen = 0.0
-            ss = 0.0
-            for _ls in range(30):
-                _project_step(u, g, t, un)
-                valuen = _smooth_part(un, q, b, uqn, rowsn, gradn)
-                fn = _penalised(valuen, rowsn, sigma, inv_r)
-                ss = 0.0
-                for i in range(d):
-                    for j in range(r):
-                        ss += (un[i, j] - u[i, j]) ** 2
-                if fn <= ref - 1e-6 / t * ss:
-                    accepted = True
-                    break
-                t *= 0.5
-            if not accepted:
-                break  # no acceptable step: keep u
-            coef = 2.0 * sigma * inv_r
-            sy = 0.0
-            yy = 0.0
-            for i in range(d):
-                for j in range(r):
-                    gn[i, j] = gradn[i, j] + coef * rowsn[i]
-                    y = gn[i, j] - g[i, j]
-                    sy += (un[i, j] - u[i, j]) * y
-                    yy += y * y
-            if sy > 0.0 and yy > 0.0:
-                step = min(max(sy / yy, 1e-10), 1e10)
-            else:
-                step = min(2.0 * t, 1e10)
-            weight_new = gamma * weight + 1.0
-            ref = (gamma * weight * ref + fn) / weight_new
-            weight = weight_new
-            u, un = un, u
-            uq, uqn = uqn, uq
-            grad, gradn = gradn, grad
-            rows, rowsn = rowsn, rows
-            g, gn = gn, g
-            value = valuen
-        gap = inv_r * np.dot(rows, rows) - 1.0
-        if abs(gap) <= feas_tol:
-            break
-        sigma = min(sigma * sigma_growth, sigma_max)
-        tol = max(tol * tol_decay, tol_min)
-    return u, outer, inner_total, gap

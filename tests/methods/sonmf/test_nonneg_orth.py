@@ -131,7 +131,7 @@ def test_options_reach_the_solver():
 
 
 def test_compiled_projection_step_equals_project_oblique_nonneg():
-    from fedmf_app.methods.sonmf.nonneg_orth import _project_step
+    from fedmf_app.methods.sonmf.penalty_kernel import project_step
 
     rng = np.random.default_rng(7)
     u = np.abs(rng.standard_normal((9, 4)))
@@ -139,14 +139,14 @@ def test_compiled_projection_step_equals_project_oblique_nonneg():
     g[:, 1] = 50.0  # the step kills column 1: it becomes the unit vector at its largest entry
     for t in (1e-3, 0.5, 1.0):
         out = np.empty_like(u)
-        _project_step(u, g, t, out)
+        project_step(u, g, t, out)
         np.testing.assert_allclose(out, project_oblique_nonneg(u - t * g), rtol=0, atol=1e-14)
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_compiled_penalty_loop_equals_its_interpreted_form(seed):
     """The compiled solver gives the numbers of the same code run by the Python interpreter."""
-    from fedmf_app.methods.sonmf.nonneg_orth import _penalty_loop
+    from fedmf_app.methods.sonmf.penalty_kernel import penalty_loop
 
     rng = np.random.default_rng(seed)
     x, v, u0 = _problem(rng, d=15, r=4, n=30)
@@ -168,8 +168,8 @@ def test_compiled_penalty_loop_equals_its_interpreted_form(seed):
         o.inner_tol_min,
         o.feasibility_tol,
     )
-    compiled = _penalty_loop(*args)
-    interpreted = _penalty_loop.py_func(*args)
+    compiled = penalty_loop(*args)
+    interpreted = penalty_loop.py_func(*args)
     assert compiled[1:3] == interpreted[1:3]  # same outer and inner iteration counts
     np.testing.assert_allclose(compiled[0], interpreted[0], rtol=0, atol=1e-10)
     assert compiled[3] == pytest.approx(interpreted[3], abs=1e-10)
