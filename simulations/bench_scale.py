@@ -1,7 +1,7 @@
 """Benchmark: cost of a round against the number of samples, for every method, through Flower.
 
 For each ``N`` it writes a seeded clustered multi-view file (``k`` classes, ``views`` views of
-``dim`` features each: class centre plus Gaussian noise, see :func:`clustered_views`), runs each
+``dim`` features each with planted class feature blocks, see :func:`clustered_views`), runs each
 method on it with ``flwr run`` on a private SuperLink (simulation engine, one SuperNode per view),
 and reads from the run's ``result.json``:
 
@@ -39,26 +39,31 @@ log = logging.getLogger("bench_scale")
 
 
 def clustered_views(n: int, views: int, dim: int, k: int, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
-    """``views`` views of ``n`` samples in ``k`` classes: ``|centre_v[y]| + N(0, 1)``, nonnegative.
+    """``views`` nonnegative views of ``n`` samples in ``k`` classes with planted feature blocks.
+
+    In every view each feature belongs to one class (at random, every class owning at least one);
+    a sample of class ``c`` has mean 3 on its class's features and 0 elsewhere, plus ``|N(0, 1)|``
+    noise: a parts-based structure NMF recovers and k-means separates.
 
     Parameters
     ----------
     n, views, dim, k : int
-        Samples, views, features per view, classes.
+        Samples, views, features per view (``dim >= k``), classes.
     seed : int
 
     Returns
     -------
     views : list of ndarray, each shape (n, dim)
-        Nonnegative (clipped at 0), float64.
+        Nonnegative, float64.
     labels : ndarray, shape (n,)
     """
     rng = np.random.default_rng(seed)
     y = rng.integers(0, k, n)
     out = []
     for _ in range(views):
-        centres = 3.0 * np.abs(rng.normal(size=(k, dim)))
-        out.append(np.maximum(centres[y] + rng.normal(size=(n, dim)), 0.0))
+        owner = np.concatenate([np.arange(k), rng.integers(0, k, dim - k)])
+        centres = 3.0 * (owner[None, :] == np.arange(k)[:, None])
+        out.append(centres[y] + np.abs(rng.normal(size=(n, dim))))
     return out, y
 
 
