@@ -171,10 +171,11 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "sonmf.stop-ratio",
-        0.0,
+        1e-15,
         Interval(float, 0, 1, closed="left"),
         "Convergence stop: the run ends after the first round whose residual ratio R^s/R^1 is "
-        "<= this (0: always run num-server-rounds; needs sonmf.diagnostics).",
+        "<= this ([A] 1e-15: on the development sets the clustering is then the 100-round one; "
+        "0: always run num-server-rounds; needs sonmf.diagnostics).",
     ),
     Option(
         "sonmf.residual-normalisation",
