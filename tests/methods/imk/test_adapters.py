@@ -12,8 +12,11 @@ from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.methods.imk.reference import IMKReference, IMKSettings, anchor_indices
 from fedmf_app.methods.imk.server_updates import AnchorLaplacian
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
+from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import client_class
 
-from imk_data import labelled_file, run
+from fakes import client_context
+from imk_data import BASE, labelled_file, run
 
 
 def reference_views(cfg):
@@ -119,3 +122,13 @@ def test_missing_cluster_count_stops_before_round_one(tmp_path):
     with pytest.raises(Exception, match="num-clusters"):
         run(tmp_path, **{"num-clusters": 0})
     assert not (tmp_path / "run").exists()
+
+
+def test_a_client_refuses_bad_anchor_indices_naming_its_partition(tmp_path):
+    cfg = validate_run_config({**BASE, "imk.anchors": 24})
+    client = client_class("fmvc-imk")(client_context(cfg, 1, 3), cfg, 1, 3, load_client_view(cfg, 1))
+    setup = {"imk-stage": "setup", "num-clusters": 3}
+    with pytest.raises(ValueError, match="partition 1: the setup message names 8 anchors \\(1 distinct\\)"):
+        client.fit([], {**setup, "anchors": np.zeros(8, np.int64).tobytes()})
+    with pytest.raises(ValueError, match="partition 1: an anchor index is outside 0..59"):
+        client.fit([], {**setup, "anchors": np.arange(55, 65, dtype=np.int64).tobytes()})
