@@ -22,6 +22,7 @@ Usage (one process per ``N`` for the peak memory of that ``N``)::
     python -m simulations.imk.bench --n 100000 --dims 50 50 50 50 --rounds 10
     python -m simulations.imk.bench --n 10000 --graph knn --rounds 10      # the exact kNN graph
     python -m simulations.imk.bench --markdown results.jsonl                # the table of docs/imk.md
+    python -m simulations.imk.bench --n 100000 --dims 50 50 50 50 --rounds 3 --flower --secure-aggregation
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import tempfile
 import time
 from pathlib import Path
 
@@ -69,14 +71,60 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def clustered_views(n: int, dims: list[int], k: int, seed: int) -> list[np.ndarray]:
-    """Views ``centre_m[y] + N(0, 1.5^2)``, preprocessed (z-score, unit Frobenius norm)."""
+def raw_clustered_views(n: int, dims: list[int], k: int, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """Views ``centre_m[y] + N(0, 1.5^2)`` and the labels ``y``."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, k, n)
-    return [
-        preprocess_view(2.0 * rng.normal(size=(k, d))[y] + 1.5 * rng.normal(size=(n, d)), "zscore", True)
-        for d in dims
-    ]
+    return [2.0 * rng.normal(size=(k, d))[y] + 1.5 * rng.normal(size=(n, d)) for d in dims], y
+
+
+def clustered_views(n: int, dims: list[int], k: int, seed: int) -> list[np.ndarray]:
+    """:func:`raw_clustered_views`, preprocessed (z-score, unit Frobenius norm)."""
+    return [preprocess_view(x, "zscore", True) for x in raw_clustered_views(n, dims, k, seed)[0]]
+
+
+def bench_flower(
+    n: int, dims: list[int], k: int, rounds: int, seed: int, graph: str, num_anchors: int, secure: bool
+) -> dict:
+    """The same data through the Flower strategy and clients (:mod:`simulations.in_process`).
+
+    The views go to a temporary ``.npz`` with their labels (so every round also scores the labels
+    by k-means, as a run with ground truth does); defaults otherwise.
+    """
+    from simulations.in_process import run_in_process
+
+    views, y = raw_clustered_views(n, dims, k, seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "clustered.npz"
+        np.savez(path, y=y, **{f"X_{m}": x for m, x in enumerate(views)})
+        del views
+        t0 = time.perf_counter()
+        overrides = {
+            "algorithm": "fmvc-imk",
+            "dataset": str(path),
+            "num-clients": len(dims),
+            "num-server-rounds": rounds,
+            "imk.tol": 0.0,
+            "imk.graph": graph,
+            "imk.anchors": num_anchors,
+            "seed": seed,
+            "secure-aggregation": secure,
+        }
+        data = run_in_process(overrides, Path(tmp) / "out").recorder.data
+    return {
+        "n": n,
+        "flower": True,
+        "graph": graph,
+        "secure_aggregation": secure,
+        "status": data["status"],
+        "total_s": time.perf_counter() - t0,
+        "setup_s": data["summary"]["setup"]["setup_s"],
+        "upload_bytes_per_client": data["summary"]["setup"]["upload_bytes_per_client"],
+        "round_wall_s": [r["wall_s"] for r in data["rounds"]],
+        "round_server_s": [r["server_s"] for r in data["rounds"]],
+        "acc": data["final"].get("acc"),
+        "peak_rss_mb": peak_mb(),
+    }
 
 
 def secure_sum(
@@ -203,12 +251,20 @@ def main() -> None:
     parser.add_argument("--anchors", type=int, default=256, help="run config imk.anchors")
     parser.add_argument("--paillier", action="store_true", help="also time phe (pip install phe)")
     parser.add_argument("--markdown", type=Path, help="print the table of a file of this script's JSON lines")
+    parser.add_argument(
+        "--flower", action="store_true", help="run the Flower strategy and clients in process instead"
+    )
+    parser.add_argument("--secure-aggregation", action="store_true", help="with --flower")
     args = parser.parse_args()
     if args.markdown:
         print(markdown_table([json.loads(line) for line in args.markdown.read_text().splitlines() if line]))
         return
     for n in args.n:  # peak memory is cumulative: run the largest N last
-        result = bench(n, args.dims, args.k, args.rounds, args.seed, args.graph, args.anchors, args.paillier)
+        common = (n, args.dims, args.k, args.rounds, args.seed, args.graph, args.anchors)
+        if args.flower:
+            result = bench_flower(*common, args.secure_aggregation)
+        else:
+            result = bench(*common, args.paillier)
         print(json.dumps(result), flush=True)
 
 

@@ -58,6 +58,7 @@ __all__ = [
     "ClientState",
     "ClientStats",
     "IMKParams",
+    "View",
     "client_round",
     "h_step",
     "init_client",
