@@ -1,8 +1,11 @@
 """FMVC-IMK's Strategy and NumPyClient driven in process (no Ray): same numbers as the kernels,
 the server sees only masked graph uploads, the stopping rule ends the run."""
 
+import dataclasses
+
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from fedmf_app.common.graphs import knn_similarity
 from fedmf_app.common.secure_sum import decode_matrix, decode_upper, encode_matrix, encode_upper, sum_uploads
@@ -15,8 +18,9 @@ from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
 from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class
 
+import imk_data
 from fakes import client_context
-from imk_data import BASE, labelled_file, run
+from imk_data import BASE, labelled_file, run, sparse_file
 
 
 def reference_views(cfg):
@@ -132,3 +136,26 @@ def test_a_client_refuses_bad_anchor_indices_naming_its_partition(tmp_path):
         client.fit([], {**setup, "anchors": np.zeros(8, np.int64).tobytes()})
     with pytest.raises(ValueError, match="partition 1: an anchor index is outside 0..59"):
         client.fit([], {**setup, "anchors": np.arange(55, 65, dtype=np.int64).tobytes()})
+
+
+@pytest.mark.parametrize("graph", ["anchor", "knn"])
+def test_sparse_views_run_through_the_flower_client_with_the_dense_numbers(tmp_path, monkeypatch, graph):
+    overrides = {"dataset": sparse_file(tmp_path), "imk.graph": graph, "imk.anchors": 24}
+    _, dense, _ = run(tmp_path / "dense", **overrides)
+    original = imk_data.load_client_view
+
+    def as_csr(cfg, p):
+        view = original(cfg, p)
+        return dataclasses.replace(view, features=sp.csr_matrix(view.features))
+
+    monkeypatch.setattr(imk_data, "load_client_view", as_csr)
+    _, sparse, clients = run(tmp_path / "sparse", **overrides)
+    assert all(sp.issparse(c.view.features) and sp.issparse(c._view()) for c in clients)
+    for key in ("objective", "graph_term", "consensus"):
+        np.testing.assert_allclose(
+            [r[key] for r in sparse.recorder.data["rounds"]],
+            [r[key] for r in dense.recorder.data["rounds"]],
+            rtol=1e-10,
+        )
+    np.testing.assert_allclose(sparse.h, dense.h, atol=1e-10)
+    assert sparse.recorder.data["final"]["acc"] == dense.recorder.data["final"]["acc"]

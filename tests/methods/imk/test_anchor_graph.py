@@ -21,7 +21,7 @@ from fedmf_app.methods.imk.server_updates import (
     graph_term,
 )
 
-from imk_data import clustered_views
+from imk_data import clustered_views, sparse_counts
 
 
 def consensus(views, a=20, s=4, seed=0):
@@ -117,20 +117,6 @@ def test_anchor_path_recovers_planted_clusters_with_a_non_increasing_objective()
     labels = extract_labels(ref.h, "kmeans", np.random.default_rng(0))
     assert normalized_mutual_info_score(y, labels) > 0.95
     assert ref.history[-1]["graph_term"] > 0
-
-
-def sparse_counts(n=120, d=200, k=3, seed=0):
-    """Nonnegative weighted-count views with >= 90 % zeros and cluster-specific vocabularies."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, k, n)
-    views = []
-    for _ in range(3):
-        rates = np.full((k, d), 0.02)
-        for c in range(k):
-            rates[c, rng.choice(d, 10, replace=False)] = 0.8
-        counts = rng.poisson(rates[y])  # weighted counts (tf-idf like): no tied distances
-        views.append(counts * np.exp(0.3 * rng.normal(size=counts.shape)))
-    return views, y
 
 
 @pytest.mark.parametrize("graph", ["anchor", "knn"])
