@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["KMEANS_MAX_ITER", "KMEANS_REPLICATES", "kmeans_basis", "kmeans_labels"]
 
@@ -27,7 +28,7 @@ def kmeans_labels(points: np.ndarray, k: int, rng: np.random.Generator) -> np.nd
 
     Parameters
     ----------
-    points : ndarray, shape (n, r)
+    points : ndarray or sparse matrix, shape (n, r)
         One row per sample (e.g. ``V^T``).
     k : int
         Number of clusters, ``1 <= k <= n``.
@@ -47,6 +48,8 @@ def kmeans_labels(points: np.ndarray, k: int, rng: np.random.Generator) -> np.nd
         max_iter=KMEANS_MAX_ITER,
         random_state=int(rng.integers(2**31 - 1)),
     )
+    if sp.issparse(points):  # scikit-learn's k-means takes CSR as it is
+        return model.fit_predict(sp.csr_matrix(points, dtype=np.float64)).astype(np.int64)
     return model.fit_predict(np.asarray(points, dtype=np.float64)).astype(np.int64)
 
 

@@ -1,5 +1,6 @@
 """Paper C's sample graphs: a client's kNN graph over its observed rows, the server's first global
-graph, and the parameter-free anchor graphs.
+graph; the parameter-free anchor graphs (:func:`~fedmf_app.common.graphs.anchor_graph`,
+shared with paper B) are re-exported from :mod:`fedmf_app.common.graphs`.
 
 A kNN graph travels as an ``(n, k)`` integer array of neighbour indices (``-1`` pads a row with
 fewer neighbours, e.g. a sample the client does not observe);
@@ -9,9 +10,8 @@ fewer neighbours, e.g. a sample the client does not observe);
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
-from fedmf_app.common.graphs import knn_indices
+from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_indices
 
 __all__ = ["START_GRAPHS", "anchor_graph", "anchor_matrix", "observed_knn", "start_graph"]
 
@@ -83,69 +83,3 @@ def start_graph(client_graphs: list[np.ndarray], k: int, rule: str = "support") 
         order = np.lexsort((cand, rank_sum, -support))[:width]
         out[i, : order.size] = cand[order]
     return out
-
-
-def anchor_graph(
-    embedding: np.ndarray, anchors: np.ndarray, neighbours: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Parameter-free anchor graph of SFMC (Li et al. 2020).
-
-    For sample i with squared distances ``d_i1 <= ... <= d_i,s+1`` to its nearest anchors,
-
-        G_ij = (d_i,s+1 - d_ij) / (s d_i,s+1 - Σ_{l<=s} d_il)   for its s nearest anchors, else 0,
-
-    so every row sums to one (uniform ``1/s`` when the s+1 distances tie).
-
-    Parameters
-    ----------
-    embedding : ndarray, shape (n, d)
-    anchors : ndarray, shape (r, d)
-    neighbours : int
-        Anchors per sample s; needs ``r >= s + 1``.
-
-    Returns
-    -------
-    indices : ndarray of int64, shape (n, s)
-        Anchor index of each nonzero.
-    values : ndarray of float64, shape (n, s)
-        The weights G_ij; nonnegative, rows sum to one.
-
-    Raises
-    ------
-    ValueError
-        When ``r < s + 1``.
-    """
-    r, s = anchors.shape[0], neighbours
-    if r < s + 1:
-        raise ValueError(f"an anchor graph with s = {s} neighbours needs at least {s + 1} anchors, got {r}")
-    sq = (embedding**2).sum(1)[:, None] - 2.0 * embedding @ anchors.T + (anchors**2).sum(1)[None, :]
-    sq = np.maximum(sq, 0.0)
-    nearest = np.argpartition(sq, s, axis=1)[:, : s + 1]
-    d = np.take_along_axis(sq, nearest, axis=1)
-    order = np.argsort(d, axis=1)
-    nearest = np.take_along_axis(nearest, order, axis=1)
-    d = np.take_along_axis(d, order, axis=1)
-    top, last = d[:, :s], d[:, s : s + 1]
-    numer = last - top
-    denom = numer.sum(axis=1, keepdims=True)
-    tied = denom[:, 0] <= 1e-12 * np.maximum(last[:, 0], 1e-300)
-    values = np.where(tied[:, None], 1.0 / s, numer / np.where(tied[:, None], 1.0, denom))
-    return nearest[:, :s].astype(np.int64), values
-
-
-def anchor_matrix(indices: np.ndarray, values: np.ndarray, num_anchors: int) -> sp.csr_matrix:
-    """Sparse ``(n, r)`` anchor graph from :func:`anchor_graph`'s output.
-
-    Parameters
-    ----------
-    indices : ndarray of int, shape (n, s)
-    values : ndarray, shape (n, s)
-    num_anchors : int
-
-    Returns
-    -------
-    scipy.sparse.csr_matrix, shape (n, r)
-    """
-    n, s = indices.shape
-    rows = np.repeat(np.arange(n), s)
-    return sp.csr_matrix((values.ravel(), (rows, indices.ravel())), shape=(n, num_anchors))
