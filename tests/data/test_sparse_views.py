@@ -66,7 +66,7 @@ def test_fedsonmf_clients_get_large_sparse_views_as_csr_and_the_rest_dense(tmp_p
     truth = np.arange(60) % 3
     cell = np.array([[v.T.tocsc() for v in views]], dtype=object)
     scipy.io.savemat(tmp_path / "d.mat", {"X": cell, "Y": truth})
-    cases = [("fedsonmf", 0, True), ("fedmavg", 0, True), ("fmvc-imk", 0, False), ("fedsonmf", 256, False)]
+    cases = [("fedsonmf", 0, True), ("fmvc-imk", 0, True), ("fmvc-iai", 0, False), ("fedsonmf", 256, False)]
     for algorithm, limit, sparse in cases:
         cfg = validate_run_config(
             {
@@ -80,7 +80,7 @@ def test_fedsonmf_clients_get_large_sparse_views_as_csr_and_the_rest_dense(tmp_p
             got = load_client_view(cfg, p).features
             assert sp.issparse(got) == sparse and got.shape == stored.shape
             dense = got.toarray() if sparse else got
-            want = prepare_view(stored.toarray(), "min-max", "frobenius", "v", "auto")
+            want = prepare_view(stored.toarray(), "min-max", cfg["view-normalisation"], "v", "auto")
             np.testing.assert_allclose(dense, want, rtol=1e-13, atol=0)
 
 

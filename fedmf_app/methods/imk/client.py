@@ -47,6 +47,7 @@ from fedmf_app.methods.imk.client_updates import (
     client_round,
     init_client,
     preprocess_view,
+    resolve_graph,
     view_anchor_graph,
 )
 from fedmf_app.methods.imk.options import imk_params
@@ -76,7 +77,7 @@ class FMVCIMKClient(ViewClient):
     def _graph_encoding(self, x: View, config: dict[str, Scalar]) -> np.ndarray:
         """This view's graph as the dense fixed-point words of the secure sum."""
         bits = self.cfg["imk.mask-frac-bits"]
-        if self.cfg["imk.graph"] == "knn":
+        if resolve_graph(self.cfg["imk.graph"], x.shape[0]) == "knn":
             similarity = knn_similarity(x, self.cfg["imk.neighbours"], self.cfg["imk.similarity"])
             return encode_upper(similarity, bits)
         n = x.shape[0]

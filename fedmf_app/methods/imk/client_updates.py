@@ -84,8 +84,32 @@ SERVER_INITS = ("kmeans-concat", "mean")
 LABEL_RULES = ("argmax", "kmeans")
 SERVER_SOLVERS = ("cg", "splu")
 STANDARDISATIONS = ("auto", "zscore", "row-l2", "none")
-#: The graph term's graph: shared-anchor graphs (O(N a)) or the exact kNN graphs (O(N^2) secure sum).
-GRAPHS = ("anchor", "knn")
+#: The graph term's graph: shared-anchor graphs (O(N a)) or the exact kNN graphs (O(N^2) secure sum),
+#: or ``auto`` (:func:`resolve_graph`).
+GRAPHS = ("auto", "anchor", "knn")
+#: [A] ``imk.graph = "auto"`` takes the exact kNN graphs up to this many samples (a secure-sum upload
+#: of at most 50 MB per client) and the anchor graphs above.
+KNN_MAX_SAMPLES = 5000
+
+
+def resolve_graph(graph: str, num_samples: int) -> str:
+    """The graph a run uses: ``graph``, or for ``auto`` kNN up to :data:`KNN_MAX_SAMPLES` samples.
+
+    Parameters
+    ----------
+    graph : str
+        Run config ``imk.graph``, one of :data:`GRAPHS`.
+    num_samples : int
+        ``N``.
+
+    Returns
+    -------
+    str
+        ``"anchor"`` or ``"knn"``.
+    """
+    if graph != "auto":
+        return graph
+    return "knn" if num_samples <= KNN_MAX_SAMPLES else "anchor"
 
 
 @dataclass(frozen=True)

@@ -61,12 +61,12 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "imk.graph",
-        "anchor",
+        "auto",
         OneOf(GRAPHS),
-        "Graph of the graph term: `anchor` ([A]), each client's anchor graph Z^(m) (N x a) on "
-        "shared anchor samples drawn from the run seed, L = I - Z Lambda^-1 Z^T of the mean Z, "
-        "O(N a) secure sum and memory; or `knn`, the exact kNN Laplacians (N(N-1)/2 words per "
-        "client, for small N).",
+        "Graph of the graph term: `anchor`, each client's anchor graph Z^(m) (N x a) on shared "
+        "anchor samples drawn from the run seed, L = D - Z Lambda^-1 Z^T of the mean Z, O(N a) "
+        "secure sum and memory; `knn`, the exact kNN Laplacians (N(N-1)/2 words per client); or "
+        "`auto` ([A]): knn up to 5000 samples, anchor above.",
     ),
     Option(
         "imk.anchors",
@@ -190,6 +190,7 @@ FAMILY = Family(
     num_server_rounds=100,
     options=OPTIONS,
     check=_check,
+    reads_sparse_views=True,
 )
 
 

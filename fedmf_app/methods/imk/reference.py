@@ -21,6 +21,7 @@ from fedmf_app.methods.imk.client_updates import (
     client_round,
     init_client,
     multiplier_step,
+    resolve_graph,
     view_anchor_graph,
 )
 from fedmf_app.methods.imk.server_updates import (
@@ -82,7 +83,8 @@ class IMKSettings:
         ``c`` (0: ``k``).
     neighbours : int
         ``p`` of the kNN graph, or ``s`` anchors per sample of the anchor graph.
-    graph : {"anchor", "knn"}
+    graph : {"auto", "anchor", "knn"}
+        See :func:`~fedmf_app.methods.imk.client_updates.resolve_graph`.
     anchors : int
         ``a`` of the anchor graph.
     frac_bits : int
@@ -184,7 +186,7 @@ def graph_laplacian(views: list, settings: IMKSettings) -> sp.csr_matrix | Ancho
         with each :math:`Z^{(m)}` rounded as the secure sum's encoding rounds it.
     """
     m = len(views)
-    if settings.graph == "knn":
+    if resolve_graph(settings.graph, views[0].shape[0]) == "knn":
         lsum = sum_laplacians([knn_similarity(x, settings.neighbours, settings.similarity) for x in views])
         return normalised_laplacian_sum(lsum, m, settings.neighbours)
     anchors = anchor_indices(settings.seed, views[0].shape[0], settings.anchors)

@@ -53,7 +53,7 @@ from fedmf_app.common.secure_sum import decode_matrix, decode_upper, sum_uploads
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_aggregation import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
-from fedmf_app.methods.imk.client_updates import multiplier_step
+from fedmf_app.methods.imk.client_updates import multiplier_step, resolve_graph
 from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.methods.imk.plots import plot_convergence
 from fedmf_app.methods.imk.reference import anchor_indices, label_rng, server_rng
@@ -108,6 +108,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         self.h: np.ndarray | None = None
         self.laplacian = None
         self.num_samples = 0
+        self.graph = ""
         self.solver: ServerSolver | WoodburySolver | None = None
         self.phis: list[np.ndarray] = []
         self.h_locals: list[np.ndarray] = []
@@ -121,7 +122,8 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         super().check_clients(info)
         n = int(info[0]["num-samples"])
         self.num_samples = n
-        if self.cfg["imk.graph"] == "anchor":
+        self.graph = resolve_graph(self.cfg["imk.graph"], n)
+        if self.graph == "anchor":
             a = min(self.cfg["imk.anchors"], n)
             if not self.cfg["imk.neighbours"] < a:
                 raise FederationError(
@@ -145,7 +147,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         started = time.perf_counter()
         config: dict[str, Scalar] = {"imk-stage": "setup", "num-clusters": self.k}
         anchors = None
-        if self.cfg["imk.graph"] == "anchor":
+        if self.graph == "anchor":
             anchors = anchor_indices(self.cfg["seed"], self.num_samples, self.cfg["imk.anchors"])
             config["anchors"] = anchors.tobytes()
         if self.cfg["imk.secure-sum"] == "masking" and self.cfg["secure-aggregation"]:
@@ -183,7 +185,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             reply[0].clear()  # drop the masked uploads (N a or N^2/2 words each)
         self.setup = {
             "secure_sum": self.cfg["imk.secure-sum"],
-            "graph": self.cfg["imk.graph"],
+            "graph": self.graph,
             "upload_bytes_per_client": int(replies[0][1]["upload_bytes"]),
             "client_mask_s_max": max(float(r[1]["mask_s"]) for r in replies),
             "client_setup_s_max": max(float(r[1]["kernel_s"]) for r in replies),

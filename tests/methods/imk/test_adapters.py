@@ -129,7 +129,7 @@ def test_missing_cluster_count_stops_before_round_one(tmp_path):
 
 
 def test_a_client_refuses_bad_anchor_indices_naming_its_partition(tmp_path):
-    cfg = validate_run_config({**BASE, "imk.anchors": 24})
+    cfg = validate_run_config({**BASE, "imk.graph": "anchor", "imk.anchors": 24})
     client = client_class("fmvc-imk")(client_context(cfg, 1, 3), cfg, 1, 3, load_client_view(cfg, 1))
     setup = {"imk-stage": "setup", "num-clusters": 3}
     with pytest.raises(ValueError, match="partition 1: the setup message names 8 anchors \\(1 distinct\\)"):

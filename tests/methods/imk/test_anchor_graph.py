@@ -161,3 +161,11 @@ def test_sparse_kernels_never_densify_and_zscore_is_the_documented_exception(cap
     )
     np.testing.assert_allclose(s_state.h, d_state.h, atol=1e-10)
     assert s_stats.residual == pytest.approx(d_stats.residual, rel=1e-10)
+
+
+def test_auto_takes_the_knn_graph_up_to_its_sample_limit_and_the_anchor_graph_above():
+    from fedmf_app.methods.imk.client_updates import KNN_MAX_SAMPLES, resolve_graph
+
+    assert resolve_graph("auto", KNN_MAX_SAMPLES) == "knn"
+    assert resolve_graph("auto", KNN_MAX_SAMPLES + 1) == "anchor"
+    assert resolve_graph("knn", 10**6) == "knn" and resolve_graph("anchor", 10) == "anchor"
