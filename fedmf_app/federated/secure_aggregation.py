@@ -55,6 +55,7 @@ __all__ = [
     "SecureAggregationError",
     "agree_keys",
     "answer_key_stage",
+    "node_key_path",
     "masked_upload",
     "message_keys",
     "pair_keys",
@@ -71,7 +72,14 @@ class SecureAggregationError(RuntimeError):
 
 
 # ------------------------------------------------------------------------------------- client
-def _node_path(context: Context, key: str, partition_id: int) -> Path:
+def node_key_path(context: Context, key: str, partition_id: int) -> Path:
+    """Node config ``signing-key`` or ``peer-keys`` of a client with signed keys (a path).
+
+    Raises
+    ------
+    SecureAggregationError
+        When the node config lacks it.
+    """
     value = context.node_config.get(key)
     if not value:
         raise SecureAggregationError(
@@ -122,7 +130,7 @@ def answer_key_stage(
         answer: dict[str, Scalar] = {"secagg-public-key": public}
         if signed:
             try:
-                signing_key = load_private_key(_node_path(context, "signing-key", partition_id))
+                signing_key = load_private_key(node_key_path(context, "signing-key", partition_id))
             except KeyFileError as exc:
                 raise SecureAggregationError(f"{me}: node config 'signing-key': {exc}") from exc
             answer["secagg-signature"] = sign(
@@ -151,7 +159,7 @@ def answer_key_stage(
             )
         seen[public] = j
     if signed:
-        folder = _node_path(context, "peer-keys", partition_id)
+        folder = node_key_path(context, "peer-keys", partition_id)
         for j in range(m):
             if j == partition_id:
                 continue
