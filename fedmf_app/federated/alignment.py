@@ -23,13 +23,12 @@ server cannot have a client blind points of its own choosing.
 
 from __future__ import annotations
 
-import concurrent.futures
 import time
 from logging import INFO
 from typing import Any
 
 import numpy as np
-from flwr.common import Array, ArrayRecord, Code, ConfigRecord, Context, GetPropertiesIns, Scalar
+from flwr.common import Array, ArrayRecord, ConfigRecord, Context, Scalar
 from flwr.common.logger import log
 from flwr.server.client_proxy import ClientProxy
 
@@ -43,7 +42,7 @@ from fedmf_app.common.key_signing import (
 from fedmf_app.common.key_signing import verify as verify_signature
 from fedmf_app.common.psi import Blinder, aligned_order, blind_own_ids, common_positions, pack, unpack
 from fedmf_app.data import ClientView
-from fedmf_app.federated.handshake import FederationError
+from fedmf_app.federated.handshake import FederationError, ask_all
 from fedmf_app.federated.secure_aggregation import node_key_path
 
 __all__ = ["AlignmentError", "align_samples", "aligned_rows", "answer_psi_stage"]
@@ -155,8 +154,8 @@ def answer_psi_stage(
         hops = [int(h) for h in stored["hops"]]
         if not 1 <= hop < m or (partition_id - hop) % m != origin or hop in hops:
             raise AlignmentError(
-                f"{me}: asked to blind partition {origin}'s points at hop {hop} (it blinds partition "
-                f"{partition_id} - hop's points once per hop 1..{m - 1}); refused"
+                f"{me}: asked to blind partition {origin}'s points at hop {hop} (at hop t = 1..{m - 1} "
+                f"it blinds only partition ({partition_id} - t) mod {m}'s points, once); refused"
             )
         points = bytes(config["psi-points"])
         if _signed(cfg):
@@ -202,17 +201,6 @@ def answer_psi_stage(
 
 
 # ------------------------------------------------------------------------------------- server
-def _ask(proxy: ClientProxy, partition: int, config: dict[str, Scalar], timeout: float) -> dict[str, Scalar]:
-    failed = f"SuperNode {proxy.cid} (partition {partition}) failed the sample-ID alignment"
-    try:
-        res = proxy.get_properties(GetPropertiesIns(config=config), timeout=timeout, group_id=0)
-    except Exception as exc:  # the client's own message is inside
-        raise FederationError(f"{failed}: {exc}") from exc
-    if res.status.code != Code.OK:
-        raise FederationError(f"{failed}: {res.status.message}")
-    return dict(res.properties)
-
-
 def align_samples(
     proxies: list[ClientProxy], cfg: dict[str, Any], info: list[dict[str, Scalar]]
 ) -> dict[str, Any]:
@@ -246,9 +234,7 @@ def align_samples(
 
     def stage(config_of) -> list[dict[str, Scalar]]:
         nonlocal received
-        with concurrent.futures.ThreadPoolExecutor(max_workers=m) as pool:
-            futures = [pool.submit(_ask, proxy, p, config_of(p), timeout) for p, proxy in enumerate(proxies)]
-            answers = [f.result() for f in futures]
+        answers = ask_all(proxies, config_of, timeout, "sample-ID alignment")
         received += sum(len(v) for a in answers for v in a.values() if isinstance(v, bytes))
         return answers
 

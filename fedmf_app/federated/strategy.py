@@ -51,9 +51,9 @@ from fedmf_app.federated.alignment import align_samples
 from fedmf_app.federated.checkpoint import write_checkpoint
 from fedmf_app.federated.handshake import (
     FederationError,
+    ask_all,
     check_view_count,
     collect_properties,
-    properties,
     resolve_num_clusters,
 )
 from fedmf_app.federated.results import RunRecorder
@@ -239,7 +239,7 @@ class ViewFederationStrategy(Strategy):
             self.alignment["seconds"],
         )
         timeout = float(self.cfg["round-timeout-s"])
-        self.client_info = [properties(proxy, timeout) for proxy in self.clients]
+        self.client_info = ask_all(self.clients, lambda p: {}, timeout, "handshake after the alignment")
 
     # ------------------------------------------------------------------------------- resume
     def resume_from(self, checkpoint: dict[str, Any]) -> None:

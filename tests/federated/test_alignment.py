@@ -128,13 +128,8 @@ def _on_curve(point):
     return u < p and pow(rhs, (p - 1) // 2, p) == 1
 
 
-def test_the_server_receives_only_blinded_points_and_signed_ones_with_signed_keys(tmp_path, monkeypatch):
-    import simulations.in_process as in_process
-
-    monkeypatch.setattr(in_process, "InProcessProxy", _Recording)
-    _Recording.received = []
-    ids = [f"patient-{i:05d}-x" for i in np.random.default_rng(2).choice(10**5, N_COMMON + 12, replace=False)]
-    _, own, _, _ = _files(tmp_path, ids)
+def _signed_nodes(tmp_path, own):
+    """Node configs of the three parties' own files with long-term keys for signed points."""
     make_supernode_keys(tmp_path / "keys", 3)
 
     def node(p):
@@ -143,6 +138,18 @@ def test_the_server_receives_only_blinded_points_and_signed_ones_with_signed_key
             "peer-keys": str(tmp_path / "keys"),
         }
         return {"data-file": str(own[p]), **keys, **({"sample-id": "patient"} if p == 2 else {})}
+
+    return node
+
+
+def test_the_server_receives_only_blinded_points_and_signed_ones_with_signed_keys(tmp_path, monkeypatch):
+    import simulations.in_process as in_process
+
+    monkeypatch.setattr(in_process, "InProcessProxy", _Recording)
+    _Recording.received = []
+    ids = [f"patient-{i:05d}-x" for i in np.random.default_rng(2).choice(10**5, N_COMMON + 12, replace=False)]
+    _, own, _, _ = _files(tmp_path, ids)
+    node = _signed_nodes(tmp_path, own)
 
     cfg = {**SONMF, "num-clients": 3, "sample-id": "id", "secure-aggregation-signed-keys": True}
     run = run_in_process(cfg, tmp_path / "psi", node_config=node)
@@ -184,14 +191,7 @@ def test_with_signed_keys_a_client_refuses_points_the_server_changed(tmp_path, m
 
     monkeypatch.setattr(in_process, "InProcessProxy", _Substituting)
     _, own, _, _ = _files(tmp_path, list(range(N_COMMON + 12)))
-    make_supernode_keys(tmp_path / "keys", 3)
-
-    def node(p):
-        keys = {
-            "signing-key": str(tmp_path / "keys" / f"supernode-{p}.key"),
-            "peer-keys": str(tmp_path / "keys"),
-        }
-        return {"data-file": str(own[p]), **keys, **({"sample-id": "patient"} if p == 2 else {})}
+    node = _signed_nodes(tmp_path, own)
 
     cfg = {"sample-id": "id", "secure-aggregation-signed-keys": True}
     _run_expecting(
