@@ -19,7 +19,9 @@ Supported inputs
   under a key of :data:`VIEW_KEYS`, and an optional label array under a key of :data:`LABEL_KEYS`.
 * One view per file (:func:`load_single_view`, a deployment's node-config ``data-file``): ``.npy``
   (samples x features, no labels), ``.csv`` (rows are samples; an optional header row, and a
-  header column named like a label key holds the labels), ``.npz`` or ``.mat`` with one view.
+  header column named like a label key holds the labels), ``.npz`` or ``.mat`` with one view;
+  optionally with sample IDs in a CSV column or under an ``.npz``/``.mat`` key
+  (:mod:`fedmf_app.data.sample_ids`).
 
 Views that have names in the file (numbered keys, struct fields; an embedded data set's view
 names) keep them (:attr:`MultiViewData.view_names`), so that run config ``views`` can pick and
