@@ -20,6 +20,7 @@ from flwr.client import NumPyClient
 from flwr.common import Array, ArrayRecord, ConfigRecord, Context, Scalar
 
 from fedmf_app.data import ClientView, load_client_view
+from fedmf_app.data.sample_ids import sample_id_key
 from fedmf_app.federated.alignment import aligned_rows, answer_psi_stage
 from fedmf_app.federated.secure_aggregation import answer_key_stage
 from fedmf_app.options.run_config import validate_run_config
@@ -65,7 +66,9 @@ def load_state(context: Context, name: str, server_round: int) -> dict[str, np.n
     ------
     ClientStateError
         When the stored state is not from the previous round (a missed round, or a SuperNode that
-        restarted and lost its state): the algorithms here need every client in every round.
+        restarted and lost its state): the algorithms here need every client in every round; or
+        when the node's data has sample IDs but it holds no alignment (it would train on rows in
+        its file's order).
 
     Notes
     -----
@@ -73,12 +76,17 @@ def load_state(context: Context, name: str, server_round: int) -> dict[str, np.n
     state is also kept on disk (:func:`save_state`), and a client whose ``context.state`` is empty
     after round 1 (a restarted SuperNode, a resumed run) reads it from there.
     """
+    pid = context.node_config.get("partition-id")
+    if sample_id_key(context.run_config, context.node_config) and aligned_rows(context) is None:
+        raise ClientStateError(
+            f"partition {pid}: asked for round {server_round} but holds no sample-ID alignment (a "
+            "SuperNode that restarted after the alignment loses it); start the run again"
+        )
     stored = context.state.config_records.get(f"{name}.meta")
     if stored is None and server_round > 1:
         stored = _load_from_disk(context, name, server_round - 1)
     last = int(stored["round"]) if stored is not None else 0
     if last != server_round - 1:
-        pid = context.node_config.get("partition-id")
         raise ClientStateError(
             f"partition {pid}: asked for round {server_round} but its stored state is from round "
             f"{last}; every client must take part in every round"

@@ -243,3 +243,17 @@ def test_an_id_column_missing_from_a_nodes_file_names_the_file_and_the_key(tmp_p
         DataError,
         **{"sample-id": "id"},
     )
+
+
+def test_a_client_that_lost_its_alignment_refuses_to_train(tmp_path):
+    from flwr.common import Context, RecordDict
+
+    from fedmf_app.federated.client import ClientStateError, load_state
+
+    cfg = {"sample-id": "id"}
+    context = Context(
+        run_id=1, node_id=1, node_config={"partition-id": 0}, state=RecordDict(), run_config=cfg
+    )
+    with pytest.raises(ClientStateError, match="partition 0: .* holds no sample-ID alignment"):
+        load_state(context, "fedsonmf", 1)
+    assert load_state(Context(1, 1, {"partition-id": 0}, RecordDict(), {}), "fedsonmf", 1) == {}
