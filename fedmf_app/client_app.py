@@ -2,9 +2,11 @@
 
 The same code serves simulated and deployed SuperNodes; the node config names the partition
 (``partition-id``, ``num-partitions``) and may name this organisation's own single-view file
-(``data-file``), which then replaces run config ``dataset`` on this node. A node whose data cannot
-be loaded fails with a :class:`~fedmf_app.data.DataError` that names the node (its id and node
-config) as well as the file and the problem; the server stops the run with that message in the
+(``data-file``), which then replaces run config ``dataset`` on this node. After a sample-ID
+alignment the node loads only the rows it kept
+(:func:`~fedmf_app.federated.alignment.aligned_rows`). A node whose data cannot be loaded fails
+with a :class:`~fedmf_app.data.DataError` that names the node (its id and node config) as well
+as the file and the problem; the server stops the run with that message in the
 handshake.
 """
 
@@ -14,6 +16,7 @@ from flwr.client import Client, ClientApp
 from flwr.common import Context
 
 from fedmf_app.data import DataError, load_client_view, partition_from_node_config
+from fedmf_app.federated.alignment import aligned_rows
 from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class
 
@@ -40,7 +43,7 @@ def client_fn(context: Context) -> Client:
     cfg = validate_run_config(context.run_config)
     try:
         partition_id, num_partitions = partition_from_node_config(context.node_config)
-        view = load_client_view(cfg, partition_id, context.node_config)
+        view = load_client_view(cfg, partition_id, context.node_config, rows=aligned_rows(context))
     except DataError as exc:
         node = " ".join(f"{k}={v!r}" for k, v in context.node_config.items())
         raise DataError(f"SuperNode {context.node_id} (node config: {node}): {exc}") from exc

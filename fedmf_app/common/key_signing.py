@@ -9,19 +9,32 @@ SuperNode keys of ``python -m fedmf_app.deployment.certificates``, also register
 SuperLink). A substituted key fails the check, and so does a replayed one: a key signed for
 another run id, partition or federation size.
 
+The same keys sign the blinded points of the sample-ID alignment (:func:`points_statement`,
+:mod:`fedmf_app.federated.alignment`), so that a server cannot pass its own points off as a
+party's.
+
 Long-term keys: EC (ECDSA with SHA-384; the P-384 keys Flower's SuperNode authentication uses) or
 Ed25519, in OpenSSH or PEM format.
 """
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
-__all__ = ["KeyFileError", "key_statement", "load_private_key", "load_public_key", "sign", "verify"]
+__all__ = [
+    "KeyFileError",
+    "key_statement",
+    "load_private_key",
+    "load_public_key",
+    "points_statement",
+    "sign",
+    "verify",
+]
 
 
 class KeyFileError(ValueError):
@@ -45,6 +58,32 @@ def key_statement(run_id: int, partition_id: int, num_clients: int, public_key: 
     bytes
     """
     return b"fedmf-secagg-key|%d|%d|%d|" % (run_id, partition_id, num_clients) + public_key
+
+
+def points_statement(
+    run_id: int, partition_id: int, num_clients: int, origin: int, hop: int, points: bytes
+) -> bytes:
+    """The bytes a client signs for the blinded points it hands on in the sample-ID alignment.
+
+    Parameters
+    ----------
+    run_id : int
+    partition_id : int
+        The signer (the party that blinded last).
+    num_clients : int
+    origin : int
+        The party whose IDs the points hide.
+    hop : int
+        How many parties blinded them before the signer (0: the origin's own message).
+    points : bytes
+        The concatenated points (their SHA-256 is signed).
+
+    Returns
+    -------
+    bytes
+    """
+    digest = hashlib.sha256(points).digest()
+    return b"fedmf-psi-points|%d|%d|%d|%d|%d|" % (run_id, partition_id, num_clients, origin, hop) + digest
 
 
 def load_private_key(path: str | Path):

@@ -18,6 +18,7 @@ from fedmf_app.data.errors import DataError
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
 from fedmf_app.data.multiview import load_multiview, load_single_view
 from fedmf_app.data.preprocess import prepare_view
+from fedmf_app.data.sample_ids import id_origin, read_id_array, sample_id_key
 from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view, planted_rank
 
 __all__ = [
@@ -45,11 +46,19 @@ class ClientView:
     labels : ndarray, shape (n,), or None
         Ground truth coded ``0..k-1`` when the data has it; used only to score the final
         clustering, never for training.
+    ids : ndarray of str, shape (n,), or None
+        The samples' IDs when the node's data has an ID column (run or node config
+        ``sample-id``), else ``None``.
+    rows : ndarray of int64, shape (n,), or None
+        After the alignment: the row of each sample in the node's file; ``None`` before it (or
+        without IDs), when the rows are the file's.
     """
 
     features: np.ndarray | scipy.sparse.csr_matrix
     source: str
     labels: np.ndarray | None = None
+    ids: np.ndarray | None = None
+    rows: np.ndarray | None = None
 
 
 def partition_from_node_config(node_config: Mapping[str, Any]) -> tuple[int, int | None]:
@@ -133,7 +142,10 @@ def dataset_view_count(dataset: str, views: str = "") -> int | None:
 
 
 def load_client_view(
-    cfg: Mapping[str, Any], partition_id: int, node_config: Mapping[str, Any] | None = None
+    cfg: Mapping[str, Any],
+    partition_id: int,
+    node_config: Mapping[str, Any] | None = None,
+    rows: np.ndarray | None = None,
 ) -> ClientView:
     """Load the view of client ``partition_id`` (and nothing else).
 
@@ -142,11 +154,14 @@ def load_client_view(
     (view ``partition_id`` of the planted generator, built from ``(seed, partition_id)``);
     otherwise ``dataset`` names an embedded data set or a multi-view file, whose view
     ``partition_id`` this client takes (of the views run config ``views`` keeps, in its order).
-    Under ``missing-rate > 0`` an algorithm that needs complete views gets this view's missing rows
-    filled (:func:`_fill_missing`) before anything else. Real views (not synthetic ones) are then
-    prepared by :func:`~fedmf_app.data.preprocess.prepare_view` with run config
-    ``negative-values``, ``sample-normalisation`` and ``view-normalisation``; a view stored sparse
-    stays sparse for a family that reads sparse views when its dense form would exceed run config
+    With a sample-ID column or key (node config ``sample-id``, else run config ``sample-id``) the
+    IDs are read too, and ``rows`` (the alignment's outcome) keeps and orders the file's rows first
+    (labels with them, recoded ``0..k-1``), so that everything after sees exactly the aligned
+    file. Under ``missing-rate > 0`` an algorithm that needs complete views gets this view's
+    missing rows filled (:func:`_fill_missing`). Real views (not synthetic ones) are then prepared
+    by :func:`~fedmf_app.data.preprocess.prepare_view` with run config ``negative-values``,
+    ``sample-normalisation`` and ``view-normalisation``; a view stored sparse stays sparse for a
+    family that reads sparse views when its dense form would exceed run config
     ``sparse-view-min-mb``, and is made dense otherwise.
 
     Parameters
@@ -156,6 +171,8 @@ def load_client_view(
     partition_id : int
     node_config : mapping, optional
         ``context.node_config``.
+    rows : ndarray of int, shape (n_aligned,), optional
+        The file rows to keep, in the aligned order (needs sample IDs).
 
     Returns
     -------
@@ -165,8 +182,8 @@ def load_client_view(
     ------
     DataError
         When ``partition_id`` has no view, the data set's view count is not ``num-clients``,
-        ``views`` names a view the file does not have, or the data cannot be read (the message
-        names the file, the view and the problem).
+        ``views`` names a view the file does not have, the data cannot be read, or the sample
+        IDs are missing or malformed (the message names the file, the view or key and the problem).
     """
     m = cfg["num-clients"]
     if partition_id >= m:
@@ -175,10 +192,15 @@ def load_client_view(
             f"(partition ids 0..{m - 1})"
         )
     data_file = (node_config or {}).get("data-file")
+    key = sample_id_key(cfg, node_config)
+    origin = id_origin(node_config, key)
+    ids = None
     if data_file:
-        features, labels = load_single_view(str(data_file))
+        features, labels, ids = load_single_view(str(data_file), key, origin)
         source = f"{data_file} (node config data-file)"
     elif cfg["dataset"] == "synthetic":
+        if key:
+            raise DataError(f"{origin}: synthetic data has no sample IDs (give the node a data-file)")
         view = make_synthetic_view(synthetic_spec(cfg), partition_id)
         source = (
             f"synthetic view {partition_id} (seed={cfg['seed']}, h={cfg['heterogeneity']}, "
@@ -199,13 +221,27 @@ def load_client_view(
         source = f"{data.source} view {partition_id}"
         if views:
             source += f" (file view {views.split(',')[partition_id].strip()!r} of run config views)"
+        if key:
+            if data.source.startswith("embedded:"):
+                raise DataError(f"{data.source}: {origin}: the embedded data set has no sample IDs")
+            ids = read_id_array(Path(data.source), key, origin)
+            if ids.size != data.num_samples:
+                raise DataError(
+                    f"{data.source}: {origin}: {ids.size} sample IDs for {data.num_samples} samples"
+                )
+    if rows is not None:
+        if ids is None:
+            raise DataError(f"{source}: aligned rows given but the data has no sample IDs")
+        features, ids = features[rows], ids[rows]
+        if labels is not None:
+            labels = np.unique(labels[rows], return_inverse=True)[1].astype(np.int64).reshape(-1)
     features = _fill_missing(features, cfg, partition_id, source)
     prepared = prepare_view(
         features, cfg["negative-values"], cfg["view-normalisation"], source, cfg["sample-normalisation"]
     )
     if scipy.sparse.issparse(prepared) and not _keeps_sparse(prepared.shape, cfg):
         prepared = prepared.toarray()
-    return ClientView(features=prepared, source=source, labels=labels)
+    return ClientView(features=prepared, source=source, labels=labels, ids=ids, rows=rows)
 
 
 def _keeps_sparse(shape: tuple[int, int], cfg: Mapping[str, Any]) -> bool:

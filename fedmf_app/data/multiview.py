@@ -20,7 +20,8 @@ Supported inputs
 * One view per file (:func:`load_single_view`, a deployment's node-config ``data-file``): ``.npy``
   (samples x features, no labels), ``.csv`` (rows are samples; an optional header row, and a
   header column named like a label key holds the labels), ``.npz`` or ``.mat`` with one view (an
-  ``.npz`` written by ``scipy.sparse.save_npz`` is one sparse view).
+  ``.npz`` written by ``scipy.sparse.save_npz`` is one sparse view); optionally with sample IDs in
+  a CSV column or under an ``.npz``/``.mat`` key (:mod:`fedmf_app.data.sample_ids`).
 
 Views that have names in the file (numbered keys, struct fields; an embedded data set's view
 names) keep them (:attr:`MultiViewData.view_names`), so that run config ``views`` can pick and
@@ -42,6 +43,7 @@ import scipy.sparse
 
 from fedmf_app.data.errors import DataError
 from fedmf_app.data.readers import LABEL_KEYS, VIEW_KEYS, read_csv, read_mat, read_npz
+from fedmf_app.data.sample_ids import id_strings, read_id_array
 
 __all__ = [
     "DataError",
@@ -194,13 +196,20 @@ def select_views(data: MultiViewData, views: str) -> MultiViewData:
     )
 
 
-def load_single_view(path: str) -> tuple[np.ndarray, np.ndarray | None]:
+def load_single_view(
+    path: str, sample_id: str = "", origin: str = ""
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Read one organisation's view from its own file.
 
     Parameters
     ----------
     path : str
         ``.npy``, ``.csv``, ``.npz`` or ``.mat`` (the last two must hold exactly one view).
+    sample_id : str
+        The CSV column or ``.npz``/``.mat`` key holding the sample IDs (empty: none;
+        :mod:`fedmf_app.data.sample_ids`).
+    origin : str
+        Which config named ``sample_id``, for messages.
 
     Returns
     -------
@@ -208,15 +217,24 @@ def load_single_view(path: str) -> tuple[np.ndarray, np.ndarray | None]:
         Float64 (read-only).
     labels : ndarray, shape (n,), or None
         Ground truth coded ``0..k-1``, when the file has it.
+    ids : ndarray of str, shape (n,), or None
+        The sample IDs as text, each once (with ``sample_id`` only).
 
     Raises
     ------
     DataError
-        When the file is missing, unreadable, malformed, or holds more than one view.
+        When the file is missing, unreadable, malformed, holds more than one view, or has no or
+        malformed sample IDs under ``sample_id``.
     """
     file = _existing_file(path)
     suffix = file.suffix.lower()
+    ids = None
     if suffix == ".npy":
+        if sample_id:
+            raise DataError(
+                f"{file}: {origin}: a .npy file holds no sample IDs (use .csv with an ID column, or "
+                ".npz/.mat with an ID key)"
+            )
         try:
             array = np.load(file, allow_pickle=False)
         except (ValueError, OSError) as exc:
@@ -227,10 +245,14 @@ def load_single_view(path: str) -> tuple[np.ndarray, np.ndarray | None]:
             )
         data = assemble_views([("array", array)], None, file.stem, str(file), orient=False)
     elif suffix == ".csv":
-        columns, array, labels = read_csv(file)
+        columns, array, labels, raw_ids = read_csv(file, sample_id, origin)
         data = assemble_views([(columns, array)], labels, file.stem, str(file))
+        if raw_ids is not None:
+            ids = id_strings(raw_ids, str(file), f"(column {sample_id!r})")
     elif suffix in (".npz", ".mat"):
         data = load_multiview(str(file))
+        if sample_id:
+            ids = read_id_array(file, sample_id, origin)
     else:
         raise DataError(
             f"{file}: unsupported file type {suffix!r} for a single view (use .npy, .csv, .npz or .mat)"
@@ -239,7 +261,9 @@ def load_single_view(path: str) -> tuple[np.ndarray, np.ndarray | None]:
         raise DataError(
             f"{file}: holds {len(data.views)} views; a node's data-file must hold exactly one (its own view)"
         )
-    return data.views[0], data.labels
+    if ids is not None and ids.size != data.num_samples:
+        raise DataError(f"{file}: {origin}: {ids.size} sample IDs for {data.num_samples} samples")
+    return data.views[0], data.labels, ids
 
 
 def assemble_views(

@@ -291,7 +291,28 @@ def read_npz(file: Path) -> tuple[RawViews, tuple[str, ...], RawLabels]:
     return locate_views(file, {k: _kind(v) for k, v in arrays.items()}, arrays.__getitem__)
 
 
-def read_csv(file: Path) -> tuple[str, np.ndarray, tuple[str, np.ndarray] | None]:
+def read_csv(
+    file: Path, id_column: str = "", origin: str = ""
+) -> tuple[str, np.ndarray, tuple[str, np.ndarray] | None, np.ndarray | None]:
+    """Features, labels and sample IDs of a CSV table (rows are samples, optional header).
+
+    Parameters
+    ----------
+    file : Path
+    id_column : str
+        The header column holding the sample IDs (empty: none); it is not a feature.
+    origin : str
+        Which config named ``id_column``, for messages.
+
+    Returns
+    -------
+    where : str
+    values : ndarray, shape (n, d)
+    labels : (str, ndarray) or None
+        The label column's header and its values as text.
+    ids : ndarray of str, shape (n,), or None
+        The ID column's values as text (not yet checked).
+    """
     try:
         with file.open(newline="") as handle:
             rows = [r for r in csv.reader(handle) if r]
@@ -302,11 +323,23 @@ def read_csv(file: Path) -> tuple[str, np.ndarray, tuple[str, np.ndarray] | None
     header = None
     if not all(_is_number(c) for c in rows[0]):
         header, rows = [c.strip() for c in rows[0]], rows[1:]
-    label_col = None if header is None else pick_key(header, CSV_LABEL_KEYS)
     widths = {len(r) for r in rows}
     if len(widths) > 1:
         raise DataError(f"{file}: rows have different numbers of columns ({sorted(widths)})")
     table = np.array(rows, dtype=object).reshape(len(rows), -1)
+    ids = None
+    if id_column:
+        if header is None or id_column not in header:
+            columns = f"its columns: {', '.join(header)}" if header else "it has no header row"
+            raise DataError(
+                f"{file}: {origin}: no such column ({columns}); every party needs an ID column for the "
+                "alignment"
+            )
+        j = header.index(id_column)
+        ids = np.array([str(c) for c in table[:, j]])
+        table = np.delete(table, j, axis=1)
+        header = header[:j] + header[j + 1 :]
+    label_col = None if header is None else pick_key(header, CSV_LABEL_KEYS)
     labels = None
     if label_col is not None:
         j = header.index(label_col)
@@ -319,7 +352,7 @@ def read_csv(file: Path) -> tuple[str, np.ndarray, tuple[str, np.ndarray] | None
             f"{file}: holds a non-numeric feature value ({exc}); a label column "
             f"needs a header named one of {', '.join(CSV_LABEL_KEYS)}"
         ) from exc
-    return "the CSV table", values, labels
+    return "the CSV table", values, labels, ids
 
 
 def _is_number(text: str) -> bool:

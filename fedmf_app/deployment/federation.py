@@ -196,8 +196,9 @@ class LocalFederation:
     def node_config(self, index: int) -> dict[str, Any]:
         """Node config of SuperNode ``index``: its partition, its data file if any, its
         long-term key (``signing-key``) and the folder of every node's public key (``peer-keys``)
-        for signed secure-aggregation keys, and where it keeps its state (``state-dir``, so that
-        a federation restarted on the same ``workdir`` can resume a run)."""
+        for signed secure-aggregation keys, where it keeps its state (``state-dir``, so that
+        a federation restarted on the same ``workdir`` can resume a run) and, after a sample-ID
+        alignment, its final clusters per ID (``labels-file``)."""
         config: dict[str, Any] = {"partition-id": index, "num-partitions": self.num_nodes}
         if self.data_files is not None:
             config["data-file"] = str(self.data_files[index])
@@ -205,6 +206,7 @@ class LocalFederation:
         config["signing-key"] = str(certs / f"supernode-{index}.key")
         config["peer-keys"] = str(certs)
         config["state-dir"] = str(self.workdir / f"supernode-{index}" / "state")
+        config["labels-file"] = str(self.workdir / f"supernode-{index}" / "labels.csv")
         return config
 
     def start(self) -> LocalFederation:

@@ -7,6 +7,7 @@ message, in a fresh process in a deployment), through :func:`load_state` / :func
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
@@ -18,7 +19,9 @@ import numpy as np
 from flwr.client import NumPyClient
 from flwr.common import Array, ArrayRecord, ConfigRecord, Context, Scalar
 
-from fedmf_app.data import ClientView
+from fedmf_app.data import ClientView, load_client_view
+from fedmf_app.data.sample_ids import sample_id_key
+from fedmf_app.federated.alignment import aligned_rows, answer_psi_stage
 from fedmf_app.federated.secure_aggregation import answer_key_stage
 from fedmf_app.options.run_config import validate_run_config
 
@@ -31,6 +34,7 @@ __all__ = [
     "run_key",
     "save_state",
     "state_file",
+    "write_labels_file",
 ]
 
 
@@ -62,7 +66,9 @@ def load_state(context: Context, name: str, server_round: int) -> dict[str, np.n
     ------
     ClientStateError
         When the stored state is not from the previous round (a missed round, or a SuperNode that
-        restarted and lost its state): the algorithms here need every client in every round.
+        restarted and lost its state): the algorithms here need every client in every round; or
+        when the node's data has sample IDs but it holds no alignment (it would train on rows in
+        its file's order).
 
     Notes
     -----
@@ -70,12 +76,17 @@ def load_state(context: Context, name: str, server_round: int) -> dict[str, np.n
     state is also kept on disk (:func:`save_state`), and a client whose ``context.state`` is empty
     after round 1 (a restarted SuperNode, a resumed run) reads it from there.
     """
+    pid = context.node_config.get("partition-id")
+    if sample_id_key(context.run_config, context.node_config) and aligned_rows(context) is None:
+        raise ClientStateError(
+            f"partition {pid}: asked for round {server_round} but holds no sample-ID alignment (a "
+            "SuperNode that restarted after the alignment loses it); start the run again"
+        )
     stored = context.state.config_records.get(f"{name}.meta")
     if stored is None and server_round > 1:
         stored = _load_from_disk(context, name, server_round - 1)
     last = int(stored["round"]) if stored is not None else 0
     if last != server_round - 1:
-        pid = context.node_config.get("partition-id")
         raise ClientStateError(
             f"partition {pid}: asked for round {server_round} but its stored state is from round "
             f"{last}; every client must take part in every round"
@@ -197,11 +208,21 @@ class ViewClient(NumPyClient):
         self.view = view
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
-        """Handshake: who this client is and the shape of its view; or a secure-aggregation key
-        stage (``secagg-stage`` in ``config``:
-        :func:`~fedmf_app.federated.secure_aggregation.answer_key_stage`)."""
+        """Handshake: who this client is and the shape of its view (``sample-ids``: how many IDs
+        its data has, 0 for none); or a secure-aggregation key stage (``secagg-stage`` in
+        ``config``: :func:`~fedmf_app.federated.secure_aggregation.answer_key_stage`); or a
+        sample-ID alignment stage (``psi-stage``:
+        :func:`~fedmf_app.federated.alignment.answer_psi_stage`; after its last stage this
+        client's view holds only the aligned rows)."""
         if "secagg-stage" in config:
             return answer_key_stage(self.context, self.cfg, self.partition_id, config)
+        if "psi-stage" in config:
+            answer = answer_psi_stage(self.context, self.cfg, self.partition_id, self.view, config)
+            if config["psi-stage"] == "keep":
+                self.view = load_client_view(
+                    self.cfg, self.partition_id, self.context.node_config, rows=aligned_rows(self.context)
+                )
+            return answer
         n, d = self.view.features.shape
         props: dict[str, Scalar] = {
             "partition-id": self.partition_id,
@@ -209,6 +230,7 @@ class ViewClient(NumPyClient):
             "num-features": int(d),
             "source": self.view.source,
             "num-classes": 0 if self.view.labels is None else int(self.view.labels.max()) + 1,
+            "sample-ids": 0 if self.view.ids is None else int(self.view.ids.size),
         }
         if self.num_partitions is not None:
             props["num-partitions"] = self.num_partitions
@@ -218,6 +240,10 @@ class ViewClient(NumPyClient):
         self, parameters: list[np.ndarray], config: dict[str, Scalar]
     ) -> tuple[float, int, dict[str, Scalar]]:
         """End of run: hand the ground truth to the server, only to score the final clustering.
+
+        After a sample-ID alignment the server sends the final labels (``parameters[0]``, one per
+        aligned sample); a node with node config ``labels-file`` writes them there as CSV
+        (``id,row,cluster``: its own IDs, its file's rows), :func:`write_labels_file`.
 
         Returns
         -------
@@ -229,9 +255,41 @@ class ViewClient(NumPyClient):
             ``partition-id``, ``labels`` (the labels as little-endian int64 bytes, empty when this
             client has none) and ``peak_rss_mb`` (peak resident memory of this client's process).
         """
+        if parameters and self.view.ids is not None and self.view.rows is not None:
+            target = self.context.node_config.get("labels-file")
+            if target:
+                write_labels_file(Path(str(target)), self.view, parameters[0])
         labels = b"" if self.view.labels is None else np.asarray(self.view.labels, "<i8").tobytes()
         return (
             0.0,
             int(self.view.features.shape[0]),
             {"partition-id": self.partition_id, "labels": labels, "peak_rss_mb": peak_rss_mb()},
         )
+
+
+def write_labels_file(path: Path, view: ClientView, clusters: np.ndarray) -> None:
+    """Write ``id,row,cluster`` for every aligned sample of ``view`` (atomically).
+
+    Parameters
+    ----------
+    path : Path
+        Node config ``labels-file``.
+    view : ClientView
+        Aligned (``ids`` and ``rows`` set).
+    clusters : ndarray of int, shape (n,)
+        The final cluster of every aligned sample, in the aligned order.
+
+    Raises
+    ------
+    ClientStateError
+        When the number of labels is not this view's number of samples.
+    """
+    if clusters.shape != view.ids.shape:
+        raise ClientStateError(f"{path}: {clusters.size} final labels for {view.ids.size} aligned samples")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "row", "cluster"])
+        writer.writerows(zip(view.ids.tolist(), view.rows.tolist(), np.asarray(clusters).tolist()))
+    os.replace(tmp, path)

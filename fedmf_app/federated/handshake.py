@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
+from collections.abc import Callable
 
 from flwr.common import Code, GetPropertiesIns, Scalar
 from flwr.server.client_manager import ClientManager
@@ -14,7 +15,15 @@ from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.data import dataset_view_count
 
-__all__ = ["FederationError", "check_view_count", "collect_properties", "properties", "resolve_num_clusters"]
+__all__ = [
+    "FederationError",
+    "ask",
+    "ask_all",
+    "check_view_count",
+    "collect_properties",
+    "properties",
+    "resolve_num_clusters",
+]
 
 
 class FederationError(RuntimeError):
@@ -157,10 +166,68 @@ def properties(proxy: ClientProxy, timeout: float) -> dict[str, Scalar]:
     FederationError
         Naming the node and carrying its own error message.
     """
+    return ask(proxy, {}, timeout, f"SuperNode {proxy.cid} failed the handshake")
+
+
+def ask(proxy: ClientProxy, config: dict[str, Scalar], timeout: float, failed: str) -> dict[str, Scalar]:
+    """One node's ``get_properties`` reply to ``config``.
+
+    Parameters
+    ----------
+    proxy : ClientProxy
+    config : dict
+    timeout : float
+    failed : str
+        Start of the error message, e.g. ``"SuperNode 7 failed the handshake"``.
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    FederationError
+        ``failed``, then the node's own error message.
+    """
     try:
-        res = proxy.get_properties(GetPropertiesIns(config={}), timeout=timeout, group_id=0)
+        res = proxy.get_properties(GetPropertiesIns(config=config), timeout=timeout, group_id=0)
     except Exception as exc:  # the client's own message is inside
-        raise FederationError(f"SuperNode {proxy.cid} failed the handshake: {exc}") from exc
+        raise FederationError(f"{failed}: {exc}") from exc
     if res.status.code != Code.OK:
-        raise FederationError(f"SuperNode {proxy.cid} failed the handshake: {res.status.message}")
+        raise FederationError(f"{failed}: {res.status.message}")
     return dict(res.properties)
+
+
+def ask_all(
+    proxies: list[ClientProxy], config_of: Callable[[int], dict[str, Scalar]], timeout: float, what: str
+) -> list[dict[str, Scalar]]:
+    """Every node's reply to its own ``get_properties`` message, asked in parallel.
+
+    Parameters
+    ----------
+    proxies : list of ClientProxy
+        In partition order.
+    config_of : callable
+        Partition -> the message for it.
+    timeout : float
+    what : str
+        The stage, for messages (``"secure-aggregation key agreement"``).
+
+    Returns
+    -------
+    list of dict
+        In partition order.
+
+    Raises
+    ------
+    FederationError
+        ``SuperNode <id> (partition <p>) failed the <what>: <its message>``.
+    """
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(proxies)) as pool:
+        futures = [
+            pool.submit(
+                ask, proxy, config_of(p), timeout, f"SuperNode {proxy.cid} (partition {p}) failed the {what}"
+            )
+            for p, proxy in enumerate(proxies)
+        ]
+        return [f.result() for f in futures]

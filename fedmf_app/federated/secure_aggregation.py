@@ -25,7 +25,6 @@ as written by ``python -m fedmf_app.deployment.certificates``.
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import time
 import zlib
@@ -34,7 +33,7 @@ from typing import Any
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from flwr.common import Code, ConfigRecord, Context, GetPropertiesIns, Scalar
+from flwr.common import ConfigRecord, Context, Scalar
 from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.common.key_signing import KeyFileError, key_statement, load_private_key, load_public_key, sign
@@ -49,12 +48,13 @@ from fedmf_app.common.secure_agg import (
 )
 from fedmf_app.common.secure_sum import derive_pair_key, generate_private_key, public_key_bytes
 from fedmf_app.common.seeding import Stream, rng_for
-from fedmf_app.federated.handshake import FederationError
+from fedmf_app.federated.handshake import FederationError, ask_all
 
 __all__ = [
     "SecureAggregationError",
     "agree_keys",
     "answer_key_stage",
+    "node_key_path",
     "masked_upload",
     "message_keys",
     "pair_keys",
@@ -71,7 +71,14 @@ class SecureAggregationError(RuntimeError):
 
 
 # ------------------------------------------------------------------------------------- client
-def _node_path(context: Context, key: str, partition_id: int) -> Path:
+def node_key_path(context: Context, key: str, partition_id: int) -> Path:
+    """Node config ``signing-key`` or ``peer-keys`` of a client with signed keys (a path).
+
+    Raises
+    ------
+    SecureAggregationError
+        When the node config lacks it.
+    """
     value = context.node_config.get(key)
     if not value:
         raise SecureAggregationError(
@@ -122,7 +129,7 @@ def answer_key_stage(
         answer: dict[str, Scalar] = {"secagg-public-key": public}
         if signed:
             try:
-                signing_key = load_private_key(_node_path(context, "signing-key", partition_id))
+                signing_key = load_private_key(node_key_path(context, "signing-key", partition_id))
             except KeyFileError as exc:
                 raise SecureAggregationError(f"{me}: node config 'signing-key': {exc}") from exc
             answer["secagg-signature"] = sign(
@@ -151,7 +158,7 @@ def answer_key_stage(
             )
         seen[public] = j
     if signed:
-        folder = _node_path(context, "peer-keys", partition_id)
+        folder = node_key_path(context, "peer-keys", partition_id)
         for j in range(m):
             if j == partition_id:
                 continue
@@ -310,17 +317,6 @@ def summed_arrays(
     return out
 
 
-def _ask(proxy: ClientProxy, partition: int, config: dict[str, Scalar], timeout: float) -> dict[str, Scalar]:
-    failed = f"SuperNode {proxy.cid} (partition {partition}) failed the secure-aggregation key agreement"
-    try:
-        res = proxy.get_properties(GetPropertiesIns(config=config), timeout=timeout, group_id=0)
-    except Exception as exc:  # the client's own message is inside
-        raise FederationError(f"{failed}: {exc}") from exc
-    if res.status.code != Code.OK:
-        raise FederationError(f"{failed}: {res.status.message}")
-    return dict(res.properties)
-
-
 def agree_keys(proxies: list[ClientProxy], cfg: dict[str, Any]) -> dict[str, Any]:
     """Run the two key-agreement stages with every client (partition order).
 
@@ -345,9 +341,7 @@ def agree_keys(proxies: list[ClientProxy], cfg: dict[str, Any]) -> dict[str, Any
     timeout = float(cfg["round-timeout-s"])
 
     def stage(config_of) -> list[dict[str, Scalar]]:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=len(proxies)) as pool:
-            futures = [pool.submit(_ask, proxy, p, config_of(p), timeout) for p, proxy in enumerate(proxies)]
-            return [f.result() for f in futures]
+        return ask_all(proxies, config_of, timeout, "secure-aggregation key agreement")
 
     keys = stage(lambda p: {"secagg-stage": "keys"})
     relay: dict[str, Scalar] = {"secagg-stage": "peers", "secagg-context": os.urandom(16)}

@@ -4,7 +4,8 @@ Every algorithm of this app federates *views*: client ``p`` holds view ``p`` of 
 and every client takes part in every round. :class:`ViewFederationStrategy` does what is common:
 
 * before round 1: the handshake of :mod:`fedmf_app.federated.handshake` (exactly ``num-clients``
-  SuperNodes, each telling its partition id and the shape of its view), the algorithm's checks,
+  SuperNodes, each telling its partition id and the shape of its view), when the clients' data
+  has sample IDs the alignment of :mod:`fedmf_app.federated.alignment`, the algorithm's checks,
   with ``secure-aggregation = true`` the key agreement of
   :mod:`fedmf_app.federated.secure_aggregation`, and only then the run folder;
 * each round: sends the same instructions to every client, maps the replies to partition ids,
@@ -46,9 +47,11 @@ from flwr.server.client_proxy import ClientProxy
 from flwr.server.strategy import Strategy
 
 from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.federated.alignment import align_samples
 from fedmf_app.federated.checkpoint import write_checkpoint
 from fedmf_app.federated.handshake import (
     FederationError,
+    ask_all,
     check_view_count,
     collect_properties,
     resolve_num_clusters,
@@ -93,6 +96,9 @@ class ViewFederationStrategy(Strategy):
     key_agreement : dict
         With ``secure-aggregation = true``: the cost of the key agreement before round 1
         (:func:`~fedmf_app.federated.secure_aggregation.agree_keys`); else empty.
+    alignment : dict
+        When the clients' data has sample IDs: the outcome and cost of the sample-ID alignment
+        before round 1 (:func:`~fedmf_app.federated.alignment.align_samples`); else empty.
 
     Notes
     -----
@@ -118,6 +124,7 @@ class ViewFederationStrategy(Strategy):
         self.client_info: list[dict[str, Scalar]] = []
         self.num_clusters: int | None = None
         self.key_agreement: dict[str, Any] = {}
+        self.alignment: dict[str, Any] = {}
         self.round_offset = 0
         self._resume: dict[str, Any] | None = None
         self._round_start = 0.0
@@ -211,6 +218,7 @@ class ViewFederationStrategy(Strategy):
                 float(self.cfg["connect-timeout-s"]),
                 float(self.cfg["round-timeout-s"]),
             )
+            self._align_samples()
             self.num_clusters = resolve_num_clusters(int(self.cfg["num-clusters"]), self.client_info)
             self.check_clients(self.client_info)
             if self.cfg["secure-aggregation"]:
@@ -223,6 +231,34 @@ class ViewFederationStrategy(Strategy):
         self.recorder.start([dict(i) for i in self.client_info])
         log(INFO, "run folder: %s", self.recorder.run_dir)
         return ndarrays_to_parameters(arrays)
+
+    def _align_samples(self) -> None:
+        """When the clients' data has sample IDs: align them (:func:`align_samples`), then ask
+        every client for its properties again (now those of its aligned view)."""
+        with_ids = [int(i.get("sample-ids", 0)) > 0 for i in self.client_info]
+        if not any(with_ids):
+            return
+        if not all(with_ids):
+            missing = ", ".join(
+                f"partition {i['partition-id']} ({i['source']})"
+                for i, has in zip(self.client_info, with_ids)
+                if not has
+            )
+            raise FederationError(
+                f"some SuperNodes' data has sample IDs and some has none: {missing} has no ID column (set "
+                "run config 'sample-id', or node config 'sample-id' on every SuperNode, to the column or key "
+                "holding the IDs)"
+            )
+        self.alignment = align_samples(self.clients, self.cfg, self.client_info)
+        log(
+            INFO,
+            "sample-ID alignment: %d samples held by every party (IDs per party: %s; %.2f s)",
+            self.alignment["num_common"],
+            self.alignment["num_ids"],
+            self.alignment["seconds"],
+        )
+        timeout = float(self.cfg["round-timeout-s"])
+        self.client_info = ask_all(self.clients, lambda p: {}, timeout, "handshake after the alignment")
 
     # ------------------------------------------------------------------------------- resume
     def resume_from(self, checkpoint: dict[str, Any]) -> None:
@@ -305,6 +341,8 @@ class ViewFederationStrategy(Strategy):
                 self._summary["stopped_early"] = {"round": self.last_round, "reason": reason}
             self._summary["plots"] = self.write_plots()
             self._summary["wall_s"] = now - self._run_start
+            if self.alignment:
+                self._summary["alignment"] = self.alignment
             try:
                 labels = self.final_labels()
             except Exception as exc:
@@ -317,19 +355,25 @@ class ViewFederationStrategy(Strategy):
                     "labels": [int(c) for c in labels],
                     "num_clusters": int(len(np.unique(labels))),
                 }
+                if self.alignment:
+                    self._final["sample_order"] = (
+                        "the samples every party holds, by sample ID (the IDs stay with the clients: "
+                        "each writes id,row,cluster to its node config labels-file)"
+                    )
         return ndarrays_to_parameters(arrays), {}
 
     def configure_evaluate(
         self, server_round: int, parameters: Parameters, client_manager: ClientManager
     ) -> list[tuple[ClientProxy, EvaluateIns]]:
-        """After the last round only: ask every client for its ground truth (to score)."""
+        """After the last round only: ask every client for its ground truth (to score); after a
+        sample-ID alignment, send every client the final labels (which it maps to its own IDs)."""
         server_round += self.round_offset
         if server_round != self.last_round or self._final is None:
             return []
-        ins = EvaluateIns(
-            parameters=Parameters(tensors=[], tensor_type="numpy.ndarray"),
-            config={"server-round": server_round},
-        )
+        parameters = Parameters(tensors=[], tensor_type="numpy.ndarray")
+        if self.alignment:
+            parameters = ndarrays_to_parameters([np.asarray(self._final["labels"], dtype=np.int64)])
+        ins = EvaluateIns(parameters=parameters, config={"server-round": server_round})
         return [(proxy, ins) for proxy in self.clients]
 
     def aggregate_evaluate(

@@ -146,6 +146,16 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         "read sparse views always get them dense.",
     ),
     Option(
+        "sample-id",
+        "",
+        Text("empty, or the name of a CSV column or .npz/.mat key"),
+        "The column (CSV header) or key (.npz/.mat) holding each sample's ID, integers or "
+        "strings; a node's config sample-id overrides it for that node. Set: before round 1 the "
+        "clients align their rows by private set intersection (only blinded points reach the "
+        "server), keep the samples every party holds and order them by ID (docs/alignment.md). "
+        "Empty: no IDs, rows are taken as aligned.",
+    ),
+    Option(
         "negative-values",
         "min-max",
         OneOf(NEGATIVE_VALUES),

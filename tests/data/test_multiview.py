@@ -110,12 +110,12 @@ def test_views_without_labels(tmp_path):
 
 def test_single_view_files(tmp_path):
     np.save(tmp_path / "v.npy", VIEWS[1])
-    x, labels = load_single_view(str(tmp_path / "v.npy"))
+    x, labels, ids = load_single_view(str(tmp_path / "v.npy"))
     np.testing.assert_array_equal(x, VIEWS[1])
-    assert labels is None
+    assert labels is None and ids is None
     rows = ["f1,f2,f3,label"] + [",".join(map(str, r)) + f",c{c}" for r, c in zip(VIEWS[1], CLASSES)]
     (tmp_path / "v.csv").write_text("\n".join(rows) + "\n")
-    x, labels = load_single_view(str(tmp_path / "v.csv"))
+    x, labels, ids = load_single_view(str(tmp_path / "v.csv"))
     np.testing.assert_array_equal(x, VIEWS[1])
     np.testing.assert_array_equal(labels, EXPECTED)
     (tmp_path / "plain.csv").write_text("\n".join(",".join(map(str, r)) for r in VIEWS[0]))

@@ -66,11 +66,18 @@ class FMVCIAIClient(ViewClient):
     ) -> None:
         super().__init__(context, cfg, partition_id, num_partitions, view)
         torch.set_num_threads(1)
-        n = view.features.shape[0]
-        self.observed = missing_view_mask(
-            n, cfg["num-clients"], cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"]
-        )[:, partition_id]
         self.seed = client_seed(cfg["seed"], partition_id)
+
+    @property
+    def observed(self) -> np.ndarray:
+        """Which rows of this view are observed (the run's seeded mask), shape (n,), bool.
+
+        A property: the view changes after a sample-ID alignment."""
+        cfg = self.cfg
+        n = self.view.features.shape[0]
+        return missing_view_mask(
+            n, cfg["num-clients"], cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"]
+        )[:, self.partition_id]
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """Handshake, plus how many of this view's rows are observed."""
