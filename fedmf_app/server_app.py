@@ -87,13 +87,19 @@ def _resumed_strategy(cfg: dict[str, Any]) -> Any:
     run_dir = Path(cfg["resume-from"]).expanduser()
     try:
         checkpoint = load_checkpoint(run_dir)
-        previous = load_result(run_dir)["config"]
+        result = load_result(run_dir)
+        previous = result["config"]
     except (OSError, ValueError) as exc:
         raise ConfigError(f"run config 'resume-from' = {str(run_dir)!r}: {exc}") from exc
     differing = sorted(k for k in cfg if k not in NOT_IDENTIFYING and cfg[k] != previous.get(k))
     if differing:
         detail = ", ".join(f"{k} = {cfg[k]!r} (the run had {previous.get(k)!r})" for k in differing)
         raise ConfigError(f"run config 'resume-from': the run config differs from the run's: {detail}")
+    if result.get("status") == "completed" and int(checkpoint["round"]) < cfg["num-server-rounds"]:
+        raise ConfigError(
+            f"run config 'resume-from': {run_dir} completed after round {checkpoint['round']} "
+            "(its convergence stop); nothing to resume"
+        )
     recorder = RunRecorder.resume(run_dir, int(checkpoint["round"]))
     strategy = strategy_class(cfg["algorithm"])(cfg, recorder)
     strategy.resume_from(checkpoint)

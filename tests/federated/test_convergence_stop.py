@@ -1,6 +1,7 @@
 """The convergence stop: the run ends after the first round that meets the rule, and is complete."""
 
 import numpy as np
+import pytest
 
 from simulations.in_process import run_in_process
 
@@ -45,3 +46,15 @@ def test_a_stop_in_round_one_is_not_possible_the_ratio_starts_at_one(tmp_path):
     strategy = run_in_process({**BASE, "num-server-rounds": 4, "sonmf.stop-ratio": 0.9}, tmp_path, "one")
     assert strategy.recorder.data["rounds"][0]["residual_ratio"] == 1.0
     assert len(strategy.recorder.data["rounds"]) >= 2
+
+
+def test_a_run_ended_by_its_convergence_stop_is_not_resumed(tmp_path):
+    from fedmf_app.options.run_config import ConfigError, validate_run_config
+    from fedmf_app.server_app import _resumed_strategy
+
+    overrides = {**BASE, "sonmf.stop-ratio": 0.5}
+    strategy = run_in_process(overrides, tmp_path, "stopped")
+    assert strategy.recorder.data["summary"]["stopped_early"]["round"] < 25
+    cfg = validate_run_config({**overrides, "resume-from": str(tmp_path / "stopped")})
+    with pytest.raises(ConfigError, match=r"its convergence stop\); nothing to resume"):
+        _resumed_strategy(cfg)
