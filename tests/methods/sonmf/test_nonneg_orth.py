@@ -173,3 +173,17 @@ def test_compiled_penalty_loop_equals_its_interpreted_form(seed):
     assert compiled[1:3] == interpreted[1:3]  # same outer and inner iteration counts
     np.testing.assert_allclose(compiled[0], interpreted[0], rtol=0, atol=1e-10)
     assert compiled[3] == pytest.approx(interpreted[3], abs=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_numpy_and_the_compiled_kernel_give_the_same_basis(seed):
+    rng = np.random.default_rng(100 + seed)
+    x, v, u0 = _problem(rng, d=18, r=4, n=35)
+    u_numpy, info_numpy = solve_basis(x, v, u0, 0.5, BasisSolverOptions(kernel="numpy"))
+    u_compiled, info_compiled = solve_basis(x, v, u0, 0.5, BasisSolverOptions(kernel="compiled"))
+    np.testing.assert_allclose(u_compiled, u_numpy, rtol=0, atol=1e-10)
+    assert info_compiled.objective == pytest.approx(info_numpy.objective, rel=1e-10)
+    assert (info_compiled.outer_iterations, info_compiled.kept_start) == (
+        info_numpy.outer_iterations,
+        info_numpy.kept_start,
+    )
