@@ -21,8 +21,8 @@ Usage::
     python -m fedmf_app.data.noisy_mnist --mnist ../shared/data/mnist_t10k --out /tmp/nm.npz
     python -m simulations.iai.bench --run dataset=/tmp/nm.npz num-clients=2 \
         missing-rate=0.5 num-server-rounds=3 --out docs/iai/bench_noisy_mnist.json
-    python -m simulations.iai.bench --num-samples 100000 --run missing-rate=0.5 \
-        num-server-rounds=2 --out docs/iai/scale/cost_100000_default.json
+    python -m simulations.iai.bench --num-samples 10000 --run missing-rate=0.5 \
+        num-server-rounds=2 --out docs/iai/scale/cost_10000_default.json
     python -m simulations.iai.bench --table docs/iai/scale --out docs/iai/scale.md
 """
 
