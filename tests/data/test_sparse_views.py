@@ -66,7 +66,7 @@ def test_fedsonmf_clients_get_large_sparse_views_as_csr_and_the_rest_dense(tmp_p
     truth = np.arange(60) % 3
     cell = np.array([[v.T.tocsc() for v in views]], dtype=object)
     scipy.io.savemat(tmp_path / "d.mat", {"X": cell, "Y": truth})
-    cases = [("fedsonmf", 0, True), ("fmvc-imk", 0, True), ("fmvc-iai", 0, False), ("fedsonmf", 256, False)]
+    cases = [("fedsonmf", 0, True), ("fmvc-imk", 0, True), ("fmvc-iai", 0, True), ("fedsonmf", 256, False)]
     for algorithm, limit, sparse in cases:
         cfg = validate_run_config(
             {
@@ -87,6 +87,6 @@ def test_fedsonmf_clients_get_large_sparse_views_as_csr_and_the_rest_dense(tmp_p
 def test_a_node_file_written_by_save_npz_is_one_sparse_view(tmp_path):
     x = _counts()
     sp.save_npz(tmp_path / "mine.npz", x)
-    features, labels = load_single_view(str(tmp_path / "mine.npz"))
-    assert sp.issparse(features) and labels is None and features.shape == x.shape
+    features, labels, ids = load_single_view(str(tmp_path / "mine.npz"))
+    assert sp.issparse(features) and labels is None and ids is None and features.shape == x.shape
     np.testing.assert_array_equal(features.toarray(), x.toarray())

@@ -234,6 +234,7 @@ FAMILY = Family(
     options=OPTIONS,
     check=_check,
     reads_missing_mask=True,
+    reads_sparse_views=True,
 )
 
 
