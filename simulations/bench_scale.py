@@ -67,8 +67,10 @@ def clustered_views(n: int, views: int, dim: int, k: int, seed: int) -> tuple[li
     return out, y
 
 
-def measure(link: LocalSuperLink, method: str, data: Path, n: int, args: argparse.Namespace) -> dict:
-    """One run of ``method`` on ``data``; the costs from its result.json."""
+def measure(
+    link: LocalSuperLink, method: str, data: Path, n: int, runs: Path, args: argparse.Namespace
+) -> dict:
+    """One run of ``method`` on ``data`` (its run folder under ``runs``); the costs from its result.json."""
     name = f"{method}-n{n}"
     run_config = {
         "algorithm": method,
@@ -76,14 +78,14 @@ def measure(link: LocalSuperLink, method: str, data: Path, n: int, args: argpars
         "num-clients": args.views,
         "num-clusters": args.k,
         "num-server-rounds": args.rounds,
-        "out-dir": str(args.out / "runs"),
+        "out-dir": str(runs),
         "run-name": name,
         "round-timeout-s": 3600.0,
     }
     started = time.perf_counter()
     link.run(ROOT, run_config, num_supernodes=args.views, timeout=args.timeout)
     command_s = time.perf_counter() - started
-    result = load_result(args.out / "runs" / name)
+    result = load_result(runs / name)
     if result["status"] != "completed":
         return {"method": method, "n": n, "status": result["status"], "error": result["error"]}
     rounds = result["rounds"]
@@ -203,7 +205,7 @@ def main() -> None:
             for method in args.methods:
                 if (method, n) in done:
                     continue
-                record = measure(link, method, data, n, args)
+                record = measure(link, method, data, n, Path(home) / "runs", args)
                 log.info("%s", record)
                 records.append(record)
                 with path.open("a") as f:
