@@ -1,6 +1,9 @@
 """ServerApp: read the run config, pick the algorithm's Strategy, run the rounds.
 
-The same code serves ``flwr run`` on the simulation engine and a deployed SuperLink.
+The same code serves ``flwr run`` on the simulation engine and a deployed SuperLink. Its main
+function runs Flower's legacy ``Server`` loop (``start_grid``) with the Strategy of
+:func:`server_fn`, on a :class:`~fedmf_app.federated.prompt_grid.PromptGrid` that collects the
+clients' replies every ``reply-poll-s`` seconds instead of Flower's fixed 3 s.
 """
 
 from __future__ import annotations
@@ -11,15 +14,18 @@ from typing import Any
 
 from flwr.common import Context
 from flwr.common.logger import log
-from flwr.server import Server, ServerApp, ServerAppComponents, ServerConfig, SimpleClientManager
+from flwr.server import Grid, ServerApp, ServerAppComponents, ServerConfig, SimpleClientManager
+from flwr.server.compat import start_grid
 
 from fedmf_app.federated.checkpoint import load_checkpoint
 from fedmf_app.federated.client import NOT_IDENTIFYING
+from fedmf_app.federated.prompt_grid import PromptGrid
 from fedmf_app.federated.results import RunRecorder, default_run_name, load_result
+from fedmf_app.federated.server import ViewServer
 from fedmf_app.options.run_config import ConfigError, validate_run_config
 from fedmf_app.registry import strategy_class
 
-__all__ = ["app", "server_fn"]
+__all__ = ["app", "main", "server_fn"]
 
 
 def server_fn(context: Context) -> ServerAppComponents:
@@ -51,7 +57,7 @@ def server_fn(context: Context) -> ServerAppComponents:
         run_name = cfg["run-name"] or default_run_name(cfg["algorithm"], cfg["seed"])
         recorder = RunRecorder(cfg["out-dir"], run_name, cfg)
         strategy = strategy_class(cfg["algorithm"])(cfg, recorder)
-    server = Server(client_manager=SimpleClientManager(), strategy=strategy)
+    server = ViewServer(client_manager=SimpleClientManager(), strategy=strategy)
     server.set_max_workers(max(8, cfg["num-clients"]))
     log(
         INFO,
@@ -81,13 +87,19 @@ def _resumed_strategy(cfg: dict[str, Any]) -> Any:
     run_dir = Path(cfg["resume-from"]).expanduser()
     try:
         checkpoint = load_checkpoint(run_dir)
-        previous = load_result(run_dir)["config"]
+        result = load_result(run_dir)
+        previous = result["config"]
     except (OSError, ValueError) as exc:
         raise ConfigError(f"run config 'resume-from' = {str(run_dir)!r}: {exc}") from exc
     differing = sorted(k for k in cfg if k not in NOT_IDENTIFYING and cfg[k] != previous.get(k))
     if differing:
         detail = ", ".join(f"{k} = {cfg[k]!r} (the run had {previous.get(k)!r})" for k in differing)
         raise ConfigError(f"run config 'resume-from': the run config differs from the run's: {detail}")
+    if result.get("status") == "completed" and int(checkpoint["round"]) < cfg["num-server-rounds"]:
+        raise ConfigError(
+            f"run config 'resume-from': {run_dir} completed after round {checkpoint['round']} "
+            "(its convergence stop); nothing to resume"
+        )
     recorder = RunRecorder.resume(run_dir, int(checkpoint["round"]))
     strategy = strategy_class(cfg["algorithm"])(cfg, recorder)
     strategy.resume_from(checkpoint)
@@ -100,4 +112,19 @@ def _resumed_strategy(cfg: dict[str, Any]) -> Any:
     return strategy
 
 
-app = ServerApp(server_fn=server_fn)
+app = ServerApp()
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    """Run the job: the components of :func:`server_fn` on a prompt Grid.
+
+    Parameters
+    ----------
+    grid : flwr.server.Grid
+        Given by Flower (simulation engine or SuperLink).
+    context : Context
+    """
+    components = server_fn(context)
+    poll_s = float(validate_run_config(context.run_config)["reply-poll-s"])
+    start_grid(grid=PromptGrid(grid, poll_s), server=components.server, config=components.config)

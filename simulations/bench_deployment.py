@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
+from flwr.common.config import parse_config_args
 
 from fedmf_app.deployment.federation import LocalFederation
 from fedmf_app.deployment.superlink import LocalSuperLink
@@ -38,6 +39,10 @@ from fedmf_app.federated.results import load_result
 
 ROOT = Path(__file__).resolve().parents[1]
 _STAMP = re.compile(r"^(?:\x1b\[[0-9;]*m)?\w+ (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
+
+
+#: Further run-config keys of every run (``--run-config``).
+EXTRA: dict = {}
 
 
 def _config(nodes: int, rounds: int, out: Path, name: str) -> dict:
@@ -48,6 +53,7 @@ def _config(nodes: int, rounds: int, out: Path, name: str) -> dict:
         "seed": 3,
         "out-dir": str(out),
         "run-name": name,
+        **EXTRA,
     }
 
 
@@ -259,7 +265,14 @@ def main() -> None:
         help="also: kill SuperNode 2 after round 1 with each round-timeout-s and time until the run ends",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_deployment")
+    parser.add_argument(
+        "--run-config",
+        default="",
+        help="further run-config keys of every run, e.g. \"sonmf.basis-kernel='numpy'\"",
+    )
     args = parser.parse_args()
+    if args.run_config:
+        EXTRA.update(parse_config_args([args.run_config]))
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for nodes in args.nodes:

@@ -115,13 +115,14 @@ def run_in_process(
     parameters = strategy.initialize_parameters(client_manager=manager)
     for s in range(1, cfg["num-server-rounds"] + 1):
         instructions = strategy.configure_fit(server_round=s, parameters=parameters, client_manager=manager)
-        if instructions:  # Flower's legacy server skips the fit of an empty round, not its evaluation
-            results = [(proxy, proxy.fit(ins, None, s)) for proxy, ins in instructions]
-            parameters = strategy.aggregate_fit(server_round=s, results=results, failures=[])[0]
+        results = [(proxy, proxy.fit(ins, None, s)) for proxy, ins in instructions]
+        parameters = strategy.aggregate_fit(server_round=s, results=results, failures=[])[0]
         evaluations = strategy.configure_evaluate(
             server_round=s, parameters=parameters, client_manager=manager
         )
         if evaluations:
             replies = [(proxy, proxy.evaluate(ins, None, s)) for proxy, ins in evaluations]
             strategy.aggregate_evaluate(server_round=s, results=replies, failures=[])
+        if strategy.done:  # as fedmf_app.federated.server.ViewServer
+            break
     return strategy

@@ -147,6 +147,8 @@ def run_federation(tmp_path, cfg, run_name="run", node_configs=None):
     for s in range(1, cfg["num-server-rounds"] + 1):
         parameters = run_round(strategy, manager, clients, parameters, s)
         broadcasts.append(parameters_to_ndarrays(parameters))
+        if strategy.done:  # as fedmf_app.federated.server.ViewServer
+            break
     return strategy, broadcasts
 
 

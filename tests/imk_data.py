@@ -23,6 +23,20 @@ def clustered_views(n=120, k=3, dims=(8, 12, 6), noise=1.5, seed=0):
     return views, y
 
 
+def sparse_counts(n=120, d=200, k=3, seed=0):
+    """Nonnegative weighted-count views with >= 90 % zeros and cluster-specific vocabularies."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    views = []
+    for _ in range(3):
+        rates = np.full((k, d), 0.02)
+        for c in range(k):
+            rates[c, rng.choice(d, 10, replace=False)] = 1.5
+        counts = rng.poisson(rates[y])  # weighted counts (tf-idf like): no tied distances
+        views.append(counts * np.exp(0.3 * rng.normal(size=counts.shape)))
+    return views, y
+
+
 BASE = {
     "algorithm": "fmvc-imk",
     "num-clients": 3,
@@ -42,6 +56,14 @@ def labelled_file(tmp_path):
     return str(path), y
 
 
+def sparse_file(tmp_path):
+    """:func:`sparse_counts` as a multi-view ``.npz`` with labels (stored dense)."""
+    views, y = sparse_counts(n=90)
+    path = tmp_path / "counts.npz"
+    np.savez(path, X_0=views[0], X_1=views[1], X_2=views[2], y=y)
+    return str(path)
+
+
 def run(tmp_path, **overrides):
     cfg = validate_run_config({**BASE, **overrides})
     strategy = strategy_class("fmvc-imk")(cfg, RunRecorder(tmp_path, "run", cfg))
@@ -56,8 +78,9 @@ def run(tmp_path, **overrides):
     parameters = strategy.initialize_parameters(client_manager=manager)
     for s in range(1, cfg["num-server-rounds"] + 1):
         instructions = strategy.configure_fit(server_round=s, parameters=parameters, client_manager=manager)
-        if instructions:  # Flower's legacy Server skips the fit of an empty round
-            results = [(proxy, proxy.fit(ins, None, s)) for proxy, ins in instructions]
-            parameters = strategy.aggregate_fit(server_round=s, results=results, failures=[])[0]
+        results = [(proxy, proxy.fit(ins, None, s)) for proxy, ins in instructions]
+        parameters = strategy.aggregate_fit(server_round=s, results=results, failures=[])[0]
         run_evaluate_round(strategy, manager, clients, parameters, s)
+        if strategy.done:  # as fedmf_app.federated.server.ViewServer
+            break
     return cfg, strategy, list(clients.values())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["KMEANS_MAX_ITER", "KMEANS_REPLICATES", "kmeans_basis", "kmeans_labels"]
 
@@ -27,7 +28,7 @@ def kmeans_labels(points: np.ndarray, k: int, rng: np.random.Generator) -> np.nd
 
     Parameters
     ----------
-    points : ndarray, shape (n, r)
+    points : ndarray or sparse matrix, shape (n, r)
         One row per sample (e.g. ``V^T``).
     k : int
         Number of clusters, ``1 <= k <= n``.
@@ -47,6 +48,8 @@ def kmeans_labels(points: np.ndarray, k: int, rng: np.random.Generator) -> np.nd
         max_iter=KMEANS_MAX_ITER,
         random_state=int(rng.integers(2**31 - 1)),
     )
+    if sp.issparse(points):  # scikit-learn's k-means takes CSR as it is
+        return model.fit_predict(sp.csr_matrix(points, dtype=np.float64)).astype(np.int64)
     return model.fit_predict(np.asarray(points, dtype=np.float64)).astype(np.int64)
 
 
@@ -59,7 +62,7 @@ def kmeans_basis(x: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
         The view, features x samples; ``d >= r``.
     r : int
         Rank.
@@ -73,11 +76,12 @@ def kmeans_basis(x: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
     from sklearn.cluster import KMeans
     from sklearn.exceptions import ConvergenceWarning
 
+    from fedmf_app.data.preprocess import normalise_rows
+
     d = x.shape[0]
     if d < r:
         raise ValueError(f"a nonnegative orthonormal basis needs d >= r, got d={d}, r={r}")
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    points = np.divide(x, norms, out=np.zeros_like(x, dtype=np.float64), where=norms > 0)
+    points = normalise_rows(x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # fewer distinct features than r
         groups = KMeans(

@@ -10,6 +10,10 @@ symmetric similarity (:func:`knn_similarity`, paper B) or an ``(n, k)`` array of
 (``binary``), or the heat kernel :math:`\\exp(-\\|x_i - x_j\\|^2/t)` on the same support (``heat``,
 the GNMF convention) with :math:`t` the mean squared distance over the kNN edges [A].
 Laplacian [P]: :math:`L = D - S`, :math:`D_{ii} = \\sum_j S_{ij}`.
+
+An anchor graph (:func:`anchor_graph`) links every sample to its ``s`` nearest of ``r`` anchors
+only: an ``(n, r)`` row-stochastic matrix with ``s`` nonzeros per row, :math:`O(ns)` memory
+(papers B at scale and C).
 """
 
 from __future__ import annotations
@@ -23,10 +27,21 @@ from scipy.sparse.csgraph import connected_components
 if TYPE_CHECKING:
     from sklearn.neighbors import NearestNeighbors
 
-__all__ = ["SIMILARITIES", "adjacency", "knn_indices", "knn_similarity", "laplacian", "num_components"]
+__all__ = [
+    "SIMILARITIES",
+    "adjacency",
+    "anchor_graph",
+    "anchor_matrix",
+    "knn_indices",
+    "knn_similarity",
+    "laplacian",
+    "num_components",
+]
 
 #: Edge weights of the kNN graph.
 SIMILARITIES = ("binary", "heat")
+#: Samples per block of the anchor distances (a block of ``n x r`` float64 at a time).
+ANCHOR_BLOCK_ROWS = 8192
 
 
 def knn_similarity(x: np.ndarray, neighbours: int, similarity: str = "binary") -> sp.csr_matrix:
@@ -151,3 +166,83 @@ def num_components(a: sp.spmatrix) -> int:
     int
     """
     return int(connected_components(a, directed=False)[0])
+
+
+def anchor_graph(
+    embedding: np.ndarray | sp.spmatrix, anchors: np.ndarray | sp.spmatrix, neighbours: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Parameter-free anchor graph of SFMC (Li et al. 2020).
+
+    For sample i with squared distances ``d_i1 <= ... <= d_i,s+1`` to its nearest anchors,
+
+        G_ij = (d_i,s+1 - d_ij) / (s d_i,s+1 - Σ_{l<=s} d_il)   for its s nearest anchors, else 0,
+
+    so every row sums to one (uniform ``1/s`` when the s+1 distances tie). The distances are
+    computed :data:`ANCHOR_BLOCK_ROWS` samples at a time, so the memory is :math:`O(ns)` plus one
+    block; a sparse ``embedding`` stays sparse (only the ``r`` anchors are made dense).
+
+    Parameters
+    ----------
+    embedding : ndarray or sparse matrix, shape (n, d)
+    anchors : ndarray or sparse matrix, shape (r, d)
+    neighbours : int
+        Anchors per sample s; needs ``r >= s + 1``.
+
+    Returns
+    -------
+    indices : ndarray of int64, shape (n, s)
+        Anchor index of each nonzero.
+    values : ndarray of float64, shape (n, s)
+        The weights G_ij; nonnegative, rows sum to one.
+
+    Raises
+    ------
+    ValueError
+        When ``r < s + 1``.
+    """
+    r, s = anchors.shape[0], neighbours
+    if r < s + 1:
+        raise ValueError(f"an anchor graph with s = {s} neighbours needs at least {s + 1} anchors, got {r}")
+    anchors = anchors.toarray() if sp.issparse(anchors) else np.asarray(anchors)
+    anchor_sq = (anchors**2).sum(1)[None, :]
+    n = embedding.shape[0]
+    indices = np.empty((n, s), dtype=np.int64)
+    values = np.empty((n, s))
+    for start in range(0, n, ANCHOR_BLOCK_ROWS):
+        block = embedding[start : start + ANCHOR_BLOCK_ROWS]
+        if sp.issparse(block):
+            block_sq = np.asarray(block.multiply(block).sum(1))
+        else:
+            block_sq = (block**2).sum(1)[:, None]
+        sq = np.maximum(block_sq - 2.0 * block @ anchors.T + anchor_sq, 0.0)
+        nearest = np.argpartition(sq, s, axis=1)[:, : s + 1]
+        d = np.take_along_axis(sq, nearest, axis=1)
+        order = np.argsort(d, axis=1)
+        nearest = np.take_along_axis(nearest, order, axis=1)
+        d = np.take_along_axis(d, order, axis=1)
+        top, last = d[:, :s], d[:, s : s + 1]
+        numer = last - top
+        denom = numer.sum(axis=1, keepdims=True)
+        tied = denom[:, 0] <= 1e-12 * np.maximum(last[:, 0], 1e-300)
+        stop = start + block.shape[0]
+        indices[start:stop] = nearest[:, :s]
+        values[start:stop] = np.where(tied[:, None], 1.0 / s, numer / np.where(tied[:, None], 1.0, denom))
+    return indices, values
+
+
+def anchor_matrix(indices: np.ndarray, values: np.ndarray, num_anchors: int) -> sp.csr_matrix:
+    """Sparse ``(n, r)`` anchor graph from :func:`anchor_graph`'s output.
+
+    Parameters
+    ----------
+    indices : ndarray of int, shape (n, s)
+    values : ndarray, shape (n, s)
+    num_anchors : int
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (n, r)
+    """
+    n, s = indices.shape
+    rows = np.repeat(np.arange(n), s)
+    return sp.csr_matrix((values.ravel(), (rows, indices.ravel())), shape=(n, num_anchors))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.decomposition import NMF
 from sklearn.exceptions import ConvergenceWarning
 
@@ -110,8 +111,9 @@ def reference_scores(
 
     Parameters
     ----------
-    views : list of ndarray, each shape (n, d_p)
-        Nonnegative, prepared as the clients prepare theirs.
+    views : list of ndarray or scipy sparse matrix, each shape (n, d_p)
+        Nonnegative, prepared as the clients prepare theirs; sparse ones are made dense (the
+        reference points are for data sets that fit in memory dense).
     truth : ndarray, shape (n,)
         Ground-truth classes (for scoring, and to pick the best single view).
     k : int
@@ -127,6 +129,7 @@ def reference_scores(
         :data:`REFERENCES` name -> list of :func:`~fedmf_app.common.metrics.clustering_scores`
         dicts (one per seed); the single view is the one with the best mean ACC over the seeds.
     """
+    views = [v.toarray() if sp.issparse(v) else v for v in views]
     concat = [clustering_scores(truth, concat_kmeans(views, k, np.random.default_rng(s))) for s in seeds]
     nmf = [
         clustering_scores(truth, pooled_nmf_kmeans(views, rank or k, k, np.random.default_rng(s)))

@@ -20,6 +20,10 @@ every round anyway):
 4. the server adds the uploads mod :math:`2^{32}`: the masks cancel and it decodes
    :math:`\\sum_m S^{(m)}`.
 
+The same masking sums any nonnegative sparse matrix with entries in [0, 1] encoded densely
+(:func:`encode_matrix`, :func:`decode_matrix`): paper B's ``N x a`` anchor graphs, whose upload is
+:math:`Na` words instead of :math:`N(N-1)/2`.
+
 What it protects against: an honest-but-curious server, and any coalition of the server with up
 to ``M - 2`` clients, learns nothing about an individual graph beyond the sum (each upload alone is
 uniformly distributed). It does not protect against a server that substitutes public keys (an
@@ -38,8 +42,10 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 __all__ = [
     "add_pairwise_masks",
+    "decode_matrix",
     "decode_upper",
     "derive_pair_key",
+    "encode_matrix",
     "encode_upper",
     "generate_private_key",
     "mask_stream",
@@ -81,12 +87,21 @@ def encode_upper(s: sp.spmatrix, frac_bits: int) -> np.ndarray:
     """
     n = s.shape[0]
     upper = sp.triu(s, k=1).tocoo()
-    if upper.nnz and (upper.data.min() < 0 or upper.data.max() > 1):
-        raise ValueError("similarities must lie in [0, 1] to be encoded")
+    _check_unit_interval(upper.data)
     out = np.zeros(triu_size(n), dtype=np.uint32)
     pos = _row_offsets(n)[upper.row] + (upper.col - upper.row - 1)
-    out[pos] = np.rint(upper.data * float(1 << frac_bits)).astype(np.uint32)
+    out[pos] = _fixed(upper.data, frac_bits)
     return out
+
+
+def _check_unit_interval(values: np.ndarray) -> None:
+    if values.size and (values.min() < 0 or values.max() > 1):
+        raise ValueError("similarities must lie in [0, 1] to be encoded")
+
+
+def _fixed(values: np.ndarray, frac_bits: int) -> np.ndarray:
+    """``round(v * 2**b)`` as uint32 words."""
+    return np.rint(values * float(1 << frac_bits)).astype(np.uint32)
 
 
 def decode_upper(total: np.ndarray, n: int, frac_bits: int) -> sp.csr_matrix:
@@ -115,6 +130,52 @@ def decode_upper(total: np.ndarray, n: int, frac_bits: int) -> sp.csr_matrix:
     vals = total[pos].astype(np.float64) / float(1 << frac_bits)
     upper = sp.coo_matrix((vals, (row, col)), shape=(n, n))
     return (upper + upper.T).tocsr()
+
+
+def encode_matrix(z: sp.spmatrix, frac_bits: int) -> np.ndarray:
+    """Dense fixed-point encoding of every entry of a sparse matrix (zeros included).
+
+    Parameters
+    ----------
+    z : sparse matrix, shape (N, a)
+        Entries in [0, 1] (e.g. a row-stochastic anchor graph).
+    frac_bits : int
+        Fixed-point scale :math:`2^{b}`; entries become ``round(z_ij * 2**b)``.
+
+    Returns
+    -------
+    ndarray of uint32, shape (N a,)
+        Row-major, so the upload has the same size and look for every matrix of that shape.
+    """
+    coo = sp.csr_matrix(z).tocoo()  # CSR sums duplicate coordinates
+    _check_unit_interval(coo.data)
+    out = np.zeros(coo.shape[0] * coo.shape[1], dtype=np.uint32)
+    out[coo.row.astype(np.int64) * coo.shape[1] + coo.col] = _fixed(coo.data, frac_bits)
+    return out
+
+
+def decode_matrix(total: np.ndarray, shape: tuple[int, int], frac_bits: int) -> sp.csr_matrix:
+    """Sparse matrix from a summed :func:`encode_matrix` encoding.
+
+    Parameters
+    ----------
+    total : ndarray of uint32, shape (N a,)
+        Sum mod :math:`2^{32}` of :func:`encode_matrix` outputs.
+    shape : tuple of int
+        ``(N, a)``.
+    frac_bits : int
+        As used for encoding.
+
+    Returns
+    -------
+    csr_matrix, shape (N, a)
+        :math:`\\sum_m Z^{(m)}` (up to the fixed-point rounding of each entry).
+    """
+    if total.shape != (shape[0] * shape[1],):
+        raise ValueError(f"summed upload has shape {total.shape}, expected ({shape[0] * shape[1]},)")
+    pos = np.flatnonzero(total)
+    vals = total[pos].astype(np.float64) / float(1 << frac_bits)
+    return sp.csr_matrix((vals, (pos // shape[1], pos % shape[1])), shape=shape)
 
 
 def generate_private_key() -> X25519PrivateKey:

@@ -28,6 +28,7 @@ class Stream(IntEnum):
     IAI_SERVER = 12
     NOISY_MNIST = 13
     SECURE_AGG_ROUNDING = 14
+    IMK_ANCHORS = 15
 
 
 def rng_for(seed: int, stream: Stream, index: int = 0, *more: int) -> np.random.Generator:

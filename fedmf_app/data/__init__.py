@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 
 from fedmf_app.data.errors import DataError
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
@@ -36,8 +37,10 @@ class ClientView:
 
     Attributes
     ----------
-    features : ndarray, shape (n, d)
-        Samples x features, float64.
+    features : ndarray or scipy.sparse.csr_matrix, shape (n, d)
+        Samples x features, float64; a CSR matrix when the file stores the view sparse, the
+        algorithm's family reads sparse views (:attr:`fedmf_app.options.Family.reads_sparse_views`)
+        and the dense form would exceed run config ``sparse-view-min-mb``.
     source : str
         Where the view came from, for messages and logs.
     labels : ndarray, shape (n,), or None
@@ -51,7 +54,7 @@ class ClientView:
         without IDs), when the rows are the file's.
     """
 
-    features: np.ndarray
+    features: np.ndarray | scipy.sparse.csr_matrix
     source: str
     labels: np.ndarray | None = None
     ids: np.ndarray | None = None
@@ -157,7 +160,9 @@ def load_client_view(
     file. Under ``missing-rate > 0`` an algorithm that needs complete views gets this view's
     missing rows filled (:func:`_fill_missing`). Real views (not synthetic ones) are then prepared
     by :func:`~fedmf_app.data.preprocess.prepare_view` with run config ``negative-values``,
-    ``sample-normalisation`` and ``view-normalisation``.
+    ``sample-normalisation`` and ``view-normalisation``; a view stored sparse stays sparse for a
+    family that reads sparse views when its dense form would exceed run config
+    ``sparse-view-min-mb``, and is made dense otherwise.
 
     Parameters
     ----------
@@ -234,7 +239,17 @@ def load_client_view(
     prepared = prepare_view(
         features, cfg["negative-values"], cfg["view-normalisation"], source, cfg["sample-normalisation"]
     )
+    if scipy.sparse.issparse(prepared) and not _keeps_sparse(prepared.shape, cfg):
+        prepared = prepared.toarray()
     return ClientView(features=prepared, source=source, labels=labels, ids=ids, rows=rows)
+
+
+def _keeps_sparse(shape: tuple[int, int], cfg: Mapping[str, Any]) -> bool:
+    """Whether a view stored sparse reaches the client sparse (run config ``sparse-view-min-mb``)."""
+    from fedmf_app.options.run_config import family_of
+
+    dense_mb = shape[0] * shape[1] * 8 / 2**20
+    return family_of(cfg["algorithm"]).reads_sparse_views and dense_mb > cfg["sparse-view-min-mb"]
 
 
 def _fill_missing(features: np.ndarray, cfg: Mapping[str, Any], partition_id: int, source: str) -> np.ndarray:

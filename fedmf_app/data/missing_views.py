@@ -15,6 +15,7 @@ views"), never all of them, so every sample keeps at least one view (with two vi
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from fedmf_app.common.seeding import Stream, rng_for
 
@@ -108,7 +109,7 @@ def fill_missing_rows(features: np.ndarray, observed: np.ndarray, fill: str = "m
 
     Parameters
     ----------
-    features : ndarray, shape (n, d)
+    features : ndarray or scipy sparse matrix, shape (n, d)
         The view, samples x features (values of missing rows are ignored).
     observed : ndarray of bool, shape (n,)
         This view's column of :func:`missing_view_mask`.
@@ -116,8 +117,8 @@ def fill_missing_rows(features: np.ndarray, observed: np.ndarray, fill: str = "m
 
     Returns
     -------
-    ndarray, shape (n, d)
-        A new float64 array; observed rows are unchanged.
+    ndarray or scipy.sparse.csr_matrix, shape (n, d)
+        A new float64 matrix (sparse when ``features`` is); observed rows are unchanged.
 
     Raises
     ------
@@ -131,6 +132,13 @@ def fill_missing_rows(features: np.ndarray, observed: np.ndarray, fill: str = "m
         raise ValueError(f"mask of shape {observed.shape} does not fit a view of {features.shape[0]} rows")
     if not observed.any():
         raise ValueError("the view has no observed row to fill from")
+    if sp.issparse(features):
+        x = sp.csr_matrix(features, dtype=np.float64)
+        kept = sp.diags(observed.astype(np.float64)) @ x
+        if fill == "zeros":
+            return kept.tocsr()
+        mean = sp.csr_matrix(np.asarray(x[observed].mean(axis=0)))
+        return (kept + sp.csr_matrix((~observed).astype(np.float64)[:, None]) @ mean).tocsr()
     out = np.array(features, dtype=np.float64)
     out[~observed] = out[observed].mean(axis=0) if fill == "mean" else 0.0
     return out

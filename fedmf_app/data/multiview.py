@@ -19,15 +19,16 @@ Supported inputs
   under a key of :data:`VIEW_KEYS`, and an optional label array under a key of :data:`LABEL_KEYS`.
 * One view per file (:func:`load_single_view`, a deployment's node-config ``data-file``): ``.npy``
   (samples x features, no labels), ``.csv`` (rows are samples; an optional header row, and a
-  header column named like a label key holds the labels), ``.npz`` or ``.mat`` with one view;
-  optionally with sample IDs in a CSV column or under an ``.npz``/``.mat`` key
-  (:mod:`fedmf_app.data.sample_ids`).
+  header column named like a label key holds the labels), ``.npz`` or ``.mat`` with one view (an
+  ``.npz`` written by ``scipy.sparse.save_npz`` is one sparse view); optionally with sample IDs in
+  a CSV column or under an ``.npz``/``.mat`` key (:mod:`fedmf_app.data.sample_ids`).
 
 Views that have names in the file (numbered keys, struct fields; an embedded data set's view
 names) keep them (:attr:`MultiViewData.view_names`), so that run config ``views`` can pick and
-order them by name or 0-based index (:func:`select_views`). Everything is returned dense, float64,
-samples x features. Problems raise :class:`~fedmf_app.data.DataError` naming the file, the key or
-view, and what is wrong.
+order them by name or 0-based index (:func:`select_views`). Everything is returned float64,
+samples x features: dense views as read-only arrays, views stored sparse as CSR matrices
+(memory proportional to their nonzeros). Problems raise :class:`~fedmf_app.data.DataError` naming
+the file, the key or view, and what is wrong.
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ class MultiViewData:
 
     Attributes
     ----------
-    views : list of ndarray, each shape (n, d_v)
-        Samples x features, float64.
+    views : list of ndarray or scipy.sparse.csr_matrix, each shape (n, d_v)
+        Samples x features, float64; a view stored sparse in the file stays a CSR matrix.
     labels : ndarray, shape (n,), or None
         Ground truth coded ``0..k-1`` (int64); ``None`` when the file has none.
     name : str
@@ -304,21 +305,17 @@ def assemble_views(
     n = _sample_count(shapes, labels, raw_labels, [w for w, _ in raw_views], source, orient)
     views = []
     for (where, raw), shape in zip(raw_views, shapes):
-        dense = raw.toarray() if scipy.sparse.issparse(raw) else np.asarray(raw)
-        if dense.dtype.kind not in "biuf":
-            raise DataError(f"{source}: {where} has non-numeric type {dense.dtype}")
-        x = dense.astype(np.float64) if shape[0] == n else dense.T.astype(np.float64)
+        x = _sparse_view(where, raw, shape[0] == n, source) if scipy.sparse.issparse(raw) else None
+        if x is None:
+            dense = np.asarray(raw)
+            if dense.dtype.kind not in "biuf":
+                raise DataError(f"{source}: {where} has non-numeric type {dense.dtype}")
+            x = dense.astype(np.float64) if shape[0] == n else dense.T.astype(np.float64)
+            _check_finite(where, x, source)
+            x = np.ascontiguousarray(x)
+            x.setflags(write=False)
         if x.shape[1] == 0:
             raise DataError(f"{source}: {where} is empty (no features)")
-        bad = ~np.isfinite(x)
-        if bad.any():
-            i, j = np.argwhere(bad)[0]
-            raise DataError(
-                f"{source}: {where} has {int(bad.sum())} NaN/inf value(s), the first "
-                f"at sample {i}, feature {j}"
-            )
-        x = np.ascontiguousarray(x)
-        x.setflags(write=False)
         views.append(x)
     if labels is not None:
         labels = np.unique(labels, return_inverse=True)[1].astype(np.int64).reshape(-1)
@@ -327,6 +324,36 @@ def assemble_views(
 
 
 # ------------------------------------------------------------------------------------ internals
+def _sparse_view(where: str, raw: Any, rows_are_samples: bool, source: str) -> scipy.sparse.csr_matrix:
+    """A view stored sparse, kept sparse: float64 CSR, samples x features, read-only values."""
+    if raw.dtype.kind not in "biuf":
+        raise DataError(f"{source}: {where} has non-numeric type {raw.dtype}")
+    x = scipy.sparse.csr_matrix(raw if rows_are_samples else raw.T, dtype=np.float64)
+    x.sum_duplicates()
+    x.sort_indices()
+    bad = ~np.isfinite(x.data)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        i = int(np.searchsorted(x.indptr, first, side="right") - 1)
+        raise DataError(
+            f"{source}: {where} has {int(bad.sum())} NaN/inf value(s), the first "
+            f"at sample {i}, feature {int(x.indices[first])}"
+        )
+    for part in (x.data, x.indices, x.indptr):
+        part.setflags(write=False)
+    return x
+
+
+def _check_finite(where: str, x: np.ndarray, source: str) -> None:
+    """Refuse NaN/inf, naming the first one."""
+    bad = ~np.isfinite(x)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise DataError(
+            f"{source}: {where} has {int(bad.sum())} NaN/inf value(s), the first at sample {i}, feature {j}"
+        )
+
+
 def _view_index(data: MultiViewData, entry: str) -> int | None:
     """The index of the view ``entry`` names (its name, else a 0-based index), or ``None``."""
     names = data.view_names

@@ -18,11 +18,16 @@
    its topic), ``"none"`` on the others. All-zero rows stay zero.
 3. ``view-normalisation``: ``"frobenius"`` (paper A: ``X_p / ||X_p||_F``, so every view weighs the
    same in the sum of the clients' losses) or ``"none"``.
+
+A view stored sparse (``scipy.sparse``) stays sparse through steps 2 and 3 (memory proportional to
+its nonzeros); only step 1, which shifts every entry, makes a sparse view with negative entries
+dense.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from fedmf_app.data.errors import DataError
 
@@ -47,12 +52,12 @@ SAMPLE_NORMALISATIONS: tuple[str, ...] = ("auto", "l2", "none")
 SPARSE_ZERO_FRACTION = 0.9
 
 
-def is_sparse_nonnegative(x: np.ndarray) -> bool:
+def is_sparse_nonnegative(x: np.ndarray | sp.spmatrix) -> bool:
     """Whether a view looks like counts or bag-of-features data.
 
     Parameters
     ----------
-    x : ndarray, shape (n, d)
+    x : ndarray or scipy sparse matrix, shape (n, d)
 
     Returns
     -------
@@ -60,34 +65,49 @@ def is_sparse_nonnegative(x: np.ndarray) -> bool:
         ``True`` when ``x >= 0`` everywhere and at least :data:`SPARSE_ZERO_FRACTION` of its
         entries are zero.
     """
+    if sp.issparse(x):
+        size = x.shape[0] * x.shape[1]
+        data = x.tocsr().data
+        nonneg = data.size == 0 or bool(data.min() >= 0)
+        return size > 0 and nonneg and 1.0 - np.count_nonzero(data) / size >= SPARSE_ZERO_FRACTION
     x = np.asarray(x)
     return x.size > 0 and bool(x.min() >= 0) and float(np.mean(x == 0)) >= SPARSE_ZERO_FRACTION
 
 
-def normalise_rows(x: np.ndarray) -> np.ndarray:
+def normalise_rows(x: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
     """Each row divided by its l2 norm (all-zero rows kept).
 
     Parameters
     ----------
-    x : ndarray, shape (n, d)
+    x : ndarray or scipy sparse matrix, shape (n, d)
 
     Returns
     -------
-    ndarray, shape (n, d), float64
+    ndarray or scipy.sparse.csr_matrix, shape (n, d), float64
+        Sparse when ``x`` is.
     """
+    if sp.issparse(x):
+        out = sp.csr_matrix(x, dtype=np.float64, copy=True)
+        norms = np.sqrt(np.asarray(out.multiply(out).sum(axis=1)).ravel())
+        out.data /= np.repeat(np.where(norms > 0, norms, 1.0), np.diff(out.indptr))
+        return out
     x = np.asarray(x, dtype=np.float64)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return x / np.where(norms > 0, norms, 1.0)
 
 
 def prepare_view(
-    x: np.ndarray, negative_values: str, normalisation: str, where: str, sample_normalisation: str = "none"
-) -> np.ndarray:
+    x: np.ndarray | sp.spmatrix,
+    negative_values: str,
+    normalisation: str,
+    where: str,
+    sample_normalisation: str = "none",
+) -> np.ndarray | sp.csr_matrix:
     """Make one view nonnegative (if needed), then normalise its rows and the whole view.
 
     Parameters
     ----------
-    x : ndarray, shape (n, d)
+    x : ndarray or scipy sparse matrix, shape (n, d)
         Samples x features, finite.
     negative_values : str
         One of :data:`NEGATIVE_VALUES`.
@@ -100,8 +120,8 @@ def prepare_view(
 
     Returns
     -------
-    ndarray, shape (n, d)
-        A new float64 array, ``>= 0``.
+    ndarray or scipy.sparse.csr_matrix, shape (n, d)
+        A new float64 matrix, ``>= 0``; sparse when ``x`` is, unless step 1 had to shift it.
 
     Raises
     ------
@@ -109,15 +129,17 @@ def prepare_view(
         When the view has negative entries and ``negative_values = "error"``, or is all zeros
         under Frobenius normalisation.
     """
-    out = np.array(x, dtype=np.float64)
+    out = sp.csr_matrix(x, dtype=np.float64, copy=True) if sp.issparse(x) else np.array(x, dtype=np.float64)
     rows_l2 = sample_normalisation == "l2" or (sample_normalisation == "auto" and is_sparse_nonnegative(out))
-    low = float(out.min())
+    low = _minimum(out)
     if low < 0.0:
         if negative_values == "error":
             raise DataError(
                 f"{where} has negative values (minimum {low:.4g}) but the method needs nonnegative "
                 'input; set run config \'negative-values\' to "min-max" or "shift"'
             )
+        if sp.issparse(out):
+            out = out.toarray()
         if negative_values == "min-max":
             col_min = out.min(axis=0)
             span = out.max(axis=0) - col_min
@@ -127,8 +149,17 @@ def prepare_view(
     if rows_l2:
         out = normalise_rows(out)
     if normalisation == "frobenius":
-        norm = float(np.linalg.norm(out))
+        values = out.data if sp.issparse(out) else out
+        norm = float(np.linalg.norm(values))
         if norm == 0.0:
             raise DataError(f"{where} is all zeros: it cannot be normalised by its Frobenius norm")
-        out /= norm
+        values /= norm
     return out
+
+
+def _minimum(x: np.ndarray | sp.csr_matrix) -> float:
+    """Smallest entry, implicit zeros of a sparse matrix included."""
+    if not sp.issparse(x):
+        return float(x.min())
+    low = float(x.data.min()) if x.data.size else 0.0
+    return min(low, 0.0) if x.nnz < x.shape[0] * x.shape[1] else low

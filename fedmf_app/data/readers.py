@@ -63,6 +63,10 @@ RawViews = list[tuple[str, Any]]
 RawLabels = tuple[str, Any] | None
 
 
+#: Keys of an archive written by ``scipy.sparse.save_npz`` (CSR/CSC; COO has row/col instead).
+SPARSE_NPZ_KEYS = frozenset({"data", "indices", "indptr", "format", "shape"})
+
+
 def pick_key(keys: list[str], wanted: tuple[str, ...]) -> str | None:
     return next((k for k in wanted if k in keys), None)
 
@@ -272,10 +276,16 @@ def _h5_value(f: Any, node: Any) -> Any:
 
 
 def read_npz(file: Path) -> tuple[RawViews, tuple[str, ...], RawLabels]:
-    """Views, their names and labels of an ``.npz`` archive."""
+    """Views, their names and labels of an ``.npz`` archive.
+
+    An archive written by ``scipy.sparse.save_npz`` is one sparse view (samples x features) without
+    labels.
+    """
     try:
         with np.load(file, allow_pickle=False) as contents:
             arrays = {k: contents[k] for k in contents.files}
+        if set(arrays) in (SPARSE_NPZ_KEYS, SPARSE_NPZ_KEYS - {"indices", "indptr"} | {"row", "col"}):
+            return [("sparse matrix", scipy.sparse.load_npz(file))], ("sparse matrix",), None
     except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:  # corrupt or truncated
         raise DataError(f"{file}: not a readable .npz archive ({exc})") from exc
     return locate_views(file, {k: _kind(v) for k, v in arrays.items()}, arrays.__getitem__)

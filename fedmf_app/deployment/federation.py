@@ -58,8 +58,14 @@ _STARTUP_SLACK_S = 120.0
 
 
 #: Run-config values this command uses unless ``--run-config`` sets them: secure aggregation with
-#: signed keys (each SuperNode's key from ``certificates/``).
-DEPLOYMENT_DEFAULTS: dict[str, Any] = {"secure-aggregation": True, "secure-aggregation-signed-keys": True}
+#: signed keys (each SuperNode's key from ``certificates/``), and paper A's ``U`` solver in numpy
+#: (every message starts a new ClientApp process, which would import numba and load the compiled
+#: solver each time).
+DEPLOYMENT_DEFAULTS: dict[str, Any] = {
+    "secure-aggregation": True,
+    "secure-aggregation-signed-keys": True,
+    "sonmf.basis-kernel": "numpy",
+}
 
 
 def run_timeout(cfg: Mapping[str, Any]) -> float:

@@ -149,7 +149,14 @@ def state_file(context: Context, name: str, server_round: int) -> Path | None:
 
 
 #: Run-config keys that do not identify a run (a resumed run may set them differently).
-NOT_IDENTIFYING = ("resume-from", "out-dir", "run-name", "round-timeout-s", "connect-timeout-s")
+NOT_IDENTIFYING = (
+    "resume-from",
+    "out-dir",
+    "run-name",
+    "round-timeout-s",
+    "connect-timeout-s",
+    "reply-poll-s",
+)
 
 
 def run_key(run_config: dict[str, Any]) -> str:

@@ -118,6 +118,8 @@ class ViewFederationStrategy(Strategy):
         self.cfg = cfg
         self.recorder = recorder
         self.num_rounds: int = cfg["num-server-rounds"]
+        self.last_round: int = self.num_rounds
+        self.done = False
         self.clients: list[ClientProxy] = []
         self.client_info: list[dict[str, Scalar]] = []
         self.num_clusters: int | None = None
@@ -126,6 +128,7 @@ class ViewFederationStrategy(Strategy):
         self.round_offset = 0
         self._resume: dict[str, Any] | None = None
         self._round_start = 0.0
+        self._broadcast_bytes = 0
         self._run_start = 0.0
         self._summary: dict[str, Any] = {}
         self._final: dict[str, Any] | None = None
@@ -148,6 +151,21 @@ class ViewFederationStrategy(Strategy):
             detail = ", ".join(f"partition {i['partition-id']}: {i['num-samples']}" for i in info)
             raise FederationError(f"the views do not have the same number of samples ({detail})")
 
+    def converged(self, record: dict[str, Any]) -> str | None:
+        """Whether the run may stop after the round of ``record`` (default: never).
+
+        Parameters
+        ----------
+        record : dict
+            The round's record, as written to ``result.json``.
+
+        Returns
+        -------
+        str or None
+            Why the run stops (for the log and the summary), or ``None`` to go on.
+        """
+        return None
+
     @abstractmethod
     def initial_arrays(self) -> list[np.ndarray]:
         """Arrays broadcast in round 1 (called after the handshake)."""
@@ -165,8 +183,9 @@ class ViewFederationStrategy(Strategy):
         record : dict
             JSON-serialisable metrics of this round. The base class adds ``round``, ``wall_s``
             (this round, configure to aggregate), ``elapsed_s``, ``server_s`` (time in
-            :meth:`aggregate`) and ``client_kernel_s_max``/``_sum`` (from each reply's
-            ``kernel_s`` metric, which every client must report).
+            :meth:`aggregate`), ``client_kernel_s_max``/``_sum`` (from each reply's
+            ``kernel_s`` metric, which every client must report), ``bytes_down_per_client`` (the
+            broadcast's serialised arrays) and ``bytes_up_per_client_max`` (the largest reply's).
         """
 
     def summary(self) -> dict[str, Any]:
@@ -277,6 +296,7 @@ class ViewFederationStrategy(Strategy):
     ) -> list[tuple[ClientProxy, FitIns]]:
         """Every client gets the same broadcast."""
         self._round_start = time.perf_counter()
+        self._broadcast_bytes = sum(len(t) for t in parameters.tensors)
         server_round += self.round_offset
         ins = FitIns(parameters=parameters, config={"server-round": server_round})
         return [(proxy, ins) for proxy in self.clients]
@@ -305,13 +325,20 @@ class ViewFederationStrategy(Strategy):
             "server_s": now - started,
             "client_kernel_s_max": max(kernel),
             "client_kernel_s_sum": sum(kernel),
+            "bytes_down_per_client": self._broadcast_bytes,
+            "bytes_up_per_client_max": max(sum(len(t) for t in res.parameters.tensors) for _, res in results),
             **record,
         }
         self.recorder.record_round(record)
         self._write_checkpoint(server_round, arrays)
         self._log_progress(record)
-        if server_round == self.num_rounds:
+        if server_round < self.num_rounds and (reason := self.converged(record)) is not None:
+            self.last_round = server_round
+            log(INFO, "[%s] converged after round %d: %s", self.cfg["algorithm"], server_round, reason)
+        if server_round == self.last_round:
             self._summary = self.summary()
+            if self.last_round < self.num_rounds:
+                self._summary["stopped_early"] = {"round": self.last_round, "reason": reason}
             self._summary["plots"] = self.write_plots()
             self._summary["wall_s"] = now - self._run_start
             if self.alignment:
@@ -341,7 +368,7 @@ class ViewFederationStrategy(Strategy):
         """After the last round only: ask every client for its ground truth (to score); after a
         sample-ID alignment, send every client the final labels (which it maps to its own IDs)."""
         server_round += self.round_offset
-        if server_round != self.num_rounds or self._final is None:
+        if server_round != self.last_round or self._final is None:
             return []
         parameters = Parameters(tensors=[], tensor_type="numpy.ndarray")
         if self.alignment:
@@ -357,7 +384,7 @@ class ViewFederationStrategy(Strategy):
     ) -> tuple[float | None, dict[str, Scalar]]:
         """Score the final clustering against the first partition's ground truth; finish the run."""
         server_round += self.round_offset
-        if server_round != self.num_rounds or self._final is None:
+        if server_round != self.last_round or self._final is None:
             return None, {}
         partition_of = {p.cid: i for i, p in enumerate(self.clients)}
         truths = sorted(
@@ -402,6 +429,7 @@ class ViewFederationStrategy(Strategy):
 
     # ---------------------------------------------------------------------------------- helpers
     def _complete(self) -> None:
+        self.done = True
         self._summary["peak_rss_mb_server"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
         self.recorder.finish(self._summary, self._final)
         final = self._final or {}

@@ -86,6 +86,9 @@ class Family:
     reads_missing_mask : bool
         Whether its clients read the missing-view mask themselves (else missing rows are filled,
         run config ``missing-fill``).
+    reads_sparse_views : bool
+        Whether its clients take a view stored sparse as a ``scipy.sparse`` CSR matrix (memory
+        proportional to the nonzeros); otherwise such a view is handed over dense.
     """
 
     name: str
@@ -95,6 +98,7 @@ class Family:
     options: tuple[Option, ...]
     check: Callable[[dict[str, Any]], None] | None = None
     reads_missing_mask: bool = False
+    reads_sparse_views: bool = False
 
     def __post_init__(self) -> None:
         stray = [o.key for o in self.options if not o.key.startswith(self.name + ".")]

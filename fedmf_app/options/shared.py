@@ -100,6 +100,13 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         "SuperNode's memory only. The local federation gives every SuperNode its own.",
     ),
     Option(
+        "reply-poll-s",
+        0.1,
+        Interval(float, 0, None, closed="neither"),
+        "Seconds between the ServerApp's pulls of replies that have not all arrived ([A] 0.1; "
+        "Flower's own ServerApp waits a fixed 3 s).",
+    ),
+    Option(
         "resume-from",
         "",
         Text("a run folder (empty: a new run)"),
@@ -128,6 +135,15 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         "struct field, an embedded view such as `pix`) or its 0-based index; empty: all views "
         "in file order. num-clients must equal their number. Not for `synthetic`; a node's "
         "`data-file` is its own view.",
+    ),
+    Option(
+        "sparse-view-min-mb",
+        256,
+        Interval(int, 0),
+        "A view stored sparse stays sparse (CSR, memory in proportion to its nonzeros) when its "
+        "dense float64 form would take more than this many MB; smaller ones are made dense, "
+        "where the dense kernels are faster ([A] 256; 0: always sparse). Families that do not "
+        "read sparse views always get them dense.",
     ),
     Option(
         "sample-id",

@@ -1,4 +1,4 @@
-"""FMVC-IAI cost: seconds per round and peak memory, all clients in one process, one torch thread.
+"""FMVC-IAI cost: seconds per round and peak memory, all clients in one process, one thread.
 
 Runs the in-process reference federation (:mod:`fedmf_app.methods.iai.reference`, the kernels the
 Flower clients and strategy call), on views loaded exactly as the ClientApp loads them, one client
@@ -8,6 +8,12 @@ its own core). Peak memory is the process's maximum resident set (``ru_maxrss``)
 one client's footprint plus the server's. The clustering is scored against the ground truth after
 every round (the federation itself never sees labels).
 
+``--num-samples N`` runs on generated clustered data instead (``--views`` views of ``--view-dim``
+Gaussian features around per-view cluster means, :func:`clustered_views`), written to a temporary
+``.npz`` file that the clients load as a user's file. ``--previous`` sets the options that
+reproduce the kernels of earlier versions (:data:`PREVIOUS`). ``--table`` turns records into the
+Markdown tables of docs/iai.md.
+
 Usage::
 
     python -m simulations.iai.bench --run dataset=hw num-clients=6 \
@@ -15,6 +21,9 @@ Usage::
     python -m fedmf_app.data.noisy_mnist --mnist ../shared/data/mnist_t10k --out /tmp/nm.npz
     python -m simulations.iai.bench --run dataset=/tmp/nm.npz num-clients=2 \
         missing-rate=0.5 num-server-rounds=3 --out docs/iai/bench_noisy_mnist.json
+    python -m simulations.iai.bench --num-samples 10000 --run missing-rate=0.5 \
+        num-server-rounds=2 --out docs/iai/scale/cost_10000_default.json
+    python -m simulations.iai.bench --table docs/iai/scale --out docs/iai/scale.md
 """
 
 from __future__ import annotations
@@ -22,12 +31,14 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data import load_client_view
@@ -35,6 +46,44 @@ from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.methods.iai.options import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.options.run_config import validate_run_config
+
+#: Options that give the kernels of earlier versions (exact global kNN, PyG message passing and
+#: negative sampling, scikit-learn's shift-invert spectral clustering).
+PREVIOUS = {
+    "iai.global-knn": "exact",
+    "iai.graph-kernels": "pyg",
+    "iai.negative-sampler": "pyg",
+    "iai.spectral-solver": "shift-invert",
+}
+
+
+def clustered_views(
+    n: int, views: int, dim: int, clusters: int, seed: int, spread: float = 0.3
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Gaussian clusters seen through several views.
+
+    Sample ``i`` of class ``y_i`` (uniform over ``clusters``) has, in view ``m``, the features
+    ``mu_{m, y_i} + N(0, I)`` with the cluster means ``mu_{m, c} ~ N(0, spread² I)``.
+
+    Parameters
+    ----------
+    n, views, dim, clusters : int
+    seed : int
+    spread : float
+        Standard deviation of the cluster means (per feature).
+
+    Returns
+    -------
+    views : list of ndarray of float32, each (n, dim)
+    labels : ndarray of int64, shape (n,)
+    """
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, clusters, n)
+    out = []
+    for _ in range(views):
+        means = spread * rng.standard_normal((clusters, dim))
+        out.append((means[labels] + rng.standard_normal((n, dim))).astype(np.float32))
+    return out, labels
 
 
 def _peak_mb() -> float:
@@ -53,7 +102,7 @@ def _parse(pairs: list[str]) -> dict[str, Any]:
 
 
 def benchmark(overrides: dict[str, Any]) -> dict[str, Any]:
-    """Run FMVC-IAI in process and time every round.
+    """Run FMVC-IAI in process, one thread, and time every round.
 
     Parameters
     ----------
@@ -68,6 +117,11 @@ def benchmark(overrides: dict[str, Any]) -> dict[str, Any]:
     """
     torch.set_num_threads(1)
     cfg = validate_run_config(overrides)
+    with threadpool_limits(1):  # numpy / scipy BLAS too
+        return _benchmark(cfg)
+
+
+def _benchmark(cfg: dict[str, Any]) -> dict[str, Any]:
     m, seed = cfg["num-clients"], cfg["seed"]
     views = [load_client_view(cfg, p) for p in range(m)]
     truth = views[0].labels
@@ -110,17 +164,13 @@ def benchmark(overrides: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--run", nargs="*", default=[], help="run-config overrides key=value")
-    parser.add_argument("--out", help="write the records to this JSON file")
-    args = parser.parse_args()
-    result = benchmark({"algorithm": "fmvc-iai", **_parse(args.run)})
+def _summary(result: dict[str, Any]) -> dict[str, Any]:
     train = [r for r in result["rounds"] if r["round"] > 1]
-    summary = {
+    return {
         "n": result["n"],
         "views": len(result["dims"]),
         "setup_client_s": result["rounds"][0]["client_s"],
+        "setup_server_s": result["rounds"][0]["server_s"],
         "train_round_client_s_mean": float(np.mean([r["client_s"] for r in train])) if train else None,
         "train_round_client_s_max_mean": (
             float(np.mean([r["client_s_max"] for r in train])) if train else None
@@ -129,10 +179,100 @@ def main() -> None:
         "peak_rss_mb": result["rounds"][-1]["peak_rss_mb"],
         "final": {key: result["rounds"][-1][key] for key in ("acc", "nmi", "ari")},
     }
-    result["summary"] = summary
+
+
+def _generated(args: argparse.Namespace, run: dict[str, Any], folder: str) -> dict[str, Any]:
+    """Write the generated views to ``folder`` and point the run config at them."""
+    views, labels = clustered_views(
+        args.num_samples, args.views, args.view_dim, args.clusters, args.data_seed
+    )
+    path = Path(folder) / f"clustered_{args.num_samples}.npz"
+    np.savez(path, **{f"X_{i}": v for i, v in enumerate(views)}, y=labels)
+    return {"dataset": str(path), "num-clients": args.views, **run}
+
+
+def _mean_sd(values: list[float]) -> str:
+    sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+    return f"{np.mean(values):.3f} ± {sd:.3f}"
+
+
+def table(folder: Path) -> str:
+    """Markdown tables of the records (``*.json`` written by ``--out``) in ``folder``.
+
+    Records whose config has the :data:`PREVIOUS` options are labelled "previous", the others
+    "default". Quality: ACC / NMI / ARI mean ± sample standard deviation over seeds, per data set
+    and label; cost: one row per record of generated data.
+    """
+    quality: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    cost: list[str] = []
+    for path in sorted(folder.glob("*.json")):
+        record = json.loads(path.read_text())
+        cfg = record["config"]
+        label = "previous" if all(cfg[k] == v for k, v in PREVIOUS.items()) else "default"
+        s = record["summary"]
+        if record.get("generated"):
+            cost.append(
+                f"| {record['n']:,} | {s['views']} x {record['dims'][0]} | {label} | "
+                f"{s['setup_client_s']:.1f} | "
+                f"{s['setup_server_s']:.1f} | {s['train_round_client_s_mean']:.1f} | "
+                f"{s['train_round_client_s_max_mean']:.1f} | {s['server_s_mean']:.1f} | "
+                f"{s['peak_rss_mb'] / 1024:.2f} | {s['final']['acc']:.3f} / {s['final']['nmi']:.3f} |"
+            )
+        else:
+            name = Path(str(cfg["dataset"])).stem
+            quality.setdefault((name, label), []).append({**record["final"], "seed": cfg["seed"], **s})
+    lines = []
+    if quality:
+        lines += [
+            "| data | options | seeds | ACC | NMI | ARI | training round, clients (s) | peak memory (GB) |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for (name, label), runs in sorted(quality.items()):
+            cells = [_mean_sd([r[k] for r in runs]) for k in ("acc", "nmi", "ari")]
+            seeds = ",".join(str(r["seed"]) for r in sorted(runs, key=lambda r: r["seed"]))
+            secs = np.mean([r["train_round_client_s_mean"] for r in runs])
+            peak = max(r["peak_rss_mb"] for r in runs) / 1024
+            lines.append(f"| {name} | {label} | {seeds} | {' | '.join(cells)} | {secs:.1f} | {peak:.2f} |")
+    if cost:
+        lines += [
+            "",
+            "| N | views x features | options | set-up: clients (s) | set-up: server (s) | training round: "
+            "clients, sum (s) | slowest client (s) | server (s) | peak memory (GB) | ACC / NMI |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+            *cost,
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--run", nargs="*", default=[], help="run-config overrides key=value")
+    parser.add_argument("--out", help="write the records (or, with --table, the tables) to this file")
+    parser.add_argument("--previous", action="store_true", help="the options of earlier versions (PREVIOUS)")
+    parser.add_argument("--num-samples", type=int, help="generated clustered data with this many samples")
+    parser.add_argument("--views", type=int, default=4, help="generated data: views (clients)")
+    parser.add_argument("--view-dim", type=int, default=50, help="generated data: features per view")
+    parser.add_argument("--clusters", type=int, default=10, help="generated data: clusters")
+    parser.add_argument("--data-seed", type=int, default=0, help="generated data: seed")
+    parser.add_argument("--table", type=Path, help="print the tables of the records in this folder")
+    args = parser.parse_args()
+    if args.table:
+        text = table(args.table)
+        if args.out:
+            Path(args.out).write_text(text)
+        print(text)  # noqa: T201
+        return
+    run = {"algorithm": "fmvc-iai", **(PREVIOUS if args.previous else {}), **_parse(args.run)}
+    with tempfile.TemporaryDirectory() as folder:
+        if args.num_samples:
+            run = _generated(args, run, folder)
+        result = benchmark(run)
+    result["generated"] = bool(args.num_samples)
+    result["summary"] = _summary(result)
     result["final"] = {key: result["rounds"][-1][key] for key in ("acc", "nmi", "purity", "ari")}
-    print(json.dumps(summary, indent=1))  # noqa: T201
+    print(json.dumps(result["summary"], indent=1))  # noqa: T201
     if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=1))
 
 

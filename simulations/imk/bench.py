@@ -2,18 +2,27 @@
 
 For ``N`` samples and ``M`` views of a seeded clustered data set it measures, in one process:
 
-* the secure sum of the graphs: per client the kNN graph, the dense fixed-point encoding and the
-  pairwise masks (X25519 + ChaCha20 keystreams), the upload size, and the server's sum and decode;
+* the secure sum of the graphs (``--graph``: ``anchor``, the default, or ``knn``): per client the
+  graph (anchor graph on the shared anchors, or kNN graph), its dense fixed-point encoding
+  (``N x a`` or ``N(N-1)/2`` words) and the pairwise masks (X25519 + ChaCha20 keystreams), the
+  upload size, and the server's sum and decode;
 * the rounds: seconds per round for all clients one after another (as one Ray actor runs them),
-  the server's sparse solve (20), and the objective;
+  the server's solve (20) (Woodbury or CG), and the objective;
+* wall-clock and CPU seconds (the CPU time of this process: on a shared machine it is the
+  steadier measure; single-threaded BLAS, ``OMP_NUM_THREADS=1``, makes the two agree when the
+  machine is otherwise idle);
 * the peak resident memory of the process (every client and the server together, so an upper
   bound for any one of them);
 * optionally Paillier (``phe``, 2048-bit): seconds per encrypted value, extrapolated to one
   client's ``N(N-1)/2`` values (it is not run in full: it would take hours to days).
 
-Usage::
+Usage (one process per ``N`` for the peak memory of that ``N``)::
 
-    flock /work/cpu.lock python -m simulations.imk.bench --n 2000 10000 --views 4 --rounds 10
+    python -m simulations.imk.bench --n 10000 --dims 50 50 50 50 --rounds 10
+    python -m simulations.imk.bench --n 100000 --dims 50 50 50 50 --rounds 10
+    python -m simulations.imk.bench --n 10000 --graph knn --rounds 10      # the exact kNN graph
+    python -m simulations.imk.bench --markdown results.jsonl                # the table of docs/imk.md
+    python -m simulations.imk.bench --n 100000 --dims 50 50 50 50 --rounds 3 --flower --secure-aggregation
 """
 
 from __future__ import annotations
@@ -21,15 +30,19 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
 from fedmf_app.common.graphs import knn_similarity, laplacian
 from fedmf_app.common.secure_sum import (
     add_pairwise_masks,
+    decode_matrix,
     decode_upper,
     derive_pair_key,
+    encode_matrix,
     encode_upper,
     generate_private_key,
     public_key_bytes,
@@ -41,11 +54,13 @@ from fedmf_app.methods.imk.client_updates import (
     init_client,
     multiplier_step,
     preprocess_view,
+    view_anchor_graph,
 )
-from fedmf_app.methods.imk.reference import client_rng, server_rng
+from fedmf_app.methods.imk.reference import anchor_indices, client_rng, server_rng
 from fedmf_app.methods.imk.server_updates import (
-    ServerSolver,
+    AnchorLaplacian,
     initial_global_h,
+    make_solver,
     normalised_laplacian_sum,
     objective,
 )
@@ -56,31 +71,90 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def clustered_views(n: int, dims: list[int], k: int, seed: int) -> list[np.ndarray]:
-    """Views ``centre_m[y] + N(0, 1.5^2)``, preprocessed (z-score, unit Frobenius norm)."""
+def raw_clustered_views(n: int, dims: list[int], k: int, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """Views ``centre_m[y] + N(0, 1.5^2)`` and the labels ``y``."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, k, n)
-    return [
-        preprocess_view(2.0 * rng.normal(size=(k, d))[y] + 1.5 * rng.normal(size=(n, d)), "zscore", True)
-        for d in dims
-    ]
+    return [2.0 * rng.normal(size=(k, d))[y] + 1.5 * rng.normal(size=(n, d)) for d in dims], y
 
 
-def secure_sum(views: list[np.ndarray], neighbours: int, frac_bits: int = 16) -> tuple[dict, object]:
-    """Masked graph sum as the clients and the server run it; costs and the Laplacian sum."""
+def clustered_views(n: int, dims: list[int], k: int, seed: int) -> list[np.ndarray]:
+    """:func:`raw_clustered_views`, preprocessed (z-score, unit Frobenius norm)."""
+    return [preprocess_view(x, "zscore", True) for x in raw_clustered_views(n, dims, k, seed)[0]]
+
+
+def bench_flower(
+    n: int, dims: list[int], k: int, rounds: int, seed: int, graph: str, num_anchors: int, secure: bool
+) -> dict:
+    """The same data through the Flower strategy and clients (:mod:`simulations.in_process`).
+
+    The views go to a temporary ``.npz`` with their labels (so every round also scores the labels
+    by k-means, as a run with ground truth does); defaults otherwise.
+    """
+    from simulations.in_process import run_in_process
+
+    views, y = raw_clustered_views(n, dims, k, seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "clustered.npz"
+        np.savez(path, y=y, **{f"X_{m}": x for m, x in enumerate(views)})
+        del views
+        t0 = time.perf_counter()
+        overrides = {
+            "algorithm": "fmvc-imk",
+            "dataset": str(path),
+            "num-clients": len(dims),
+            "num-server-rounds": rounds,
+            "imk.tol": 0.0,
+            "imk.graph": graph,
+            "imk.anchors": num_anchors,
+            "seed": seed,
+            "secure-aggregation": secure,
+        }
+        data = run_in_process(overrides, Path(tmp) / "out").recorder.data
+    return {
+        "n": n,
+        "flower": True,
+        "graph": graph,
+        "secure_aggregation": secure,
+        "status": data["status"],
+        "total_s": time.perf_counter() - t0,
+        "setup_s": data["summary"]["setup"]["setup_s"],
+        "upload_bytes_per_client": data["summary"]["setup"]["upload_bytes_per_client"],
+        "round_wall_s": [r["wall_s"] for r in data["rounds"]],
+        "round_server_s": [r["server_s"] for r in data["rounds"]],
+        "acc": data["final"].get("acc"),
+        "peak_rss_mb": peak_mb(),
+    }
+
+
+def secure_sum(
+    views: list[np.ndarray], neighbours: int, anchors: np.ndarray | None, frac_bits: int = 16
+) -> tuple[dict, object]:
+    """Masked graph sum as the clients and the server run it; costs and the server's Laplacian.
+
+    ``anchors`` None: the kNN graphs (upper triangles); else the anchor graphs on those samples.
+    """
     keys = [generate_private_key() for _ in views]
     public = [public_key_bytes(k) for k in keys]
     uploads, graph_s, mask_s = [], [], []
     for i, x in enumerate(views):
         t0 = time.perf_counter()
-        enc = encode_upper(knn_similarity(x, neighbours), frac_bits)
+        if anchors is None:
+            enc = encode_upper(knn_similarity(x, neighbours), frac_bits)
+        else:
+            enc = encode_matrix(view_anchor_graph(x, anchors, neighbours), frac_bits)
         t1 = time.perf_counter()
         pair = {j: derive_pair_key(keys[i], pk, b"bench") for j, pk in enumerate(public) if j != i}
         uploads.append(add_pairwise_masks(enc, i, pair))
         graph_s.append(t1 - t0)
         mask_s.append(time.perf_counter() - t1)
     t0 = time.perf_counter()
-    total = decode_upper(sum_uploads(uploads), views[0].shape[0], frac_bits)
+    n, m = views[0].shape[0], len(views)
+    if anchors is None:
+        total = decode_upper(sum_uploads(uploads), n, frac_bits)
+        lap = normalised_laplacian_sum(laplacian(total), m, neighbours)
+    else:
+        lap = AnchorLaplacian(decode_matrix(sum_uploads(uploads), (n, anchors.size), frac_bits) / m)
     server_s = time.perf_counter() - t0
     costs = {
         "upload_mb_per_client": uploads[0].nbytes / 2**20,
@@ -89,7 +163,7 @@ def secure_sum(views: list[np.ndarray], neighbours: int, frac_bits: int = 16) ->
         "server_sum_decode_s": server_s,
     }
     uploads.clear()
-    return costs, laplacian(total)
+    return costs, lap
 
 
 def paillier_cost(n: int, values: int = 20) -> dict[str, float]:
@@ -107,27 +181,34 @@ def paillier_cost(n: int, values: int = 20) -> dict[str, float]:
     }
 
 
-def bench(n: int, views_count: int, k: int, rounds: int, seed: int, with_paillier: bool) -> dict:
+def bench(
+    n: int, dims: list[int], k: int, rounds: int, seed: int, graph: str, num_anchors: int, with_paillier: bool
+) -> dict:
     """One configuration; returns the measurements."""
-    dims = [40, 80, 60, 100, 30, 50][:views_count]
+    views_count = len(dims)
     views = clustered_views(n, dims, k, seed)
-    params = IMKParams()
-    out: dict = {"n": n, "views": views_count, "k": k, "dims": dims}
-    costs, lsum = secure_sum(views, neighbours=5)
+    params = IMKParams(lam=1.0)  # the run-config default
+    anchors = anchor_indices(seed, n, num_anchors) if graph == "anchor" else None
+    out: dict = {"n": n, "views": views_count, "k": k, "dims": dims, "graph": graph}
+    if anchors is not None:
+        out["anchors"] = int(anchors.size)
+    t0, c0 = time.perf_counter(), time.process_time()
+    costs, lap = secure_sum(views, 5, anchors)
     out.update(costs)
+    out["setup_graph_s"] = time.perf_counter() - t0
+    out["setup_graph_cpu_s"] = time.process_time() - c0
     t0 = time.perf_counter()
     states = [
         init_client(x, k, k, views_count, "normalised-indicator", params, client_rng(seed, i))
         for i, x in enumerate(views)
     ]
     out["client_init_s_max"] = (time.perf_counter() - t0) / views_count
-    lap = normalised_laplacian_sum(lsum, views_count, 5)
-    solver = ServerSolver(lap, views_count, params, "cg")
+    solver = make_solver(lap, views_count, params, "cg")
     h = initial_global_h([s.h for s in states], "kmeans-concat", server_rng(seed))
     phis = [np.zeros_like(h) for _ in views]
-    round_s, server_s, objectives = [], [], []
+    round_s, round_cpu_s, server_s, objectives = [], [], [], []
     for t in range(1, rounds + 1):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         prev = [s.h for s in states]
         stats = []
         for i, x in enumerate(views):
@@ -142,10 +223,12 @@ def bench(n: int, views_count: int, k: int, rounds: int, seed: int, with_paillie
             objective([s.residual for s in stats], [s.ortho for s in stats], h, lap, params)["objective"]
         )
         round_s.append(t2 - t0)
+        round_cpu_s.append(time.process_time() - c0)
         server_s.append(t2 - t1)
     out.update(
         {
             "seconds_per_round_mean": float(np.mean(round_s)),
+            "cpu_seconds_per_round_mean": float(np.mean(round_cpu_s)),
             "server_solve_s_mean": float(np.mean(server_s)),
             "objective_first_last": [objectives[0], objectives[-1]],
             "objective_non_increasing": bool(np.all(np.diff(objectives) <= 0)),
@@ -159,15 +242,52 @@ def bench(n: int, views_count: int, k: int, rounds: int, seed: int, with_paillie
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, nargs="+", default=[2000, 10000])
-    parser.add_argument("--views", type=int, default=4)
+    parser.add_argument("--n", "--num-samples", type=int, nargs="+", default=[2000, 10000])
+    parser.add_argument("--dims", type=int, nargs="+", default=[40, 80, 60, 100], help="features per view")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--graph", choices=("anchor", "knn"), default="anchor", help="run config imk.graph")
+    parser.add_argument("--anchors", type=int, default=256, help="run config imk.anchors")
     parser.add_argument("--paillier", action="store_true", help="also time phe (pip install phe)")
+    parser.add_argument("--markdown", type=Path, help="print the table of a file of this script's JSON lines")
+    parser.add_argument(
+        "--flower", action="store_true", help="run the Flower strategy and clients in process instead"
+    )
+    parser.add_argument("--secure-aggregation", action="store_true", help="with --flower")
     args = parser.parse_args()
+    if args.markdown:
+        print(markdown_table([json.loads(line) for line in args.markdown.read_text().splitlines() if line]))
+        return
     for n in args.n:  # peak memory is cumulative: run the largest N last
-        print(json.dumps(bench(n, args.views, args.k, args.rounds, args.seed, args.paillier)), flush=True)
+        common = (n, args.dims, args.k, args.rounds, args.seed, args.graph, args.anchors)
+        if args.flower:
+            result = bench_flower(*common, args.secure_aggregation)
+        else:
+            result = bench(*common, args.paillier)
+        print(json.dumps(result), flush=True)
+
+
+def markdown_table(results: list[dict]) -> str:
+    """The scale table of docs/imk.md from :func:`bench` results."""
+    lines = [
+        "| graph | N | views x features | upload per client | setup: graph + encode, masks (slowest client); "
+        "server sum + decode | setup CPU s (all) | s/round (all clients + server), wall / CPU | "
+        "of which server solve | peak memory |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        graph = f"anchor (a = {r['anchors']})" if r["graph"] == "anchor" else "knn"
+        lines.append(
+            f"| {graph} | {r['n']:,} | {r['views']} x {'/'.join(str(d) for d in r['dims'])} | "
+            f"{r['upload_mb_per_client']:.1f} MiB | {r['client_graph_encode_s_max']:.2f} s, "
+            f"{r['client_mask_s_max']:.2f} s; {r['server_sum_decode_s']:.2f} s | "
+            f"{r['setup_graph_cpu_s']:.1f} s | "
+            f"{r['seconds_per_round_mean']:.3f} / {r['cpu_seconds_per_round_mean']:.3f} s | "
+            f"{r['server_solve_s_mean']:.3f} s | "
+            f"{r['peak_rss_mb'] / 1024:.2f} GiB |"
+        )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

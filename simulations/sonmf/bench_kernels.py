@@ -5,7 +5,7 @@ another, as one Ray actor runs them) on the synthetic data and reports seconds p
 share spent in the ``U`` solver, and a fingerprint of the trajectory (the final ``V``) so that two
 versions of the kernels can be compared for speed *and* for giving the same numbers. Usage::
 
-    python -m simulations.sonmf.bench_kernels --h 0 0.9 --rounds 20
+    python -m simulations.sonmf.bench_kernels --h 0 0.9 --rounds 20 --kernel numpy compiled
     PYTHONPATH=<other checkout> python -m simulations.sonmf.bench_kernels ...   # the other version's kernels
 """
 
@@ -21,13 +21,13 @@ import numpy as np
 import fedmf_app.methods.sonmf.updates as sonmf
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view
-from fedmf_app.methods.sonmf.nonneg_orth import random_feasible_basis
+from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions, random_feasible_basis
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 
 
-def run(h: float, rounds: int, clients: int, tau: int, seed: int) -> dict[str, float | str]:
+def run(h: float, rounds: int, clients: int, tau: int, seed: int, kernel: str) -> dict[str, float | str]:
     """``rounds`` rounds of the proposed method; seconds per round and in the ``U`` solver."""
-    params = sonmf.SONMFParams(local_steps=tau)
+    params = sonmf.SONMFParams(local_steps=tau, basis=BasisSolverOptions(kernel=kernel))
     spec = SyntheticSpec(heterogeneity=h, seed=seed)
     xs = [make_synthetic_view(spec, p).x for p in range(clients)]
     us = [random_feasible_basis(20, 6, rng_for(seed, Stream.CLIENT_INIT, p)) for p in range(clients)]
@@ -72,14 +72,19 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--tau", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kernel", nargs="+", default=["compiled"], choices=("compiled", "numpy"))
     args = parser.parse_args()
-    rows = ["| kernels from | h | s / round | U solver share | final V (sha1) |", "|---|---|---|---|---|"]
-    for h in args.h:
-        r = run(h, args.rounds, args.clients, args.tau, args.seed)
-        rows.append(
-            f"| {sonmf.__file__} | {h} | {r['s_per_round']:.3f} | {r['solver_share']:.0%} "
-            f"| {r['final_v_sha1']} |"
-        )
+    rows = [
+        "| kernels from | U kernel | h | s / round | U solver share | final V (sha1) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for kernel in args.kernel:
+        for h in args.h:
+            r = run(h, args.rounds, args.clients, args.tau, args.seed, kernel)
+            rows.append(
+                f"| {sonmf.__file__} | {kernel} | {h} | {r['s_per_round']:.3f} | {r['solver_share']:.0%} "
+                f"| {r['final_v_sha1']} |"
+            )
     sys.stdout.write("\n".join(rows) + "\n")
 
 

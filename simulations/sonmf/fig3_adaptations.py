@@ -49,7 +49,13 @@ def main() -> None:
         )
         if (args.runs / name / "result.json").exists():
             continue
-        cfg = {"algorithm": algorithm, "heterogeneity": h, "seed": seed, "num-server-rounds": args.rounds}
+        cfg = {
+            "algorithm": algorithm,
+            "heterogeneity": h,
+            "seed": seed,
+            "num-server-rounds": args.rounds,
+            "sonmf.stop-ratio": 0.0,  # the figure plots every round
+        }
         run_in_process({**cfg, **overrides}, args.runs, name)
         logging.info("%s done", name)
     figures.main(["fig3-adaptations", str(args.runs), "--out", str(args.out)])

@@ -29,10 +29,13 @@ def _cell(arrays, shape):
     return cell
 
 
-def _check(data, views=VIEWS, labels=EXPECTED):
+def _check(data, views=VIEWS, labels=EXPECTED, sparse=()):
+    """``data`` holds ``views`` and ``labels``; the views numbered in ``sparse`` stay sparse."""
     assert len(data.views) == len(views)
-    for got, want in zip(data.views, views):
+    for i, (got, want) in enumerate(zip(data.views, views)):
         assert got.dtype == np.float64 and got.shape == want.shape
+        assert scipy.sparse.issparse(got) == (i in sparse)
+        got = got.toarray() if i in sparse else got
         np.testing.assert_array_equal(got, np.asarray(want, dtype=np.float64))
     if labels is None:
         assert data.labels is None
@@ -60,7 +63,10 @@ def test_sparse_views_and_a_cell_of_label_copies(tmp_path):
     sparse = [scipy.sparse.csc_matrix(VIEWS[0]), scipy.sparse.csc_matrix(VIEWS[1].T), VIEWS[2]]
     copies = _cell([CLASSES[:, None], CLASSES[:, None]], (1, 2))
     scipy.io.savemat(tmp_path / "d.mat", {"data": _cell(sparse, (3, 1)), "truelabel": copies})
-    _check(load_multiview(str(tmp_path / "d.mat")))
+    data = load_multiview(str(tmp_path / "d.mat"))
+    _check(data, sparse=(0, 1))
+    assert isinstance(data.views[0], scipy.sparse.csr_matrix)  # samples x features, row slices cheap
+    assert data.views[0].nnz == np.count_nonzero(VIEWS[0])  # memory in proportion to the nonzeros
 
 
 def test_zero_based_one_based_and_text_labels_map_to_the_same_codes(tmp_path):
@@ -91,7 +97,7 @@ def _write_v73(path, views, labels, sparse_view=None):
 def test_mat_v73(tmp_path, sparse_view):
     stored = [VIEWS[0], VIEWS[1].T, VIEWS[2]]
     _write_v73(tmp_path / "d.mat", stored, CLASSES, sparse_view)
-    _check(load_multiview(str(tmp_path / "d.mat")))
+    _check(load_multiview(str(tmp_path / "d.mat")), sparse=() if sparse_view is None else (sparse_view,))
 
 
 def test_views_without_labels(tmp_path):

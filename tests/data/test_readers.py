@@ -35,6 +35,7 @@ def _same(got, want):
     assert len(got.views) == len(want.views)
     for a, b in zip(got.views, want.views):
         assert a.dtype == b.dtype and a.shape == b.shape
+        a, b = (v.toarray() if scipy.sparse.issparse(v) else v for v in (a, b))  # same values
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(got.labels, want.labels)
 

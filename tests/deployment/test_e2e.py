@@ -138,6 +138,8 @@ def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time(tmp_path, roun
     overrides = {
         "num-server-rounds": 20,
         "round-timeout-s": round_timeout,
+        # as the federation command: no numba compile in round 1 (it could outlast a 12 s timeout)
+        "sonmf.basis-kernel": "numpy",
         "seed": 1,
         "out-dir": str(tmp_path),
         "run-name": "killed",

@@ -11,6 +11,7 @@ from fedmf_app.common.graphs import knn_similarity
 from fedmf_app.common.secure_agg import decode_fixed, message_key, sum_words, word_stream
 from fedmf_app.common.secure_sum import (
     derive_pair_key,
+    encode_matrix,
     encode_upper,
     generate_private_key,
     mask_stream,
@@ -21,7 +22,8 @@ from fedmf_app.deployment.certificates import make_supernode_keys
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_aggregation import SecureAggregationError, masked_upload
 from fedmf_app.federated.strategy import FederationError, ViewFederationStrategy
-from fedmf_app.methods.imk.client_updates import preprocess_view
+from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph
+from fedmf_app.methods.imk.reference import anchor_indices
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
 from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class, strategy_class
@@ -118,13 +120,17 @@ def _imk_federation(tmp_path, cfg, proxy_for=None, node_configs=None):
 
 def _graph(cfg, p):
     x = preprocess_view(load_client_view(cfg, p).features, cfg["imk.standardise"], cfg["imk.unit-norm"])
-    return encode_upper(knn_similarity(x, cfg["imk.neighbours"]), cfg["imk.mask-frac-bits"])
+    if cfg["imk.graph"] == "knn":
+        return encode_upper(knn_similarity(x, cfg["imk.neighbours"]), cfg["imk.mask-frac-bits"])
+    anchors = anchor_indices(cfg["seed"], x.shape[0], cfg["imk.anchors"])
+    return encode_matrix(view_anchor_graph(x, anchors, cfg["imk.neighbours"]), cfg["imk.mask-frac-bits"])
 
 
-def test_key_substitution_recovers_a_graph_under_imks_own_unsigned_keys(tmp_path, monkeypatch):
+@pytest.mark.parametrize("graph", ["anchor", "knn"])
+def test_key_substitution_recovers_a_graph_under_imks_own_unsigned_keys(tmp_path, monkeypatch, graph):
     """The attack that works without signed keys: the server hands partition 0 its own keys in
     place of the peers' and removes partition 0's masks."""
-    cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1})
+    cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1, "imk.graph": graph})
     attacker = [generate_private_key() for _ in range(cfg["num-clients"])]
     captured = {}
     original = FMVCIMKStrategy._fit_stage
@@ -261,11 +267,12 @@ def test_a_value_beyond_the_overflow_bound_fails_the_round_naming_the_partition(
         run_federation(tmp_path, cfg)
 
 
-def test_imk_with_secure_aggregation_matches_the_plain_run(tmp_path, monkeypatch):
+@pytest.mark.parametrize("graph", ["anchor", "knn"])
+def test_imk_with_secure_aggregation_matches_the_plain_run(tmp_path, monkeypatch, graph):
     seen = _spy_uploads(monkeypatch)
     runs = {}
     for secure in (False, True):
-        cfg = validate_run_config({**IMK_BASE, "secure-aggregation": secure})
+        cfg = validate_run_config({**IMK_BASE, "secure-aggregation": secure, "imk.graph": graph})
         strategy, manager, clients = _imk_federation(tmp_path / str(secure), cfg)
         parameters = strategy.initialize_parameters(client_manager=manager)
         for s in range(1, cfg["num-server-rounds"] + 1):

@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from fedmf_app.common.graphs import adjacency
 from fedmf_app.common.seeding import Stream, rng_for
-from fedmf_app.data.preprocess import is_sparse_nonnegative, normalise_rows
 from fedmf_app.methods.iai.deep_clustering import prototype_distances, prototypes, total_variation_emd
 from fedmf_app.methods.iai.feature_propagation import feature_propagation
 from fedmf_app.methods.iai.graph_autoencoder import (
@@ -34,6 +34,7 @@ from fedmf_app.methods.iai.graph_autoencoder import (
 )
 from fedmf_app.methods.iai.params import IAIParams
 from fedmf_app.methods.iai.sample_graphs import anchor_graph, observed_knn
+from fedmf_app.methods.iai.view_scaling import scale_features
 
 __all__ = ["ClientUpload", "client_round", "client_seed", "client_setup", "scale_features"]
 
@@ -66,37 +67,6 @@ class ClientUpload:
     gae_state: dict[str, np.ndarray]
 
 
-def scale_features(x: np.ndarray, observed: np.ndarray, rule: str) -> np.ndarray:
-    """Scale a view with statistics of its observed rows only.
-
-    Parameters
-    ----------
-    x : ndarray, shape (n, d)
-    observed : ndarray of bool, shape (n,)
-    rule : {"auto", "standard", "row-l2", "none"}
-        ``standard``: subtract the observed mean, divide by the observed standard deviation
-        (constant features are only centred); ``row-l2``: every row to unit l2 norm; ``auto``:
-        ``row-l2`` when the observed rows are sparse and nonnegative
-        (:func:`~fedmf_app.data.preprocess.is_sparse_nonnegative`), else ``standard``.
-
-    Returns
-    -------
-    ndarray, shape (n, d)
-        Unobserved rows are zero.
-    """
-    x = np.where(observed[:, None], np.asarray(x, dtype=np.float64), 0.0)
-    if rule == "auto":
-        rule = "row-l2" if is_sparse_nonnegative(x[observed]) else "standard"
-    if rule == "row-l2":
-        x = normalise_rows(x)
-    if rule == "standard":
-        rows = x[observed]
-        std = rows.std(axis=0)
-        x = (x - rows.mean(axis=0)) / np.where(std > 0, std, 1.0)
-        x[~observed] = 0.0
-    return x
-
-
 def _to_numpy(state: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
     return {k: v.detach().cpu().numpy() for k, v in state.items()}
 
@@ -122,14 +92,15 @@ def client_seed(seed: int, partition_id: int) -> int:
 
 
 def client_setup(
-    x: np.ndarray, observed: np.ndarray, params: IAIParams, seed: int
+    x: np.ndarray | sp.spmatrix, observed: np.ndarray, params: IAIParams, seed: int
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Round 1: pre-train the autoencoder and build the local kNN graph.
 
     Parameters
     ----------
-    x : ndarray, shape (n, d)
-        The client's view; only rows with ``observed`` are read.
+    x : ndarray or scipy.sparse matrix, shape (n, d)
+        The client's view; only rows with ``observed`` are read. A sparse view is never
+        densified as a whole (:mod:`~fedmf_app.methods.iai.view_scaling`).
     observed : ndarray of bool, shape (n,)
     params : IAIParams
     seed : int
@@ -143,8 +114,9 @@ def client_setup(
         Autoencoder weights.
     """
     scaled = scale_features(x, observed, params.feature_scaling)
+    rows = np.flatnonzero(observed)
     ae = pretrain_autoencoder(
-        scaled[observed],
+        scaled[observed] if isinstance(scaled, np.ndarray) else scaled.take(rows),
         params.ae_hidden,
         params.embed_dim,
         params.ae_epochs,
@@ -157,13 +129,13 @@ def client_setup(
 
 
 def client_codes(
-    x: np.ndarray, observed: np.ndarray, ae_state: dict[str, np.ndarray], params: IAIParams
+    x: np.ndarray | sp.spmatrix, observed: np.ndarray, ae_state: dict[str, np.ndarray], params: IAIParams
 ) -> np.ndarray:
     """Codes Z^(m) of the frozen autoencoder, zero rows where the view is missing.
 
     Parameters
     ----------
-    x : ndarray, shape (n, d)
+    x : ndarray or scipy.sparse matrix, shape (n, d)
     observed : ndarray of bool, shape (n,)
     ae_state : dict of ndarray
     params : IAIParams
@@ -180,7 +152,7 @@ def client_codes(
 
 
 def client_round(
-    x: np.ndarray,
+    x: np.ndarray | sp.spmatrix,
     observed: np.ndarray,
     ae_state: dict[str, np.ndarray],
     gae_state: dict[str, np.ndarray] | None,
@@ -195,7 +167,7 @@ def client_round(
 
     Parameters
     ----------
-    x : ndarray, shape (n, d)
+    x : ndarray or scipy.sparse matrix, shape (n, d)
         The client's view (unobserved rows are not read).
     observed : ndarray of bool, shape (n,)
     ae_state : dict of ndarray
@@ -233,11 +205,11 @@ def client_round(
         model.load_state_dict(_to_torch(gae_state))
     model = model.to(device)
     xz = torch.as_tensor(z, dtype=torch.float32, device=device)
-    ei = torch.as_tensor(edge_index, device=device)
+    graph_arg = model.graph(torch.as_tensor(edge_index, device=device), n)
 
     def embed() -> torch.Tensor:
         with torch.no_grad():
-            return model(xz, ei)
+            return model(xz, graph_arg)
 
     with torch.no_grad():
         start = embed().double().cpu().numpy()

@@ -20,7 +20,9 @@ from torch.nn import functional as F
 from torch_geometric.nn import GATConv
 from torch_geometric.utils import add_self_loops, negative_sampling
 
+from fedmf_app.methods.iai.edge_kernels import EdgePattern, edge_dot, gat_layer
 from fedmf_app.methods.iai.params import GAEParams
+from fedmf_app.methods.iai.view_scaling import ScaledRows
 
 __all__ = [
     "GraphAutoencoder",
@@ -31,6 +33,8 @@ __all__ = [
     "seeded",
     "soft_assignment",
     "train_gae",
+    "edge_keys",
+    "uniform_non_edges",
 ]
 
 
@@ -87,7 +91,7 @@ def autoencoder(in_dim: int, hidden: tuple[int, ...], embed_dim: int) -> nn.Modu
 
 
 def pretrain_autoencoder(
-    x: np.ndarray,
+    x: np.ndarray | ScaledRows,
     hidden: tuple[int, ...],
     embed_dim: int,
     epochs: int,
@@ -99,8 +103,9 @@ def pretrain_autoencoder(
 
     Parameters
     ----------
-    x : ndarray, shape (n_m, d)
-        Observed rows only.
+    x : ndarray or ScaledRows, shape (n_m, d)
+        Observed rows only; a :class:`~fedmf_app.methods.iai.view_scaling.ScaledRows` (a sparse
+        view) is densified one mini-batch at a time.
     hidden, embed_dim
         See :func:`autoencoder`.
     epochs : int
@@ -113,13 +118,14 @@ def pretrain_autoencoder(
     torch.nn.ModuleDict
         The trained autoencoder, in eval mode (frozen by the caller: it is not trained again).
     """
-    data = torch.as_tensor(x, dtype=torch.float32)
+    dense = isinstance(x, np.ndarray)
+    data = torch.as_tensor(x, dtype=torch.float32) if dense else None
     with seeded(seed):
         model = autoencoder(x.shape[1], hidden, embed_dim)
         optimiser = torch.optim.Adam(model.parameters(), lr=lr)
         for _ in range(epochs):
-            for batch in torch.randperm(data.shape[0]).split(batch_size):
-                xb = data[batch]
+            for batch in torch.randperm(x.shape[0]).split(batch_size):
+                xb = data[batch] if dense else torch.as_tensor(x[batch.numpy()], dtype=torch.float32)
                 loss = F.mse_loss(model["decoder"](model["encoder"](xb)), xb)
                 optimiser.zero_grad()
                 loss.backward()
@@ -127,20 +133,26 @@ def pretrain_autoencoder(
     return model.eval()
 
 
-def encode(model: nn.ModuleDict, x: np.ndarray) -> np.ndarray:
+def encode(model: nn.ModuleDict, x: np.ndarray | ScaledRows) -> np.ndarray:
     """Codes Z of rows ``x`` under a trained autoencoder.
 
     Parameters
     ----------
     model : torch.nn.ModuleDict
-    x : ndarray, shape (n, d)
+    x : ndarray or ScaledRows, shape (n, d)
+        A :class:`~fedmf_app.methods.iai.view_scaling.ScaledRows` is encoded a block of rows at
+        a time.
 
     Returns
     -------
     ndarray of float64, shape (n, d_z)
     """
     with torch.no_grad():
-        return model["encoder"](torch.as_tensor(x, dtype=torch.float32)).double().numpy()
+        if isinstance(x, np.ndarray):
+            return model["encoder"](torch.as_tensor(x, dtype=torch.float32)).double().numpy()
+        encoder = model["encoder"]
+        codes = [encoder(torch.as_tensor(x[b], dtype=torch.float32)).double().numpy() for b in x.blocks()]
+        return np.concatenate(codes)
 
 
 def soft_assignment(h: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
@@ -166,6 +178,8 @@ class GraphAutoencoder(nn.Module):
     d_h, 1)`` (linear output), both with self loops (the ``+ I``). Attribute decoder
     ``MLP_f: d_h -> decoder_hidden -> d_z``; structure logits ``<H_s,i, H_s,j>`` with
     ``H_s = MLP_s(H)`` or ``H``, so that Â = σ(H_s H_sᵀ) is evaluated on chosen pairs only.
+    ``params.graph_kernels`` picks how the edge-wise work runs (PyG's message passing or
+    :mod:`~fedmf_app.methods.iai.edge_kernels`); the parameters are the same either way.
 
     Parameters
     ----------
@@ -187,15 +201,83 @@ class GraphAutoencoder(nn.Module):
             else nn.Identity()
         )
         self.centroids = nn.Parameter(torch.zeros(num_clusters, params.out_dim))
+        self.sparse = params.graph_kernels == "sparse"
 
-    def forward(self, z: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        """Embedding H, shape (n, d_h)."""
-        return self.conv2(F.elu(self.conv1(z, edge_index)), edge_index)
+    def graph(self, edge_index: torch.Tensor, n: int) -> torch.Tensor | EdgePattern:
+        """The encoder's graph argument: ``edge_index`` (PyG) or the pattern of A_g + I (sparse).
 
-    def edge_logits(self, h: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
-        """Logits of Â on the given (2, e) index pairs."""
+        Parameters
+        ----------
+        edge_index : Tensor of int64, shape (2, e)
+            Both directions of every edge of A_g, no self loops.
+        n : int
+        """
+        if not self.sparse:
+            return edge_index
+        return EdgePattern.from_pairs(add_self_loops(edge_index, num_nodes=n)[0], n)[0]
+
+    def forward(self, z: torch.Tensor, graph: torch.Tensor | EdgePattern) -> torch.Tensor:
+        """Embedding H, shape (n, d_h), on the output of :meth:`graph`."""
+        if isinstance(graph, EdgePattern):
+            return gat_layer(self.conv2, F.elu(gat_layer(self.conv1, z, graph)), graph)
+        return self.conv2(F.elu(self.conv1(z, graph)), graph)
+
+    def edge_logits(self, h: torch.Tensor, pairs: torch.Tensor | EdgePattern) -> torch.Tensor:
+        """Logits of Â on the given (2, e) index pairs (or on a pattern's edges, in its order)."""
         hs = self.structure_head(h)
+        if isinstance(pairs, EdgePattern):
+            return edge_dot(hs, hs, pairs)
         return (hs[pairs[0]] * hs[pairs[1]]).sum(dim=1)
+
+
+def edge_keys(edges: np.ndarray, n: int) -> np.ndarray:
+    """Sorted unique keys ``i · n + j`` of the pairs ``(i, j)`` (the input of :func:`uniform_non_edges`).
+
+    Parameters
+    ----------
+    edges : ndarray of int, shape (2, E)
+    n : int
+
+    Returns
+    -------
+    ndarray of int64
+    """
+    return np.unique(edges[0].astype(np.int64) * n + edges[1])
+
+
+def uniform_non_edges(forbidden: np.ndarray, n: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` ordered pairs drawn uniformly, with replacement, from the non-edges of a graph.
+
+    Rejection sampling: draw ``(i, j)`` uniformly from ``n x n`` and keep the pairs that are not
+    edges (the edges should include the self loops, so ``i != j``); repeat for the rejected ones.
+    Every non-edge has probability ``1 / #non-edges`` per draw, so the mean of a function over the
+    sample is an unbiased estimate of its mean over all non-edges.
+
+    Parameters
+    ----------
+    forbidden : ndarray of int64
+        :func:`edge_keys` of the edges.
+    n : int
+    count : int
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of int64, shape (2, count)
+
+    Raises
+    ------
+    ValueError
+        When the graph has no non-edge.
+    """
+    if forbidden.size >= n * n:
+        raise ValueError(f"a graph on {n} nodes with every pair an edge has no non-edge to sample")
+    out = np.empty(0, dtype=np.int64)
+    while out.size < count:
+        keys = rng.integers(0, n * n, size=count - out.size, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(forbidden, keys), forbidden.size - 1)
+        out = np.concatenate([out, keys[forbidden[pos] != keys]])
+    return np.vstack([out // n, out % n])
 
 
 @dataclass(frozen=True)
@@ -219,9 +301,10 @@ def train_gae(
     """Train the graph autoencoder with L = L_rec + α KL(P || Q).
 
     L_rec = MSE(Ẑ, MLP_f(H)) + BCE on the edges of A_g + I (positives) and on
-    ``negative_ratio × #edges`` non-edges drawn uniformly by
-    :func:`torch_geometric.utils.negative_sampling` each epoch (the positive and the negative
-    means are added: the sampled counterpart of GAE's positive reweighting, never an n x n loss).
+    ``negative_ratio × #edges`` non-edges drawn uniformly each epoch (the positive and the negative
+    means are added: the sampled counterpart of GAE's positive reweighting, never an n x n loss),
+    by :func:`uniform_non_edges` (``params.negative_sampler = "rejection"``) or
+    :func:`torch_geometric.utils.negative_sampling` (``"pyg"``).
     KL(P || Q) is the mean over samples of Σ_j p_ij log(p_ij / q_ij), Q from the centroids.
 
     Parameters
@@ -236,7 +319,8 @@ def train_gae(
         The server's P; ``None`` (round 1) trains without the clustering loss.
     params : GAEParams
     seed : int
-        Negative sampling stream.
+        Negative sampling stream (torch's and Python's for ``pyg``, a numpy Generator for
+        ``rejection``).
     device : str
         ``cpu`` or ``cuda``.
 
@@ -248,7 +332,13 @@ def train_gae(
     x = torch.as_tensor(z, dtype=torch.float32, device=device)
     edges = torch.as_tensor(edge_index, dtype=torch.long)
     positives = add_self_loops(edges, num_nodes=n)[0]
-    edges, positives = edges.to(device), positives.to(device)
+    graph = model.graph(edges.to(device), n)
+    num_negatives = int(params.negative_ratio * positives.shape[1])
+    rng = np.random.default_rng(seed)
+    forbidden = edge_keys(positives.numpy(), n) if params.negative_sampler == "rejection" else None
+    scored_positives = (
+        EdgePattern.from_pairs(positives.to(device), n)[0] if model.sparse else positives.to(device)
+    )
     p = None if target is None else torch.as_tensor(target, dtype=torch.float32, device=device)
     optimiser = torch.optim.Adam(model.parameters(), lr=params.lr)
     model.train()
@@ -256,15 +346,17 @@ def train_gae(
     attribute = structure = clustering = zero
     with seeded(seed):
         for _ in range(params.epochs):
-            h = model(x, edges)
+            h = model(x, graph)
             attribute = F.mse_loss(model.attribute_decoder(h), x) if params.attribute_loss else zero
             if params.structure_loss:
-                negatives = negative_sampling(
-                    positives.cpu(),
-                    num_nodes=n,
-                    num_neg_samples=int(params.negative_ratio * positives.shape[1]),
-                ).to(device)
-                pos = model.edge_logits(h, positives)
+                if params.negative_sampler == "pyg":
+                    negatives = negative_sampling(positives, num_nodes=n, num_neg_samples=num_negatives)
+                else:
+                    negatives = torch.as_tensor(uniform_non_edges(forbidden, n, num_negatives, rng))
+                negatives = negatives.to(device)
+                if model.sparse:
+                    negatives = EdgePattern.from_pairs(negatives, n)[0]
+                pos = model.edge_logits(h, scored_positives)
                 neg = model.edge_logits(h, negatives)
                 structure = F.binary_cross_entropy_with_logits(
                     pos, torch.ones_like(pos)

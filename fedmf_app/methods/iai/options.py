@@ -10,8 +10,12 @@ from fedmf_app.methods.iai.deep_clustering import FUSION_WEIGHTS
 from fedmf_app.methods.iai.params import (
     DEVICES,
     FEATURE_SCALINGS,
+    GLOBAL_KNN,
+    GRAPH_KERNELS,
     IMPUTATIONS,
+    NEGATIVE_SAMPLERS,
     PSEUDO_LABELS,
+    SPECTRAL_SOLVERS,
     GAEParams,
     IAIParams,
 )
@@ -159,6 +163,48 @@ OPTIONS: tuple[Option, ...] = (
         Interval(float, 0, None, closed="neither"),
         "Uniformly sampled non-edges per edge of A_g + I in the structure loss ([A] 1; never an n x n loss).",
     ),
+    Option(
+        "iai.negative-sampler",
+        "rejection",
+        OneOf(NEGATIVE_SAMPLERS),
+        "How the structure loss draws its non-edges each epoch: `rejection` ([A]: uniform pairs from "
+        "a seeded numpy Generator, edges rejected, vectorised) or `pyg` (torch_geometric's "
+        "negative_sampling, a Python-level sampler; the numbers of earlier versions).",
+    ),
+    Option(
+        "iai.graph-kernels",
+        "sparse",
+        OneOf(GRAPH_KERNELS),
+        "How the GAT layers and the structure logits run: `sparse` ([A]: CSR sparse products with "
+        "hand-written backward passes, memory O(edges x heads)) or `pyg` (PyG's GATConv message "
+        "passing and gathers, O(edges x heads x width); the numbers of earlier versions). Same "
+        "parameters and the same function up to the order of floating-point sums.",
+    ),
+    Option(
+        "iai.global-knn",
+        "anchor-probe",
+        OneOf(GLOBAL_KNN),
+        "Server's kNN graph A_g of the fused anchor graph's rows: `anchor-probe` ([A]: every sample "
+        "filed under its iai.knn-probes heaviest anchors and compared only with the samples that "
+        "share a list with it) or `exact` (brute force over all n^2 pairs; the numbers of earlier "
+        "versions).",
+    ),
+    Option(
+        "iai.knn-probes",
+        4,
+        Interval(int, 1, None, closed="left"),
+        "Anchor lists each sample is filed under by iai.global-knn = anchor-probe ([A] 4; "
+        ">= iai.anchors makes the search exact).",
+    ),
+    Option(
+        "iai.spectral-solver",
+        "lanczos",
+        OneOf(SPECTRAL_SOLVERS),
+        "Eigen-solver of the spectral clustering (Y^0, and iai.pseudo-labels = spectral): `lanczos` "
+        "([A]: ARPACK on the normalised adjacency, sparse products only) or `shift-invert` "
+        "(scikit-learn's spectral_clustering, a sparse LU of the n x n Laplacian; the numbers of "
+        "earlier versions).",
+    ),
     Option("iai.attribute-loss", True, Boolean(), "Attribute reconstruction MSE (false: ablation M3)."),
     Option("iai.structure-loss", True, Boolean(), "Structure reconstruction BCE (false: ablation M4)."),
     Option(
@@ -188,6 +234,7 @@ FAMILY = Family(
     options=OPTIONS,
     check=_check,
     reads_missing_mask=True,
+    reads_sparse_views=True,
 )
 
 
@@ -226,6 +273,9 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
         ae_lr=cfg["iai.ae-lr"],
         ae_batch_size=cfg["iai.ae-batch-size"],
         device=cfg["iai.device"],
+        global_knn=cfg["iai.global-knn"],
+        knn_probes=cfg["iai.knn-probes"],
+        spectral_solver=cfg["iai.spectral-solver"],
         gae=GAEParams(
             hidden=cfg["iai.gat-hidden"],
             heads=cfg["iai.gat-heads"],
@@ -238,5 +288,7 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
             negative_ratio=cfg["iai.negative-ratio"],
             attribute_loss=cfg["iai.attribute-loss"],
             structure_loss=cfg["iai.structure-loss"],
+            graph_kernels=cfg["iai.graph-kernels"],
+            negative_sampler=cfg["iai.negative-sampler"],
         ),
     )

@@ -1,5 +1,7 @@
 """Paper C's sample graphs: a client's kNN graph over its observed rows, the server's first global
-graph, and the parameter-free anchor graphs.
+graph and its global kNN of the fused anchor graph (:func:`global_knn`); the parameter-free anchor
+graphs (:func:`~fedmf_app.common.graphs.anchor_graph`,
+shared with paper B) are re-exported from :mod:`fedmf_app.common.graphs`.
 
 A kNN graph travels as an ``(n, k)`` integer array of neighbour indices (``-1`` pads a row with
 fewer neighbours, e.g. a sample the client does not observe);
@@ -11,9 +13,20 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from fedmf_app.common.graphs import knn_indices
+from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_indices
 
-__all__ = ["START_GRAPHS", "anchor_graph", "anchor_matrix", "observed_knn", "start_graph"]
+#: Largest distance block (queries x candidates) :func:`anchor_knn` holds at once.
+_BLOCK = 1 << 22
+
+__all__ = [
+    "START_GRAPHS",
+    "anchor_graph",
+    "anchor_knn",
+    "anchor_matrix",
+    "global_knn",
+    "observed_knn",
+    "start_graph",
+]
 
 #: How the server merges the clients' kNN graphs into the first global graph.
 START_GRAPHS = ("support", "union")
@@ -85,67 +98,103 @@ def start_graph(client_graphs: list[np.ndarray], k: int, rule: str = "support") 
     return out
 
 
-def anchor_graph(
-    embedding: np.ndarray, anchors: np.ndarray, neighbours: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Parameter-free anchor graph of SFMC (Li et al. 2020).
+def anchor_knn(graph: sp.spmatrix, k: int, probes: int) -> np.ndarray:
+    """kNN graph of the rows of an anchor graph, searched within anchor lists (inverted file).
 
-    For sample i with squared distances ``d_i1 <= ... <= d_i,s+1`` to its nearest anchors,
-
-        G_ij = (d_i,s+1 - d_ij) / (s d_i,s+1 - Σ_{l<=s} d_il)   for its s nearest anchors, else 0,
-
-    so every row sums to one (uniform ``1/s`` when the s+1 distances tie).
+    Every sample ``j`` is filed under its ``probes`` heaviest anchors (the largest entries of its
+    row ``g_j``, ties by anchor index); sample ``i`` keeps the ``k`` nearest (Euclidean) of the
+    samples that share at least one list with it. The anchors play the role of the coarse
+    quantiser of an IVF index, with no training: rows that are close put their weight on the same
+    anchors. With balanced lists (``probes · n / r`` samples each) the cost is
+    ``O(probes² n² / r · r)`` products instead of ``O(n² r)``, and memory is one block of at most
+    :data:`_BLOCK` distances. With ``probes = r`` every list holds every sample and the search is
+    exact. A sample that shares lists with ``k`` or fewer other samples is compared with all.
 
     Parameters
     ----------
-    embedding : ndarray, shape (n, d)
-    anchors : ndarray, shape (r, d)
-    neighbours : int
-        Anchors per sample s; needs ``r >= s + 1``.
+    graph : sparse matrix, shape (n, r)
+        Rows of nonnegative anchor weights (e.g. the fused ``G``).
+    k : int
+        Capped at ``n - 1``.
+    probes : int
+        Lists per sample (``>= 1``; capped at ``r``).
 
     Returns
     -------
-    indices : ndarray of int64, shape (n, s)
-        Anchor index of each nonzero.
-    values : ndarray of float64, shape (n, s)
-        The weights G_ij; nonnegative, rows sum to one.
+    ndarray of int64, shape (n, min(k, n - 1))
+        Nearest first (ties: the smaller index); a row never lists itself.
+    """
+    n, r = graph.shape
+    k, probes = min(k, n - 1), min(max(probes, 1), r)
+    if k < 1:
+        return np.empty((n, 0), dtype=np.int64)
+    rows = np.asarray(sp.csr_matrix(graph).toarray(), dtype=np.float64)
+    sq = (rows**2).sum(axis=1)
+    if probes < r:
+        filed = np.argsort(-rows, axis=1, kind="stable")[:, :probes]
+        members = sp.csc_matrix(
+            (np.ones(n * probes), (np.repeat(np.arange(n), probes), filed.ravel())), shape=(n, r)
+        )
+        lists = [np.sort(members.indices[members.indptr[a] : members.indptr[a + 1]]) for a in range(r)]
+    else:
+        lists = [np.arange(n)]
+    best_d = np.full((n, k), np.inf)
+    best_i = np.full((n, k), -1, dtype=np.int64)
+
+    def merge(q: np.ndarray, candidates: np.ndarray) -> None:
+        """Fold the distances of rows ``q`` to ``candidates`` into their best ``k``."""
+        d = sq[q, None] + sq[None, candidates] - 2.0 * rows[q] @ rows[candidates].T
+        d[candidates[None, :] == q[:, None]] = np.inf
+        take = min(k, candidates.size)
+        near = np.argpartition(d, take - 1, axis=1)[:, :take]
+        dist = np.concatenate([best_d[q], np.take_along_axis(d, near, axis=1)], axis=1)
+        idx = np.concatenate([best_i[q], candidates[near]], axis=1)
+        by_index = np.argsort(idx, axis=1, kind="stable")
+        idx, dist = np.take_along_axis(idx, by_index, axis=1), np.take_along_axis(dist, by_index, axis=1)
+        repeated = np.zeros_like(idx, dtype=bool)
+        repeated[:, 1:] = idx[:, 1:] == idx[:, :-1]
+        dist[repeated | (idx < 0)] = np.inf
+        keep = np.lexsort((idx, dist), axis=1)[:, :k]
+        best_d[q], best_i[q] = np.take_along_axis(dist, keep, axis=1), np.take_along_axis(idx, keep, axis=1)
+
+    for members_a in lists:
+        if members_a.size < 2:
+            continue
+        step = max(1, _BLOCK // members_a.size)
+        for start in range(0, members_a.size, step):
+            merge(members_a[start : start + step], members_a)
+    short = np.flatnonzero(~np.isfinite(best_d[:, -1]))
+    everyone = np.arange(n)
+    step = max(1, _BLOCK // n)
+    for start in range(0, short.size, step):
+        merge(short[start : start + step], everyone)
+    return best_i
+
+
+def global_knn(graph: sp.spmatrix, k: int, rule: str = "anchor-probe", probes: int = 3) -> np.ndarray:
+    """The server's global graph A_g: kNN graph of the fused anchor graph's rows.
+
+    Parameters
+    ----------
+    graph : sparse matrix, shape (n, r)
+    k : int
+    rule : {"anchor-probe", "exact"}
+        ``anchor-probe`` [A]: :func:`anchor_knn`; ``exact``: scikit-learn's brute-force search
+        over all ``n²`` pairs (:func:`~fedmf_app.common.graphs.knn_indices`).
+    probes : int
+        Of ``anchor-probe``.
+
+    Returns
+    -------
+    ndarray of int64, shape (n, min(k, n - 1))
 
     Raises
     ------
     ValueError
-        When ``r < s + 1``.
+        On an unknown rule.
     """
-    r, s = anchors.shape[0], neighbours
-    if r < s + 1:
-        raise ValueError(f"an anchor graph with s = {s} neighbours needs at least {s + 1} anchors, got {r}")
-    sq = (embedding**2).sum(1)[:, None] - 2.0 * embedding @ anchors.T + (anchors**2).sum(1)[None, :]
-    sq = np.maximum(sq, 0.0)
-    nearest = np.argpartition(sq, s, axis=1)[:, : s + 1]
-    d = np.take_along_axis(sq, nearest, axis=1)
-    order = np.argsort(d, axis=1)
-    nearest = np.take_along_axis(nearest, order, axis=1)
-    d = np.take_along_axis(d, order, axis=1)
-    top, last = d[:, :s], d[:, s : s + 1]
-    numer = last - top
-    denom = numer.sum(axis=1, keepdims=True)
-    tied = denom[:, 0] <= 1e-12 * np.maximum(last[:, 0], 1e-300)
-    values = np.where(tied[:, None], 1.0 / s, numer / np.where(tied[:, None], 1.0, denom))
-    return nearest[:, :s].astype(np.int64), values
-
-
-def anchor_matrix(indices: np.ndarray, values: np.ndarray, num_anchors: int) -> sp.csr_matrix:
-    """Sparse ``(n, r)`` anchor graph from :func:`anchor_graph`'s output.
-
-    Parameters
-    ----------
-    indices : ndarray of int, shape (n, s)
-    values : ndarray, shape (n, s)
-    num_anchors : int
-
-    Returns
-    -------
-    scipy.sparse.csr_matrix, shape (n, r)
-    """
-    n, s = indices.shape
-    rows = np.repeat(np.arange(n), s)
-    return sp.csr_matrix((values.ravel(), (rows, indices.ravel())), shape=(n, num_anchors))
+    if rule == "exact":
+        return knn_indices(graph, k)
+    if rule == "anchor-probe":
+        return anchor_knn(graph, k, probes)
+    raise ValueError(f"unknown global kNN rule {rule!r}; use 'anchor-probe' or 'exact'")

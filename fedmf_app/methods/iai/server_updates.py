@@ -4,7 +4,8 @@ After round 1 (:func:`server_setup`) the server merges the clients' kNN graphs i
 the shared anchor indices and computes Y⁰ by spectral clustering of A_g⁰; there is no P yet.
 After every training round (:func:`server_round`) it computes E = Σ_m E^(m), the Student's-t
 assignment Q̄ and the target P, the pseudo-labels Y (aligned to the previous round), the fused
-anchor graph G = Σ_m w^(m) G^(m) with weights decreasing in EMD_m, and A_g = kNN(G).
+anchor graph G = Σ_m w^(m) G^(m) with weights decreasing in EMD_m, and A_g = kNN(G)
+(:func:`~fedmf_app.methods.iai.sample_graphs.global_knn`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedmf_app.common.graphs import adjacency, knn_indices, num_components
+from fedmf_app.common.graphs import adjacency, num_components
 from fedmf_app.methods.iai.deep_clustering import (
     fuse,
     fusion_weights,
@@ -23,7 +24,7 @@ from fedmf_app.methods.iai.deep_clustering import (
     target_distribution,
 )
 from fedmf_app.methods.iai.params import IAIParams
-from fedmf_app.methods.iai.sample_graphs import anchor_matrix, start_graph
+from fedmf_app.methods.iai.sample_graphs import anchor_matrix, global_knn, start_graph
 
 __all__ = ["ServerState", "server_round", "server_setup"]
 
@@ -84,7 +85,7 @@ def server_setup(
         )
     neighbours = start_graph(client_graphs, params.knn, params.start_graph).astype(np.int32)
     graph = adjacency(neighbours, n)
-    labels = spectral_labels(graph, params.num_clusters, seed)
+    labels = spectral_labels(graph, params.num_clusters, seed, params.spectral_solver)
     anchors = np.sort(rng.choice(n, size=params.anchors, replace=False)).astype(np.int64)
     return ServerState(neighbours, labels, None, anchors, num_components(graph))
 
@@ -127,10 +128,10 @@ def server_round(
         np.asarray(emd if emd is not None else [0.0] * len(anchor_graphs)), rule, params.fusion_temperature
     )
     fused = fuse([anchor_matrix(i, v, params.anchors) for i, v in anchor_graphs], weights)
-    neighbours = knn_indices(fused, params.knn).astype(np.int32)
+    neighbours = global_knn(fused, params.knn, params.global_knn, params.knn_probes).astype(np.int32)
     graph = adjacency(neighbours, n)
     if params.pseudo_labels == "spectral":
-        labels = spectral_labels(graph, k, seed)
+        labels = spectral_labels(graph, k, seed, params.spectral_solver)
     else:  # the k-means assignment step on the federated prototype distances
         labels = q.argmax(axis=1).astype(np.int64)
     mapping = label_alignment(labels, state.labels, k)

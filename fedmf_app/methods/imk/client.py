@@ -4,9 +4,10 @@ Messages (the server drives them, see :mod:`fedmf_app.methods.imk.strategy`):
 
 * ``get_properties`` with ``imk-stage = "keys"``: draw an X25519 key pair, keep the private key in
   ``context.state`` and answer the public key;
-* ``fit`` with ``imk-stage = "setup"`` (once, before round 1): build this view's kNN graph, upload
-  its masked similarity encoding (pair keys from the relayed public keys), the initial
-  :math:`H^{(m)}` and, when the view has labels, the labels (used by the server for scoring only);
+* ``fit`` with ``imk-stage = "setup"`` (once, before round 1): build this view's graph (its anchor
+  graph on the anchor samples the message names, or its kNN graph), upload its masked dense
+  encoding (pair keys from the relayed public keys), the initial :math:`H^{(m)}` and, when the
+  view has labels, the labels (used by the server for scoring only);
 * ``fit`` in round ``t``: from the broadcast :math:`H`, one
   :func:`~fedmf_app.methods.imk.client_updates.client_round`; upload :math:`H^{(m)}` and three scalars.
 
@@ -33,13 +34,22 @@ from fedmf_app.common.graphs import knn_similarity
 from fedmf_app.common.secure_sum import (
     add_pairwise_masks,
     derive_pair_key,
+    encode_matrix,
     encode_upper,
     generate_private_key,
     public_key_bytes,
 )
 from fedmf_app.federated.client import ViewClient, load_state, save_state
 from fedmf_app.federated.secure_aggregation import SecureAggregationError, masked_upload, message_keys
-from fedmf_app.methods.imk.client_updates import ClientState, client_round, init_client, preprocess_view
+from fedmf_app.methods.imk.client_updates import (
+    ClientState,
+    View,
+    client_round,
+    init_client,
+    preprocess_view,
+    resolve_graph,
+    view_anchor_graph,
+)
 from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.methods.imk.reference import client_rng
 
@@ -61,8 +71,25 @@ def _unpack(arrays: dict[str, np.ndarray]) -> ClientState:
 class FMVCIMKClient(ViewClient):
     """One view of FMVC-IMK: its graph, its factors and its copy of the indicator."""
 
-    def _view(self) -> np.ndarray:
+    def _view(self) -> View:
         return preprocess_view(self.view.features, self.cfg["imk.standardise"], self.cfg["imk.unit-norm"])
+
+    def _graph_encoding(self, x: View, config: dict[str, Scalar]) -> np.ndarray:
+        """This view's graph as the dense fixed-point words of the secure sum."""
+        bits = self.cfg["imk.mask-frac-bits"]
+        if resolve_graph(self.cfg["imk.graph"], x.shape[0]) == "knn":
+            similarity = knn_similarity(x, self.cfg["imk.neighbours"], self.cfg["imk.similarity"])
+            return encode_upper(similarity, bits)
+        n = x.shape[0]
+        anchors = np.frombuffer(bytes(config["anchors"]), dtype=np.int64)
+        if anchors.size <= self.cfg["imk.neighbours"] or np.unique(anchors).size != anchors.size:
+            raise ValueError(
+                f"partition {self.partition_id}: the setup message names {anchors.size} anchors "
+                f"({np.unique(anchors).size} distinct); 'imk.neighbours' + 1 distinct ones are needed"
+            )
+        if anchors.min() < 0 or anchors.max() >= n:
+            raise ValueError(f"partition {self.partition_id}: an anchor index is outside 0..{n - 1}")
+        return encode_matrix(view_anchor_graph(x, anchors, self.cfg["imk.neighbours"]), bits)
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """The base handshake, or the key stage."""
@@ -94,8 +121,7 @@ class FMVCIMKClient(ViewClient):
         x = self._view()
         k = int(config["num-clusters"])
         m = int(self.cfg["num-clients"])
-        similarity = knn_similarity(x, self.cfg["imk.neighbours"], self.cfg["imk.similarity"])
-        upload = encode_upper(similarity, self.cfg["imk.mask-frac-bits"])
+        upload = self._graph_encoding(x, config)
         mask_s = 0.0
         if self.cfg["imk.secure-sum"] == "masking" and self.cfg["secure-aggregation"]:
             mask_started = time.perf_counter()  # the run's (authenticated) keys

@@ -28,19 +28,28 @@ Client round (Algorithm 1, after the multiplier step :math:`\\Phi^{(m)} \\leftar
 * (16) :math:`\\alpha = 1/(2\\|X - H^{(m)}WF\\|_F)`, :func:`update_alpha`.
 
 The server's side is in :mod:`fedmf_app.methods.imk.server_updates`.
+
+A view may be a dense ndarray or a ``scipy.sparse`` matrix (kept as CSR): every product with it
+is ``@`` and the residual is computed from ``k x d`` Gram terms (:func:`residual_norm`), so a
+sparse view costs memory and time in its nonzeros; only ``zscore`` preprocessing (centring)
+makes it dense (:func:`preprocess_view`).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from fedmf_app.common.clustering import kmeans_labels
-from fedmf_app.data.preprocess import is_sparse_nonnegative, normalise_rows
+from fedmf_app.common.graphs import anchor_graph, anchor_matrix
+from fedmf_app.data.preprocess import SPARSE_ZERO_FRACTION, is_sparse_nonnegative, normalise_rows
 
 __all__ = [
     "CLIENT_INITS",
+    "GRAPHS",
     "LABEL_RULES",
     "ORTHO_PLACEMENTS",
     "SERVER_INITS",
@@ -49,6 +58,7 @@ __all__ = [
     "ClientState",
     "ClientStats",
     "IMKParams",
+    "View",
     "client_round",
     "h_step",
     "init_client",
@@ -60,7 +70,13 @@ __all__ = [
     "update_alpha",
     "update_f",
     "update_w",
+    "view_anchor_graph",
 ]
+
+_LOG = logging.getLogger(__name__)
+
+#: A view as the client holds it: dense, or sparse (CSR) when its file stores it sparse.
+View = np.ndarray | sp.csr_matrix
 
 ORTHO_PLACEMENTS = ("local", "global")
 CLIENT_INITS = ("normalised-indicator", "onehot-plus-0.2")
@@ -68,6 +84,32 @@ SERVER_INITS = ("kmeans-concat", "mean")
 LABEL_RULES = ("argmax", "kmeans")
 SERVER_SOLVERS = ("cg", "splu")
 STANDARDISATIONS = ("auto", "zscore", "row-l2", "none")
+#: The graph term's graph: shared-anchor graphs (O(N a)) or the exact kNN graphs (O(N^2) secure sum),
+#: or ``auto`` (:func:`resolve_graph`).
+GRAPHS = ("auto", "anchor", "knn")
+#: [A] ``imk.graph = "auto"`` takes the exact kNN graphs up to this many samples (a secure-sum upload
+#: of at most 50 MB per client) and the anchor graphs above.
+KNN_MAX_SAMPLES = 5000
+
+
+def resolve_graph(graph: str, num_samples: int) -> str:
+    """The graph a run uses: ``graph``, or for ``auto`` kNN up to :data:`KNN_MAX_SAMPLES` samples.
+
+    Parameters
+    ----------
+    graph : str
+        Run config ``imk.graph``, one of :data:`GRAPHS`.
+    num_samples : int
+        ``N``.
+
+    Returns
+    -------
+    str
+        ``"anchor"`` or ``"knn"``.
+    """
+    if graph != "auto":
+        return graph
+    return "knn" if num_samples <= KNN_MAX_SAMPLES else "anchor"
 
 
 @dataclass(frozen=True)
@@ -154,23 +196,29 @@ class ClientStats:
 
 
 # ------------------------------------------------------------------------------------------ data
-def preprocess_view(x: np.ndarray, standardise: str, unit_norm: bool) -> np.ndarray:
+def preprocess_view(x: View, standardise: str, unit_norm: bool) -> View:
     """Standardise a view and scale it to :math:`\\|X\\|_F = 1` (a correction of the paper's literal reading).
 
     Parameters
     ----------
-    x : ndarray, shape (N, d)
+    x : ndarray or sparse matrix, shape (N, d)
     standardise : {"auto", "zscore", "row-l2", "none"}
         Per-feature z-score (constant features become 0), per-sample l2 normalisation (for
         nonnegative text), nothing, or ``auto``: row-l2 on sparse nonnegative views
-        (:func:`~fedmf_app.data.preprocess.is_sparse_nonnegative`), zscore on the others.
+        (:func:`~fedmf_app.data.preprocess.is_sparse_nonnegative`, decided on the values, so a
+        view gives the same choice dense or sparse), zscore on the others.
     unit_norm : bool
         Divide by the Frobenius norm afterwards.
 
     Returns
     -------
-    ndarray, shape (N, d), float64
+    ndarray or csr_matrix, shape (N, d), float64
+        Sparse for a sparse ``x`` except under ``zscore``: centring fills every entry, so a
+        sparse view is made dense first (logged; ``auto`` never picks zscore for a view with at
+        least 90 % zeros that is nonnegative).
     """
+    if sp.issparse(x):
+        return _preprocess_sparse(sp.csr_matrix(x, dtype=np.float64), standardise, unit_norm)
     x = np.asarray(x, dtype=np.float64)
     if standardise == "auto":
         standardise = "row-l2" if is_sparse_nonnegative(x) else "zscore"
@@ -188,13 +236,65 @@ def preprocess_view(x: np.ndarray, standardise: str, unit_norm: bool) -> np.ndar
     return x
 
 
+def _preprocess_sparse(x: sp.csr_matrix, standardise: str, unit_norm: bool) -> View:
+    """:func:`preprocess_view` of a CSR view, staying sparse except under ``zscore``."""
+    if standardise == "auto":
+        size = x.shape[0] * x.shape[1]
+        nonneg = x.nnz == 0 or x.data.min() >= 0
+        zeros = size - np.count_nonzero(x.data)
+        standardise = "row-l2" if size > 0 and nonneg and zeros >= SPARSE_ZERO_FRACTION * size else "zscore"
+    if standardise == "zscore":
+        _LOG.warning(
+            "imk.standardise = zscore centres a sparse %d x %d view: it becomes dense (%.0f MB)",
+            *x.shape,
+            8e-6 * x.shape[0] * x.shape[1],
+        )
+        return preprocess_view(x.toarray(), standardise, unit_norm)
+    if standardise == "row-l2":
+        norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
+        x = (sp.diags(1.0 / np.where(norms > 0, norms, 1.0)) @ x).tocsr()
+    elif standardise != "none":
+        raise ValueError(f"standardise {standardise!r} is not one of {STANDARDISATIONS}")
+    if unit_norm:
+        total = float(np.sqrt(np.sum(x.data**2)))
+        if total > 0:
+            x = x / total
+    return x
+
+
+def view_anchor_graph(x: View, anchors: np.ndarray, neighbours: int) -> sp.csr_matrix:
+    """[A] This view's anchor graph :math:`Z^{(m)}` on the shared anchor samples.
+
+    The anchors are the view's own rows at the shared sample indices, so anchor ``j`` is the same
+    sample in every view and the :math:`Z^{(m)}` can be summed; the weights are SFMC's
+    parameter-free ones (:func:`~fedmf_app.common.graphs.anchor_graph`) on the ``s`` nearest
+    anchors, so every row lies on the simplex.
+
+    Parameters
+    ----------
+    x : ndarray or sparse matrix, shape (N, d)
+        Preprocessed view.
+    anchors : ndarray of int, shape (a,)
+        Distinct sample indices, the same for every view.
+    neighbours : int
+        ``s``, anchors per sample; ``s + 1 <= a``.
+
+    Returns
+    -------
+    csr_matrix, shape (N, a)
+        Nonnegative, ``s`` nonzeros per row, rows summing to one.
+    """
+    indices, values = anchor_graph(x, x[anchors], neighbours)
+    return anchor_matrix(indices, values, anchors.size)
+
+
 # ------------------------------------------------------------------------------- client updates
 def update_f(x: np.ndarray, h: np.ndarray, w: np.ndarray) -> np.ndarray:
     """(24): :math:`\\arg\\max_{FF^\\top = I}\\mathrm{Tr}(F X^\\top H W)`, orthogonal Procrustes.
 
     Parameters
     ----------
-    x : ndarray, shape (N, d)
+    x : ndarray or csr_matrix, shape (N, d)
     h : ndarray, shape (N, k)
     w : ndarray, shape (k, c)
 
@@ -212,7 +312,7 @@ def update_w(x: np.ndarray, h: np.ndarray, f: np.ndarray, ridge: float) -> np.nd
 
     Parameters
     ----------
-    x : ndarray, shape (N, d)
+    x : ndarray or csr_matrix, shape (N, d)
     h : ndarray, shape (N, k)
     f : ndarray, shape (c, d)
     ridge : float
@@ -225,14 +325,27 @@ def update_w(x: np.ndarray, h: np.ndarray, f: np.ndarray, ridge: float) -> np.nd
     return np.linalg.solve(h.T @ h + ridge * np.eye(k), h.T @ (x @ f.T))
 
 
-def residual_norm(x: np.ndarray, h: np.ndarray, w: np.ndarray, f: np.ndarray) -> float:
-    """:math:`\\|X - HWF\\|_F`."""
+def residual_norm(x: View, h: np.ndarray, w: np.ndarray, f: np.ndarray) -> float:
+    """:math:`\\|X - HWF\\|_F`.
+
+    For a sparse ``x`` from :math:`\\|X\\|^2 - 2\\langle (HW)^\\top X, F\\rangle + \\langle
+    (HW)^\\top HW, FF^\\top\\rangle` (never the dense ``N x d`` residual).
+    """
+    if sp.issparse(x):
+        hw = h @ w
+        cross = float(np.sum((hw.T @ x) * f))
+        square = float(np.sum(x.data**2)) - 2.0 * cross + float(np.sum((hw.T @ hw) * (f @ f.T)))
+        return float(np.sqrt(max(square, 0.0)))
     return float(np.linalg.norm(x - h @ (w @ f)))
 
 
 def update_alpha(x: np.ndarray, h: np.ndarray, w: np.ndarray, f: np.ndarray) -> float:
     """(16): :math:`\\alpha = 1/(2\\|X - HWF\\|_F)` (floored at a tiny residual)."""
-    return 1.0 / (2.0 * max(residual_norm(x, h, w, f), 1e-12))
+    return _alpha(residual_norm(x, h, w, f))
+
+
+def _alpha(residual: float) -> float:
+    return 1.0 / (2.0 * max(residual, 1e-12))
 
 
 def ortho_penalty(h: np.ndarray) -> float:
@@ -251,7 +364,7 @@ def h_step(
 
     Parameters
     ----------
-    x : ndarray, shape (N, d)
+    x : ndarray or csr_matrix, shape (N, d)
     state : ClientState
         Current :math:`F, W, H^{(m)}, \\Phi^{(m)}, \\alpha`.
     h_global : ndarray, shape (N, k)
@@ -294,7 +407,7 @@ def client_round(
 
     Parameters
     ----------
-    x : ndarray, shape (N, d)
+    x : ndarray or csr_matrix, shape (N, d)
         Preprocessed view.
     state : ClientState
         After the previous round (or :func:`init_client`).
@@ -316,9 +429,10 @@ def client_round(
     h = state.h + params.beta * h_step(x, current, h_global, params)
     if params.nonneg:
         h = np.maximum(h, 0.0)
-    alpha = update_alpha(x, h, w, f)
+    residual = residual_norm(x, h, w, f)  # once: (16) and the reported residual
+    alpha = _alpha(residual)
     new = ClientState(f=f, w=w, h=h, phi=phi, alpha=alpha)
-    return new, ClientStats(residual=residual_norm(x, h, w, f), ortho=ortho_penalty(h), alpha=alpha)
+    return new, ClientStats(residual=residual, ortho=ortho_penalty(h), alpha=alpha)
 
 
 # ------------------------------------------------------------------------------- initialisation
@@ -359,7 +473,7 @@ def init_client(
 
     Parameters
     ----------
-    x : ndarray, shape (N, d)
+    x : ndarray or csr_matrix, shape (N, d)
         Preprocessed view.
     k : int
         Clusters.

@@ -9,6 +9,7 @@ from typing import Any
 from fedmf_app.common.graphs import SIMILARITIES
 from fedmf_app.methods.imk.client_updates import (
     CLIENT_INITS,
+    GRAPHS,
     LABEL_RULES,
     ORTHO_PLACEMENTS,
     SERVER_INITS,
@@ -59,16 +60,33 @@ OPTIONS: tuple[Option, ...] = (
         "Latent dimension c ([A] 0: c = k); a view with fewer features uses d_m.",
     ),
     Option(
+        "imk.graph",
+        "auto",
+        OneOf(GRAPHS),
+        "Graph of the graph term: `anchor`, each client's anchor graph Z^(m) (N x a) on shared "
+        "anchor samples drawn from the run seed, L = D - Z Lambda^-1 Z^T of the mean Z, O(N a) "
+        "secure sum and memory; `knn`, the exact kNN Laplacians (N(N-1)/2 words per client); or "
+        "`auto` ([A]): knn up to 5000 samples, anchor above.",
+    ),
+    Option(
+        "imk.anchors",
+        256,
+        Interval(int, 2, None, closed="left"),
+        "Anchors a of the anchor graph, sample indices drawn from the run seed (at most N are "
+        "used) ([A] 256).",
+    ),
+    Option(
         "imk.neighbours",
         5,
         Interval(int, 1, None, closed="left"),
-        "Neighbours p of each client's kNN graph ([A] 5).",
+        "Neighbours p of each client's kNN graph, or anchors per sample s of its anchor graph ([A] 5).",
     ),
     Option(
         "imk.similarity",
         "binary",
         OneOf(SIMILARITIES),
-        "KNN edge weights, 0/1 or the heat kernel exp(-d^2/t), t = mean squared kNN distance ([A] binary).",
+        "KNN edge weights, 0/1 or the heat kernel exp(-d^2/t), t = mean squared kNN distance "
+        "(`knn` graph only; anchor graphs use SFMC's parameter-free weights) ([A] binary).",
     ),
     Option(
         "imk.ortho-placement",
@@ -130,13 +148,14 @@ OPTIONS: tuple[Option, ...] = (
         "cg",
         OneOf(SERVER_SOLVERS),
         "Server solve of (2 lambda L + M rho I) H = rhs by warm-started conjugate "
-        "gradients or a sparse LU made once.",
+        "gradients or a sparse LU made once (`knn` graph; an anchor graph is solved exactly by "
+        "the Woodbury identity).",
     ),
     Option(
         "imk.secure-sum",
         "masking",
         OneOf(SECURE_SUMS),
-        "How the server gets sum_m L^(m): pairwise additive masking with X25519 keys "
+        "How the server gets the sum of the graphs: pairwise additive masking with X25519 keys "
         "(it sees only uniformly random uploads), or `none` (plain uploads; for measuring the "
         "masking's cost only, the server sees every graph).",
     ),
@@ -144,8 +163,8 @@ OPTIONS: tuple[Option, ...] = (
         "imk.mask-frac-bits",
         16,
         Interval(int, 0, 24, closed="both"),
-        "Fixed-point bits of the masked similarities in Z_{2^32} (heat-kernel entries "
-        "are rounded to 2^-bits; the sum must stay below 2^(32-bits) per entry).",
+        "Fixed-point bits of the masked similarities or anchor weights in Z_{2^32} (non-binary "
+        "entries are rounded to 2^-bits; the sum must stay below 2^(32-bits) per entry).",
     ),
 )
 
@@ -171,6 +190,7 @@ FAMILY = Family(
     num_server_rounds=100,
     options=OPTIONS,
     check=_check,
+    reads_sparse_views=True,
 )
 
 

@@ -1,8 +1,9 @@
 """FMVC-IMK in one process: the same kernels in the same order as the Flower strategy and clients.
 
-Used by the tests (the Flower run must give the same numbers) and by the N = 10,000 benchmark.
-Every client's randomness comes from its own seeded stream, as in the Flower clients
-(:func:`client_rng`), and the server's from :func:`server_rng`.
+Used by the tests (the Flower run must give the same numbers) and by the benchmark. Every
+client's randomness comes from its own seeded stream, as in the Flower clients
+(:func:`client_rng`), the server's from :func:`server_rng`, and the shared anchor samples from
+:func:`anchor_indices`.
 """
 
 from __future__ import annotations
@@ -20,15 +21,18 @@ from fedmf_app.methods.imk.client_updates import (
     client_round,
     init_client,
     multiplier_step,
+    resolve_graph,
+    view_anchor_graph,
 )
 from fedmf_app.methods.imk.server_updates import (
-    ServerSolver,
+    AnchorLaplacian,
     initial_global_h,
+    make_solver,
     normalised_laplacian_sum,
     objective,
 )
 
-__all__ = ["IMKSettings", "IMKReference", "client_rng", "label_rng", "server_rng"]
+__all__ = ["IMKSettings", "IMKReference", "anchor_indices", "client_rng", "label_rng", "server_rng"]
 
 
 def client_rng(seed: int, partition_id: int) -> np.random.Generator:
@@ -46,6 +50,27 @@ def label_rng(seed: int, server_round: int) -> np.random.Generator:
     return rng_for(seed, Stream.SERVER_INIT, 1 + server_round)
 
 
+def anchor_indices(seed: int, num_samples: int, num_anchors: int) -> np.ndarray:
+    """[A] The shared anchor samples: ``min(a, N)`` distinct indices drawn from the run seed.
+
+    Parameters
+    ----------
+    seed : int
+    num_samples : int
+        ``N``.
+    num_anchors : int
+        ``a`` (run config ``imk.anchors``); at most ``N`` are drawn.
+
+    Returns
+    -------
+    ndarray of int64, shape (min(a, N),)
+        Sorted.
+    """
+    rng = rng_for(seed, Stream.IMK_ANCHORS)
+    drawn = rng.choice(num_samples, size=min(num_anchors, num_samples), replace=False)
+    return np.sort(drawn).astype(np.int64)
+
+
 @dataclass(frozen=True)
 class IMKSettings:
     """Everything but the steps: sizes, graph and initialisation choices.
@@ -57,7 +82,14 @@ class IMKSettings:
     latent_dim : int
         ``c`` (0: ``k``).
     neighbours : int
-        ``p`` of the kNN graph.
+        ``p`` of the kNN graph, or ``s`` anchors per sample of the anchor graph.
+    graph : {"auto", "anchor", "knn"}
+        See :func:`~fedmf_app.methods.imk.client_updates.resolve_graph`.
+    anchors : int
+        ``a`` of the anchor graph.
+    frac_bits : int
+        Fixed-point bits of the secure sum: the anchor weights are rounded to
+        :math:`2^{-b}` as the Flower clients' encoding rounds them.
     similarity : {"binary", "heat"}
     client_init : str
         See :func:`~fedmf_app.methods.imk.client_updates.init_client`.
@@ -70,6 +102,9 @@ class IMKSettings:
     k: int
     latent_dim: int = 0
     neighbours: int = 5
+    graph: str = "anchor"
+    anchors: int = 256
+    frac_bits: int = 16
     similarity: str = "binary"
     client_init: str = "normalised-indicator"
     server_init: str = "kmeans-concat"
@@ -78,11 +113,11 @@ class IMKSettings:
 
 
 class IMKReference:
-    """All clients and the server in one process (the Laplacians are summed in the clear).
+    """All clients and the server in one process (the graphs are summed in the clear).
 
     Parameters
     ----------
-    views : list of ndarray, each shape (N, d_m)
+    views : list of ndarray or csr_matrix, each shape (N, d_m)
         Preprocessed views.
     params : IMKParams
     settings : IMKSettings
@@ -106,9 +141,8 @@ class IMKReference:
             init_client(x, settings.k, latent, m, settings.client_init, params, client_rng(settings.seed, i))
             for i, x in enumerate(views)
         ]
-        lsum = sum_laplacians([knn_similarity(x, settings.neighbours, settings.similarity) for x in views])
-        self.laplacian = normalised_laplacian_sum(lsum, m, settings.neighbours)
-        self.solver = ServerSolver(self.laplacian, m, params, settings.solver)
+        self.laplacian = graph_laplacian(views, settings)
+        self.solver = make_solver(self.laplacian, m, params, settings.solver)
         self.rng = server_rng(settings.seed)
         self.h = initial_global_h([s.h for s in self.states], settings.server_init, self.rng)
         self.server_phis = [np.zeros_like(self.h) for _ in views]
@@ -135,6 +169,34 @@ class IMKReference:
         record["consensus"] = float(np.sqrt(sum(np.sum((hl - self.h) ** 2) for hl in h_locals)))
         self.history.append(record)
         return record
+
+
+def graph_laplacian(views: list, settings: IMKSettings) -> sp.csr_matrix | AnchorLaplacian:
+    """:math:`\\tilde L` of the graph term from the views, summed in the clear (reference only).
+
+    Parameters
+    ----------
+    views : list of ndarray or csr_matrix, each shape (N, d_m)
+    settings : IMKSettings
+
+    Returns
+    -------
+    csr_matrix or AnchorLaplacian, shape (N, N)
+        ``knn``: :math:`\\sum_m L^{(m)}/(Mp)`; ``anchor``: the Laplacian of :math:`\\sum_m Z^{(m)}/M`
+        with each :math:`Z^{(m)}` rounded as the secure sum's encoding rounds it.
+    """
+    m = len(views)
+    if resolve_graph(settings.graph, views[0].shape[0]) == "knn":
+        lsum = sum_laplacians([knn_similarity(x, settings.neighbours, settings.similarity) for x in views])
+        return normalised_laplacian_sum(lsum, m, settings.neighbours)
+    anchors = anchor_indices(settings.seed, views[0].shape[0], settings.anchors)
+    scale = float(1 << settings.frac_bits)
+    graphs = []
+    for x in views:
+        z = view_anchor_graph(x, anchors, settings.neighbours)
+        z.data = np.rint(z.data * scale) / scale
+        graphs.append(z)
+    return AnchorLaplacian(sum(graphs[1:], graphs[0]) / m)
 
 
 def sum_laplacians(similarities: list[sp.spmatrix]) -> sp.csr_matrix:

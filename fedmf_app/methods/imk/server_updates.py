@@ -1,9 +1,18 @@
 """FMVC-IMK (paper B): the server's updates (numpy/scipy only); the model is in
 :mod:`fedmf_app.methods.imk.client_updates`.
 
-Server (20): :math:`H = (2\\lambda\\tilde L + M\\rho I)^{-1}\\sum_m(\\Phi^{(m)} + \\rho H^{(m)})`,
-solved column by column with conjugate gradients warm-started at the previous :math:`H` (or a
-sparse LU factorisation made once), :class:`ServerSolver`; never a dense ``N x N`` matrix.
+Server (20): :math:`H = (2\\lambda\\tilde L + M\\rho I)^{-1}\\sum_m(\\Phi^{(m)} + \\rho H^{(m)})`;
+never an ``N x N`` dense matrix.
+
+* ``imk.graph = "knn"``: :math:`\\tilde L` is the sparse sum of the clients' kNN Laplacians, solved
+  column by column with conjugate gradients warm-started at the previous :math:`H` (or a sparse LU
+  factorisation made once), :class:`ServerSolver`.
+* ``imk.graph = "anchor"``: :math:`\\tilde L = D - \\bar Z\\Lambda^{-1}\\bar Z^\\top`
+  (:class:`AnchorLaplacian`) from the consensus anchor graph :math:`\\bar Z = \\sum_m Z^{(m)}/M`
+  (``N x a``), :math:`\\Lambda = \\mathrm{diag}(\\bar Z^\\top 1)`, :math:`D = \\mathrm{diag}(S1)`
+  (:math:`= I` for row-stochastic :math:`\\bar Z`; with it :math:`\\tilde L` stays an exact Laplacian
+  after the fixed-point rounding of the secure sum), solved exactly by the Woodbury identity in
+  :math:`O(Na^2)` once and :math:`O(Nak)` per round, :class:`WoodburySolver`.
 
 [A] ``ortho_placement = "global"`` moves the orthogonality penalty to the global :math:`H`: the
 clients drop it and the server subtracts :math:`4\\mu H_{prev}(H_{prev}^\\top H_{prev} - I)`
@@ -15,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
@@ -29,10 +39,13 @@ from fedmf_app.methods.imk.client_updates import (
 )
 
 __all__ = [
+    "AnchorLaplacian",
     "ServerSolver",
+    "WoodburySolver",
     "extract_labels",
     "graph_term",
     "initial_global_h",
+    "make_solver",
     "normalised_laplacian_sum",
     "objective",
     "server_rhs",
@@ -70,9 +83,56 @@ def normalised_laplacian_sum(laplacian_sum: sp.spmatrix, num_clients: int, neigh
     return (laplacian_sum / float(num_clients * neighbours)).tocsr()
 
 
-def graph_term(laplacian: sp.spmatrix, h: np.ndarray) -> float:
-    """:math:`\\mathrm{Tr}(H^\\top L H)`."""
+def graph_term(laplacian: sp.spmatrix | AnchorLaplacian, h: np.ndarray) -> float:
+    """:math:`\\mathrm{Tr}(H^\\top L H)` (``L`` sparse or an :class:`AnchorLaplacian`)."""
     return float(np.sum(h * (laplacian @ h)))
+
+
+class AnchorLaplacian:
+    """:math:`L = D - S`, :math:`S = \\bar Z\\Lambda^{-1}\\bar Z^\\top = BB^\\top`, kept as ``N x a`` factors.
+
+    Parameters
+    ----------
+    z : sparse matrix, shape (N, a)
+        Nonnegative consensus anchor graph :math:`\\bar Z` (rows on the simplex up to rounding).
+        Anchors no sample links to (zero columns) are dropped (:math:`\\Lambda^{+}`).
+
+    Attributes
+    ----------
+    factor : scipy.sparse.csr_matrix, shape (N, a')
+        :math:`B = \\bar Z\\Lambda^{-1/2}` over the ``a'`` anchors with a nonzero column.
+    degree : ndarray, shape (N,)
+        :math:`D_{ii} = (S1)_i`.
+    """
+
+    def __init__(self, z: sp.spmatrix) -> None:
+        z = sp.csr_matrix(z, dtype=np.float64)
+        if z.nnz and z.data.min() < 0:
+            raise ValueError("an anchor graph must be nonnegative")
+        columns = np.asarray(z.sum(axis=0)).ravel()
+        keep = np.flatnonzero(columns > 0)
+        self.factor = (z[:, keep] @ sp.diags(1.0 / np.sqrt(columns[keep]))).tocsr()
+        self.degree = self.factor @ (self.factor.T @ np.ones(z.shape[0]))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(N, N)``."""
+        n = self.factor.shape[0]
+        return n, n
+
+    def __matmul__(self, h: np.ndarray) -> np.ndarray:
+        """:math:`LH = DH - B(B^\\top H)`, :math:`O(\\mathrm{nnz}(B)\\,k)`.
+
+        Parameters
+        ----------
+        h : ndarray, shape (N,) or (N, k)
+
+        Returns
+        -------
+        ndarray, same shape as ``h``
+        """
+        d = self.degree if h.ndim == 1 else self.degree[:, None]
+        return d * h - self.factor @ (self.factor.T @ h)
 
 
 def server_rhs(phis: list[np.ndarray], h_locals: list[np.ndarray], rho: float) -> np.ndarray:
@@ -80,8 +140,47 @@ def server_rhs(phis: list[np.ndarray], h_locals: list[np.ndarray], rho: float) -
     return sum(phi + rho * h for phi, h in zip(phis, h_locals))
 
 
+def _check_finite(rhs: np.ndarray) -> None:
+    if not np.all(np.isfinite(rhs)):
+        raise FloatingPointError(
+            "the clients' H^(m) are not finite: the local H step diverged (keep the orthogonality "
+            "curvature on, or lower mu)"
+        )
+
+
+class _Update:
+    """(20) from the uploads: the right-hand side, then the subclass's ``solve(rhs, start)``."""
+
+    def update(
+        self,
+        phis: list[np.ndarray],
+        h_locals: list[np.ndarray],
+        h_prev: np.ndarray,
+    ) -> np.ndarray:
+        """(20), with the global orthogonality gradient subtracted when it sits on :math:`H`.
+
+        Parameters
+        ----------
+        phis : list of ndarray, each shape (N, k)
+            The multipliers the clients used this round.
+        h_locals : list of ndarray, each shape (N, k)
+            The uploaded :math:`H^{(m)}`.
+        h_prev : ndarray, shape (N, k)
+            The previous global :math:`H` (CG warm start; linearisation point).
+
+        Returns
+        -------
+        ndarray, shape (N, k)
+        """
+        rhs = server_rhs(phis, h_locals, self.params.rho)
+        if self.params.ortho_placement == "global" and self.params.mu > 0:
+            k = h_prev.shape[1]
+            rhs = rhs - 4.0 * self.params.mu * h_prev @ (h_prev.T @ h_prev - np.eye(k))
+        return self.solve(rhs, h_prev)
+
+
 @dataclass
-class ServerSolver:
+class ServerSolver(_Update):
     """Solves (20), :math:`(2\\lambda\\tilde L + M\\rho I)H = \\text{rhs}`, keeping everything sparse.
 
     Parameters
@@ -141,11 +240,7 @@ class ServerSolver:
         FloatingPointError
             When ``rhs`` is not finite or CG fails (a diverged client step).
         """
-        if not np.all(np.isfinite(rhs)):
-            raise FloatingPointError(
-                "the clients' H^(m) are not finite: the local H step diverged (keep the orthogonality "
-                "curvature on, or lower mu)"
-            )
+        _check_finite(rhs)
         if self._lu is not None:
             return self._lu.solve(rhs)
         out = np.empty_like(rhs)
@@ -169,39 +264,92 @@ class ServerSolver:
                 )
         return out
 
-    def update(
-        self,
-        phis: list[np.ndarray],
-        h_locals: list[np.ndarray],
-        h_prev: np.ndarray,
-    ) -> np.ndarray:
-        """(20), with the global orthogonality gradient subtracted when it sits on :math:`H`.
+
+class WoodburySolver(_Update):
+    """Solves (20) exactly for an anchor-graph Laplacian, :math:`O(Na^2)` once and :math:`O(Nak)` per solve.
+
+    With :math:`L = D - BB^\\top` the matrix is :math:`A - 2\\lambda BB^\\top`,
+    :math:`A = 2\\lambda D + M\\rho I` diagonal, and by the Woodbury identity
+
+    .. math::
+
+        (A - 2\\lambda BB^\\top)^{-1} = A^{-1} + A^{-1}B\\,K^{-1}B^\\top A^{-1},
+        \\qquad K = \\tfrac{1}{2\\lambda}I_a - B^\\top A^{-1}B,
+
+    where :math:`K` (``a x a``) is positive definite because :math:`2\\lambda L + M\\rho I` is;
+    it is factorised once (Cholesky).
+
+    Parameters
+    ----------
+    laplacian : AnchorLaplacian
+    num_clients : int
+    params : IMKParams
+    """
+
+    def __init__(self, laplacian: AnchorLaplacian, num_clients: int, params: IMKParams) -> None:
+        self.laplacian = laplacian
+        self.params = params
+        self._diag = 2.0 * params.lam * laplacian.degree + num_clients * params.rho
+        self._cho = None
+        if params.lam > 0:
+            b = laplacian.factor
+            inner = (b.T @ sp.diags(1.0 / self._diag) @ b).toarray()
+            self._cho = sla.cho_factor(np.eye(b.shape[1]) / (2.0 * params.lam) - inner)
+
+    def solve(self, rhs: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
+        """Solve for ``H`` (exactly; no warm start needed).
 
         Parameters
         ----------
-        phis : list of ndarray, each shape (N, k)
-            The multipliers the clients used this round.
-        h_locals : list of ndarray, each shape (N, k)
-            The uploaded :math:`H^{(m)}`.
-        h_prev : ndarray, shape (N, k)
-            The previous global :math:`H` (CG warm start; linearisation point).
+        rhs : ndarray, shape (N, k)
+        start : ndarray, optional
+            Unused (the signature of :meth:`ServerSolver.solve`).
 
         Returns
         -------
         ndarray, shape (N, k)
+
+        Raises
+        ------
+        FloatingPointError
+            When ``rhs`` is not finite (a diverged client step).
         """
-        rhs = server_rhs(phis, h_locals, self.params.rho)
-        if self.params.ortho_placement == "global" and self.params.mu > 0:
-            k = h_prev.shape[1]
-            rhs = rhs - 4.0 * self.params.mu * h_prev @ (h_prev.T @ h_prev - np.eye(k))
-        return self.solve(rhs, h_prev)
+        _check_finite(rhs)
+        y = rhs / self._diag[:, None]
+        if self._cho is None:
+            return y
+        b = self.laplacian.factor
+        return y + (b @ sla.cho_solve(self._cho, b.T @ y)) / self._diag[:, None]
+
+
+def make_solver(
+    laplacian: sp.spmatrix | AnchorLaplacian, num_clients: int, params: IMKParams, method: str
+) -> ServerSolver | WoodburySolver:
+    """The solver of (20) for the graph at hand.
+
+    Parameters
+    ----------
+    laplacian : sparse matrix or AnchorLaplacian, shape (N, N)
+        :math:`\\tilde L`.
+    num_clients : int
+    params : IMKParams
+    method : {"cg", "splu"}
+        For a sparse (kNN) Laplacian; an anchor Laplacian is always solved by Woodbury.
+
+    Returns
+    -------
+    ServerSolver or WoodburySolver
+    """
+    if isinstance(laplacian, AnchorLaplacian):
+        return WoodburySolver(laplacian, num_clients, params)
+    return ServerSolver(laplacian, num_clients, params, method)
 
 
 def objective(
     residuals: list[float],
     orthos: list[float],
     h_global: np.ndarray,
-    laplacian: sp.spmatrix,
+    laplacian: sp.spmatrix | AnchorLaplacian,
     params: IMKParams,
 ) -> dict[str, float]:
     """Objective (11) form: :math:`\\sum_m\\|R^{(m)}\\|_F + \\mu\\cdot\\text{orth} +
@@ -214,7 +362,7 @@ def objective(
     orthos : list of float
         :math:`\\|H^{(m)\\top}H^{(m)} - I\\|_F^2` per client (used with local placement).
     h_global : ndarray, shape (N, k)
-    laplacian : sparse matrix, shape (N, N)
+    laplacian : sparse matrix or AnchorLaplacian, shape (N, N)
         :math:`\\tilde L`.
     params : IMKParams
 

@@ -4,10 +4,13 @@ Before round 1 (inside :meth:`initialize_parameters`, after the base handshake) 
 the secure sum of the clients' graphs (:mod:`fedmf_app.common.secure_sum`):
 
 1. ``get_properties(imk-stage = "keys")`` to every client: each answers an X25519 public key;
-2. ``fit(imk-stage = "setup")`` to every client with all public keys: each answers its masked
-   similarity encoding, its initial :math:`H^{(m)}` and (if it has them) its labels;
+2. ``fit(imk-stage = "setup")`` to every client with all public keys (and, for ``imk.graph =
+   anchor``, the shared anchor sample indices drawn from the run seed): each answers its masked
+   graph encoding (dense ``N x a`` anchor graph, or the kNN similarity's upper triangle), its
+   initial :math:`H^{(m)}` and (if it has them) its labels;
 3. the server adds the masked uploads mod :math:`2^{32}` (only the sum is ever decoded), forms
-   :math:`\\tilde L = \\sum_m L^{(m)}/(Mp)` (sparse) and the first :math:`H`
+   :math:`\\tilde L` (:class:`~fedmf_app.methods.imk.server_updates.AnchorLaplacian` of
+   :math:`\\sum_m Z^{(m)}/M`, or the sparse :math:`\\sum_m L^{(m)}/(Mp)`) and the first :math:`H`
    (:func:`~fedmf_app.methods.imk.client_updates.initial_global_h`).
 
 With ``secure-aggregation = true`` step 1 is replaced by the run's key agreement (before this,
@@ -38,28 +41,29 @@ from flwr.common import (
     Code,
     FitIns,
     GetPropertiesIns,
-    Parameters,
     Scalar,
     ndarrays_to_parameters,
     parameters_to_ndarrays,
 )
 from flwr.common.logger import log
-from flwr.server.client_manager import ClientManager
 from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.common.graphs import laplacian
-from fedmf_app.common.secure_sum import decode_upper, sum_uploads
+from fedmf_app.common.secure_sum import decode_matrix, decode_upper, sum_uploads
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_aggregation import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
-from fedmf_app.methods.imk.client_updates import multiplier_step
+from fedmf_app.methods.imk.client_updates import multiplier_step, resolve_graph
 from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.methods.imk.plots import plot_convergence
-from fedmf_app.methods.imk.reference import label_rng, server_rng
+from fedmf_app.methods.imk.reference import anchor_indices, label_rng, server_rng
 from fedmf_app.methods.imk.server_updates import (
+    AnchorLaplacian,
     ServerSolver,
+    WoodburySolver,
     extract_labels,
     initial_global_h,
+    make_solver,
     normalised_laplacian_sum,
     objective,
 )
@@ -80,7 +84,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
     ----------
     h : ndarray, shape (N, k)
         The global indicator :math:`H`.
-    laplacian : scipy.sparse.csr_matrix, shape (N, N)
+    laplacian : scipy.sparse.csr_matrix or AnchorLaplacian, shape (N, N)
         :math:`\\tilde L` (known only as the sum over clients).
     """
 
@@ -103,7 +107,9 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         self.k = 0
         self.h: np.ndarray | None = None
         self.laplacian = None
-        self.solver: ServerSolver | None = None
+        self.num_samples = 0
+        self.graph = ""
+        self.solver: ServerSolver | WoodburySolver | None = None
         self.phis: list[np.ndarray] = []
         self.h_locals: list[np.ndarray] = []
         self.truth: np.ndarray | None = None
@@ -112,10 +118,19 @@ class FMVCIMKStrategy(ViewFederationStrategy):
 
     # ------------------------------------------------------------------------------ handshake
     def check_clients(self, info: list[dict[str, Scalar]]) -> None:
-        """Same samples everywhere, and more samples than kNN neighbours."""
+        """Same samples everywhere, and more samples (kNN) or anchors (anchor graph) than neighbours."""
         super().check_clients(info)
         n = int(info[0]["num-samples"])
-        if not self.cfg["imk.neighbours"] < n:
+        self.num_samples = n
+        self.graph = resolve_graph(self.cfg["imk.graph"], n)
+        if self.graph == "anchor":
+            a = min(self.cfg["imk.anchors"], n)
+            if not self.cfg["imk.neighbours"] < a:
+                raise FederationError(
+                    f"run config 'imk.neighbours' = {self.cfg['imk.neighbours']} must be below the "
+                    f"number of anchors (min('imk.anchors', N) = {a})"
+                )
+        elif not self.cfg["imk.neighbours"] < n:
             raise FederationError(
                 f"run config 'imk.neighbours' = {self.cfg['imk.neighbours']} must be below the "
                 f"number of samples ({n})"
@@ -131,6 +146,10 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         self.k = self.num_clusters
         started = time.perf_counter()
         config: dict[str, Scalar] = {"imk-stage": "setup", "num-clusters": self.k}
+        anchors = None
+        if self.graph == "anchor":
+            anchors = anchor_indices(self.cfg["seed"], self.num_samples, self.cfg["imk.anchors"])
+            config["anchors"] = anchors.tobytes()
         if self.cfg["imk.secure-sum"] == "masking" and self.cfg["secure-aggregation"]:
             pass  # the clients mask with the run's pair keys, agreed before this
         elif self.cfg["imk.secure-sum"] == "masking":
@@ -141,13 +160,20 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             log(WARNING, "fmvc-imk: imk-secure-sum = none: the server receives every client's graph")
         replies = self._parallel(lambda p: self._fit_stage(p, config))
         n = replies[0][0][1].shape[0]
-        sum_started = time.perf_counter()
-        total = decode_upper(
-            sum_uploads([arrays[0] for arrays, _ in replies]), n, self.cfg["imk.mask-frac-bits"]
-        )
         m = len(replies)
-        self.laplacian = normalised_laplacian_sum(laplacian(total), m, self.cfg["imk.neighbours"])
-        self.solver = ServerSolver(self.laplacian, m, self.params, self.cfg["imk.server-solver"])
+        bits = self.cfg["imk.mask-frac-bits"]
+        sum_started = time.perf_counter()
+        summed = sum_uploads([arrays[0] for arrays, _ in replies])
+        if anchors is None:
+            total = decode_upper(summed, n, bits)
+            self.laplacian = normalised_laplacian_sum(laplacian(total), m, self.cfg["imk.neighbours"])
+            edges = int(total.nnz // 2)
+        else:
+            total = decode_matrix(summed, (n, anchors.size), bits)
+            self.laplacian = AnchorLaplacian(total / m)
+            edges = int(total.nnz)
+        del summed
+        self.solver = make_solver(self.laplacian, m, self.params, self.cfg["imk.server-solver"])
         sum_s = time.perf_counter() - sum_started
         h_inits = [arrays[1] for arrays, _ in replies]
         self.h = initial_global_h(h_inits, self.cfg["imk.server-init"], server_rng(self.cfg["seed"]))
@@ -156,15 +182,17 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         truths = [arrays[2] for arrays, _ in replies if len(arrays) > 2]
         self.truth = truths[0] if truths else None
         for reply in replies:
-            reply[0].clear()  # drop the masked uploads (N^2/2 words each)
+            reply[0].clear()  # drop the masked uploads (N a or N^2/2 words each)
         self.setup = {
             "secure_sum": self.cfg["imk.secure-sum"],
+            "graph": self.graph,
             "upload_bytes_per_client": int(replies[0][1]["upload_bytes"]),
             "client_mask_s_max": max(float(r[1]["mask_s"]) for r in replies),
             "client_setup_s_max": max(float(r[1]["kernel_s"]) for r in replies),
             "server_sum_s": sum_s,
             "setup_s": time.perf_counter() - started,
-            "graph_edges": int(total.nnz // 2),
+            "graph_edges": edges,
+            "num_anchors": 0 if anchors is None else int(anchors.size),
             "num_clusters": self.k,
         }
         log(INFO, "fmvc-imk setup: %s", self.setup)
@@ -173,16 +201,14 @@ class FMVCIMKStrategy(ViewFederationStrategy):
     def after_restore(self) -> None:
         """Resume: rebuild the solver of (20) from the restored Laplacian."""
         m = len(self.client_info)
-        self.solver = ServerSolver(self.laplacian, m, self.params, self.cfg["imk.server-solver"])
+        self.solver = make_solver(self.laplacian, m, self.params, self.cfg["imk.server-solver"])
 
     # ---------------------------------------------------------------------------------- rounds
-    def configure_fit(
-        self, server_round: int, parameters: Parameters, client_manager: ClientManager
-    ) -> list[tuple[ClientProxy, FitIns]]:
-        """After convergence no client is contacted (Flower's remaining rounds are empty)."""
-        if self.converged_round is not None:
-            return []
-        return super().configure_fit(server_round, parameters, client_manager)
+    def converged(self, record: dict[str, Any]) -> str | None:
+        """The stopping rule of :meth:`aggregate` (relative change of the objective <= ``imk.tol``)."""
+        if self.converged_round != record["round"]:
+            return None
+        return f"relative change of the objective <= {self.cfg['imk.tol']:g}"
 
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
@@ -214,8 +240,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         tol = self.cfg["imk.tol"]
         if previous is not None and tol > 0 and abs(record["objective"] - previous) <= tol * abs(previous):
             self.converged_round = server_round
-            self.num_rounds = server_round  # the base class finishes the run after this round
-            log(INFO, "fmvc-imk: converged in round %d (relative change <= %g)", server_round, tol)
         return [self.h], record
 
     def _aggregate_sums(self, server_round: int, replies: list[ClientReply]) -> dict[str, Any]:

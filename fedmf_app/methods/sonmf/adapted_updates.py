@@ -80,7 +80,7 @@ def fedmavg_local_round(
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
     u : ndarray, shape (d, r)
         Feasible :math:`U_p^{s,0}`.
     v : ndarray, shape (r, n)
@@ -151,7 +151,7 @@ def fedvra_local_round(
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
     u : ndarray, shape (d, r)
         Feasible :math:`U_p^{s,0}`.
     v : ndarray, shape (r, n)

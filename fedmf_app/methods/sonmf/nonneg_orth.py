@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedmf_app.methods.sonmf.residual_products import residual_times_vt, squared_residual
+
 __all__ = [
     "BasisSolverOptions",
     "BasisSolveInfo",
@@ -76,6 +78,10 @@ class BasisSolverOptions:
     scale : bool
         [A, on by default] Divide the subproblem by ``||2 X V^T + rho1 U0||_F`` so that ``sigma0``
         means the same at every data scale.
+    kernel : {"compiled", "numpy"}
+        [A, ``compiled``] How the penalty loop runs: compiled by numba (compiled once per machine
+        and app version, a few seconds; then about 1 s per process to import numba and load it) or
+        in numpy. The two take the same steps; rounding and polishing make their results agree.
     """
 
     sigma0: float = 1e-3
@@ -89,6 +95,7 @@ class BasisSolverOptions:
     feasibility_tol: float = 1e-8
     polish: bool = True
     scale: bool = True
+    kernel: str = "compiled"
 
 
 @dataclass(frozen=True)
@@ -248,7 +255,7 @@ def basis_objective(x: np.ndarray, v: np.ndarray, u: np.ndarray, u0: np.ndarray,
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
     v : ndarray, shape (r, n)
     u, u0 : ndarray, shape (d, r)
     rho1 : float
@@ -257,7 +264,7 @@ def basis_objective(x: np.ndarray, v: np.ndarray, u: np.ndarray, u0: np.ndarray,
     -------
     float
     """
-    return float(np.linalg.norm(x - u @ v) ** 2 + 0.5 * rho1 * np.linalg.norm(u - u0) ** 2)
+    return float(squared_residual(x, u, v) + 0.5 * rho1 * np.linalg.norm(u - u0) ** 2)
 
 
 def basis_residual(x: np.ndarray, v: np.ndarray, u: np.ndarray) -> float:
@@ -269,7 +276,7 @@ def basis_residual(x: np.ndarray, v: np.ndarray, u: np.ndarray) -> float:
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
     v : ndarray, shape (r, n)
     u : ndarray, shape (d, r)
         Feasible basis (disjoint column supports).
@@ -278,7 +285,7 @@ def basis_residual(x: np.ndarray, v: np.ndarray, u: np.ndarray) -> float:
     -------
     float
     """
-    g = 2.0 * (u @ v - x) @ v.T
+    g = 2.0 * residual_times_vt(x, u, v)
     tangent = g - u * np.einsum("ij,ij->j", u, g)
     return float(np.sum(np.where(u > 0.0, tangent, 0.0) ** 2))
 
@@ -294,7 +301,7 @@ def solve_basis(
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
         Client data, features x samples.
     v : ndarray, shape (r, n)
         Current (post-proximal) coefficient matrix.
@@ -312,7 +319,7 @@ def solve_basis(
     """
     r = u0.shape[1]
     vvt = v @ v.T
-    a = 2.0 * (x @ v.T) + rho1 * u0
+    a = 2.0 * np.asarray(x @ v.T) + rho1 * u0
     scale = float(np.linalg.norm(a)) if options.scale else 1.0
     if scale <= 0.0:
         scale = 1.0
@@ -331,6 +338,40 @@ def solve_basis(
         if phi <= phi0:
             return candidate, BasisSolveInfo(outer, inner_total, gap, True, False, phi)
     return u0.copy(), BasisSolveInfo(outer, inner_total, gap, rounded is not None, True, phi0)
+
+
+def _exact_penalty(u, q, b, inv_r, options):
+    """Outer penalty loop of EP4Orth with the projected-gradient inner solver (``penalf_ob.m``).
+
+    Inner solver: projected gradient with Barzilai-Borwein steps and the Zhang-Hager nonmonotone
+    line search (gamma = 0.85, halving, acceptance ``1e-6 / t * ||dU||^2``), stopped when
+    ``||min(U, grad_R P_sigma(U))||_F <= tol``. ``options.kernel`` says how it runs: compiled
+    (:func:`~fedmf_app.methods.sonmf.penalty_kernel.penalty_loop`; the matrices are ``d x r``, so
+    interpreted numpy spends its time in call overhead) or in numpy (:func:`_penalty_loop_numpy`,
+    no numba import and no compilation: cheaper in a process that solves only a few subproblems).
+
+    Returns the point, the outer and inner iteration counts and the final ``||Uw||^2 - 1``.
+    """
+    if options.kernel == "numpy":
+        return _penalty_loop_numpy(u, q, b, inv_r, options)
+    from fedmf_app.methods.sonmf.penalty_kernel import penalty_loop  # numba: only where U is solved
+
+    out, outer, inner_total, gap = penalty_loop(
+        np.ascontiguousarray(u, dtype=np.float64),
+        np.ascontiguousarray(q, dtype=np.float64),
+        np.ascontiguousarray(b, dtype=np.float64),
+        float(inv_r),
+        float(options.sigma0),
+        float(options.sigma_growth),
+        float(options.sigma_max),
+        int(options.max_outer),
+        int(options.max_inner),
+        float(options.inner_tol0),
+        float(options.inner_tol_decay),
+        float(options.inner_tol_min),
+        float(options.feasibility_tol),
+    )
+    return out, int(outer), int(inner_total), float(gap)
 
 
 class _SmoothPart:
@@ -358,16 +399,12 @@ class _SmoothPart:
         return self.grad + (2.0 * sigma * inv_r) * self.rows[:, None]
 
 
-def _exact_penalty(u, q, b, inv_r, options):
-    """Outer penalty loop of EP4Orth with the projected-gradient inner solver (``penalf_ob.m``).
+def _penalty_loop_numpy(u, q, b, inv_r, options):
+    """:func:`_exact_penalty` in numpy (``kernel = "numpy"``): the steps of the compiled loop.
 
-    Inner solver: projected gradient with Barzilai-Borwein steps and the Zhang-Hager nonmonotone
-    line search (gamma = 0.85, halving, acceptance ``1e-6 / t * ||dU||^2``), stopped when
-    ``||min(U, grad_R P_sigma(U))||_F <= tol``. Between outer iterations sigma and tol change and
-    ``U`` stays, so the smooth part is evaluated once per accepted point (:class:`_SmoothPart`)
-    and the penalised value only when a line search needs it.
-
-    Returns the point, the outer and inner iteration counts and the final ``||Uw||^2 - 1``.
+    Between outer iterations sigma and tol change and ``U`` stays, so the smooth part is
+    evaluated once per accepted point (:class:`_SmoothPart`) and the penalised value only when a
+    line search needs it. Returns what :func:`_exact_penalty` returns.
     """
     gamma = 0.85
     sigma, tol, step = options.sigma0, options.inner_tol0, 1.0

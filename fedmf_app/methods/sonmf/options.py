@@ -25,6 +25,9 @@ __all__ = ["FAMILY", "basis_init", "fedmgs_params", "fedvra_params", "resolve_ra
 #: How clients start ``U_p``.
 BASIS_INITS = ("auto", "random", "kmeans")
 
+#: Values of ``sonmf.basis-kernel``.
+BASIS_KERNELS = ("compiled", "numpy")
+
 OPTIONS: tuple[Option, ...] = (
     Option(
         "sonmf.diagnostics",
@@ -164,10 +167,27 @@ OPTIONS: tuple[Option, ...] = (
         "sonmf.basis-polish", True, Boolean(), "U solver: exact minimiser on the rounded supports ([A] on)."
     ),
     Option(
+        "sonmf.basis-kernel",
+        "compiled",
+        OneOf(BASIS_KERNELS),
+        "U solver: its penalty loop compiled by numba (`compiled`, [A]: 5-20x faster per solve; "
+        "compiled once per machine and app version, then about 1 s per process to load) or in "
+        "`numpy` (no numba: better where each message starts a new process, as on a "
+        "deployed SuperNode; the federation command's default).",
+    ),
+    Option(
         "sonmf.residual-eps",
         1e-12,
         Interval(float, 0, None, closed="neither"),
         "Floor of the residual normaliser max(R^1, eps) ([A] 1e-12).",
+    ),
+    Option(
+        "sonmf.stop-ratio",
+        1e-15,
+        Interval(float, 0, 1, closed="left"),
+        "Convergence stop: the run ends after the first round whose residual ratio R^s/R^1 is "
+        "<= this ([A] 1e-15: on the development sets the clustering is then the 100-round one; "
+        "0: always run num-server-rounds; needs sonmf.diagnostics).",
     ),
     Option(
         "sonmf.residual-normalisation",
@@ -184,6 +204,7 @@ FAMILY = Family(
     algorithms=("fedsonmf", "fedmavg", "fedmgs", "fedvra-u"),
     num_server_rounds=100,
     options=OPTIONS,
+    reads_sparse_views=True,
 )
 
 
@@ -256,6 +277,7 @@ def sonmf_params(cfg: Mapping[str, Any]) -> SONMFParams:
             max_outer=cfg["sonmf.basis-max-outer"],
             inner_tol0=cfg["sonmf.basis-inner-tol"],
             polish=cfg["sonmf.basis-polish"],
+            kernel=cfg["sonmf.basis-kernel"],
         ),
     )
 

@@ -258,6 +258,14 @@ class SparseONMFStrategy(ViewFederationStrategy):
         self.v = update.v_next
         return update.broadcast, record
 
+    def converged(self, record: dict[str, Any]) -> str | None:
+        """Residual ratio at or below ``sonmf.stop-ratio`` (never without diagnostics)."""
+        tol = self.cfg["sonmf.stop-ratio"]
+        ratio = record.get("residual_ratio")
+        if tol <= 0 or ratio is None or ratio > tol:
+            return None
+        return f"residual ratio R^s/R^1 = {ratio:.3g} <= sonmf.stop-ratio = {tol:g}"
+
     def summary(self) -> dict[str, Any]:
         """The rank used, final residuals and rounds to 1e-2 under each normalisation."""
         rounds = self.recorder.data["rounds"]

@@ -41,6 +41,7 @@ import numpy as np
 
 from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions, basis_residual, solve_basis
 from fedmf_app.methods.sonmf.prox import l21_norm, prox_l21_nonneg
+from fedmf_app.methods.sonmf.residual_products import squared_residual, ut_times_residual
 
 __all__ = [
     "SERVER_STEPS",
@@ -154,7 +155,7 @@ def local_loss(x: np.ndarray, u: np.ndarray, v: np.ndarray) -> float:
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
     u : ndarray, shape (d, r)
     v : ndarray, shape (r, n)
 
@@ -162,7 +163,7 @@ def local_loss(x: np.ndarray, u: np.ndarray, v: np.ndarray) -> float:
     -------
     float
     """
-    return float(np.linalg.norm(x - u @ v) ** 2)
+    return squared_residual(x, u, v)
 
 
 def grad_v(x: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -170,7 +171,7 @@ def grad_v(x: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
     u : ndarray, shape (d, r)
     v : ndarray, shape (r, n)
 
@@ -178,7 +179,7 @@ def grad_v(x: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     -------
     ndarray, shape (r, n)
     """
-    return 2.0 * (u.T @ (u @ v - x))
+    return 2.0 * ut_times_residual(x, u, v)
 
 
 def regulariser(v: np.ndarray, mu: float) -> float:
@@ -234,7 +235,7 @@ def local_round(
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
         Client data.
     u : ndarray, shape (d, r)
         Feasible basis :math:`U_p^{s,0}`.
@@ -304,7 +305,7 @@ def fixed_v_round(
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
     u : ndarray, shape (d, r)
         Feasible :math:`U_p^{s,0}`.
     v : ndarray, shape (r, n)
@@ -376,7 +377,7 @@ def client_diagnostics(
 
     Parameters
     ----------
-    x : ndarray, shape (d, n)
+    x : ndarray or scipy sparse matrix, shape (d, n)
     u_start : ndarray, shape (d, r)
         :math:`U_p^{s,0}`.
     u_end : ndarray, shape (d, r)

@@ -1,18 +1,26 @@
 """FMVC-IMK's Strategy and NumPyClient driven in process (no Ray): same numbers as the kernels,
 the server sees only masked graph uploads, the stopping rule ends the run."""
 
+import dataclasses
+
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from fedmf_app.common.graphs import knn_similarity
-from fedmf_app.common.secure_sum import decode_upper, encode_upper, sum_uploads
+from fedmf_app.common.secure_sum import decode_matrix, decode_upper, encode_matrix, encode_upper, sum_uploads
 from fedmf_app.data import load_client_view
-from fedmf_app.methods.imk.client_updates import preprocess_view
+from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph
 from fedmf_app.methods.imk.options import imk_params
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
+from fedmf_app.methods.imk.reference import IMKReference, IMKSettings, anchor_indices
+from fedmf_app.methods.imk.server_updates import AnchorLaplacian
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
+from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import client_class
 
-from imk_data import labelled_file, run
+import imk_data
+from fakes import client_context
+from imk_data import BASE, labelled_file, run, sparse_file
 
 
 def reference_views(cfg):
@@ -38,11 +46,13 @@ def test_labelled_data_gives_per_round_and_final_scores(tmp_path):
     assert result["summary"]["converged_round"] == rounds[-1]["round"] < 30
 
 
-def test_rounds_match_the_in_process_kernels(tmp_path):
-    cfg, strategy, _ = run(tmp_path)
+@pytest.mark.parametrize("graph", ["anchor", "knn"])
+def test_rounds_match_the_in_process_kernels(tmp_path, graph):
+    cfg, strategy, _ = run(tmp_path, **{"imk.graph": graph, "imk.anchors": 24})
     result = strategy.recorder.data
     assert result["status"] == "completed"
-    ref = IMKReference(reference_views(cfg), imk_params(cfg), IMKSettings(k=3, seed=cfg["seed"]))
+    settings = IMKSettings(k=3, graph=graph, anchors=24, seed=cfg["seed"])
+    ref = IMKReference(reference_views(cfg), imk_params(cfg), settings)
     for _ in range(cfg["num-server-rounds"]):
         ref.round()
     for key in ("objective", "graph_term", "consensus"):
@@ -50,12 +60,26 @@ def test_rounds_match_the_in_process_kernels(tmp_path):
             [r[key] for r in result["rounds"]], [h[key] for h in ref.history], rtol=1e-9, atol=1e-12
         )
     np.testing.assert_allclose(strategy.h, ref.h, atol=1e-10)
-    assert result["summary"]["setup"]["upload_bytes_per_client"] == 4 * 60 * 59 // 2
+    upload = 4 * 60 * 24 if graph == "anchor" else 4 * 60 * 59 // 2
+    assert result["summary"]["setup"]["upload_bytes_per_client"] == upload
+    assert isinstance(strategy.laplacian, AnchorLaplacian) == (graph == "anchor")
     assert (tmp_path / "run" / "convergence.png").exists()
     assert strategy.final_labels().shape == (60,)
 
 
-def test_server_receives_only_masked_graphs_whose_sum_is_the_true_sum(tmp_path, monkeypatch):
+def plain_encodings(cfg):
+    """Each client's graph encoding without masks, as the secure sum's input."""
+    views = reference_views(cfg)
+    if cfg["imk.graph"] == "knn":
+        graphs = [knn_similarity(x, cfg["imk.neighbours"]) for x in views]
+        return [encode_upper(s, cfg["imk.mask-frac-bits"]) for s in graphs]
+    anchors = anchor_indices(cfg["seed"], 60, cfg["imk.anchors"])
+    graphs = [view_anchor_graph(x, anchors, cfg["imk.neighbours"]) for x in views]
+    return [encode_matrix(z, cfg["imk.mask-frac-bits"]) for z in graphs]
+
+
+@pytest.mark.parametrize("graph", ["anchor", "knn"])
+def test_server_receives_only_masked_graphs_whose_sum_is_the_true_sum(tmp_path, monkeypatch, graph):
     seen = []
     original = FMVCIMKStrategy._fit_stage
 
@@ -65,18 +89,24 @@ def test_server_receives_only_masked_graphs_whose_sum_is_the_true_sum(tmp_path, 
         return arrays, metrics
 
     monkeypatch.setattr(FMVCIMKStrategy, "_fit_stage", spy)
-    cfg, strategy, _ = run(tmp_path, **{"num-server-rounds": 1})
-    graphs = [knn_similarity(x, cfg["imk.neighbours"]) for x in reference_views(cfg)]
-    plain = [encode_upper(s, cfg["imk.mask-frac-bits"]) for s in graphs]
+    cfg, strategy, _ = run(tmp_path, **{"num-server-rounds": 1, "imk.graph": graph, "imk.anchors": 24})
+    plain = plain_encodings(cfg)
     assert len(seen) == 3
     for upload in seen:
         assert upload.dtype == np.uint32 and upload.size == plain[0].size
         assert np.count_nonzero(upload) >= upload.size - 2  # dense: no sparsity pattern
         assert all(np.count_nonzero(upload == p) < 10 for p in plain)
-    assert (decode_upper(sum_uploads(seen), 60, 16) != sum(graphs[1:], graphs[0])).nnz == 0
+    if graph == "knn":
+        graphs = [knn_similarity(x, cfg["imk.neighbours"]) for x in reference_views(cfg)]
+        assert (decode_upper(sum_uploads(seen), 60, 16) != sum(graphs[1:], graphs[0])).nnz == 0
+    else:
+        decoded = decode_matrix(sum_uploads(seen), (60, 24), 16)
+        assert (decoded != decode_matrix(sum_uploads(plain), (60, 24), 16)).nnz == 0
+        np.testing.assert_allclose(np.asarray(decoded.sum(axis=1)).ravel(), 3.0, atol=3 * 5 * 2.0**-17)
     # with imk-secure-sum = none the uploads are the plain encodings (the comparison option)
     seen.clear()
-    run(tmp_path / "plain", **{"num-server-rounds": 1, "imk.secure-sum": "none"})
+    plain_cfg = {"num-server-rounds": 1, "imk.secure-sum": "none", "imk.graph": graph, "imk.anchors": 24}
+    run(tmp_path / "plain", **plain_cfg)
     assert sorted(u.tobytes() for u in seen) == sorted(p.tobytes() for p in plain)
 
 
@@ -96,3 +126,36 @@ def test_missing_cluster_count_stops_before_round_one(tmp_path):
     with pytest.raises(Exception, match="num-clusters"):
         run(tmp_path, **{"num-clusters": 0})
     assert not (tmp_path / "run").exists()
+
+
+def test_a_client_refuses_bad_anchor_indices_naming_its_partition(tmp_path):
+    cfg = validate_run_config({**BASE, "imk.graph": "anchor", "imk.anchors": 24})
+    client = client_class("fmvc-imk")(client_context(cfg, 1, 3), cfg, 1, 3, load_client_view(cfg, 1))
+    setup = {"imk-stage": "setup", "num-clusters": 3}
+    with pytest.raises(ValueError, match="partition 1: the setup message names 8 anchors \\(1 distinct\\)"):
+        client.fit([], {**setup, "anchors": np.zeros(8, np.int64).tobytes()})
+    with pytest.raises(ValueError, match="partition 1: an anchor index is outside 0..59"):
+        client.fit([], {**setup, "anchors": np.arange(55, 65, dtype=np.int64).tobytes()})
+
+
+@pytest.mark.parametrize("graph", ["anchor", "knn"])
+def test_sparse_views_run_through_the_flower_client_with_the_dense_numbers(tmp_path, monkeypatch, graph):
+    overrides = {"dataset": sparse_file(tmp_path), "imk.graph": graph, "imk.anchors": 24}
+    _, dense, _ = run(tmp_path / "dense", **overrides)
+    original = imk_data.load_client_view
+
+    def as_csr(cfg, p):
+        view = original(cfg, p)
+        return dataclasses.replace(view, features=sp.csr_matrix(view.features))
+
+    monkeypatch.setattr(imk_data, "load_client_view", as_csr)
+    _, sparse, clients = run(tmp_path / "sparse", **overrides)
+    assert all(sp.issparse(c.view.features) and sp.issparse(c._view()) for c in clients)
+    for key in ("objective", "graph_term", "consensus"):
+        np.testing.assert_allclose(
+            [r[key] for r in sparse.recorder.data["rounds"]],
+            [r[key] for r in dense.recorder.data["rounds"]],
+            rtol=1e-10,
+        )
+    np.testing.assert_allclose(sparse.h, dense.h, atol=1e-10)
+    assert sparse.recorder.data["final"]["acc"] == dense.recorder.data["final"]["acc"]

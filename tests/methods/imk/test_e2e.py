@@ -41,6 +41,8 @@ def test_fmvc_imk_run_matches_the_in_process_run(tmp_path):
         )
     assert result["final"]["acc"] == reference.recorder.data["final"]["acc"] > 0.9
     setup = result["summary"]["setup"]
-    assert setup["secure_sum"] == "masking" and setup["upload_bytes_per_client"] == 4 * 90 * 89 // 2
+    # imk.graph = auto on 90 samples: the kNN graphs, the strict upper triangle in uint32 words
+    assert setup["secure_sum"] == "masking" and setup["graph"] == "knn"
+    assert setup["upload_bytes_per_client"] == 4 * 90 * 89 // 2
     assert result["summary"]["plots"] == ["convergence.png"]
     assert "[fmvc-imk] round 4/4" in proc.stdout

@@ -128,3 +128,62 @@ def test_options_reach_the_solver():
     x, v, u0 = _problem(rng)
     _, info = solve_basis(x, v, u0, 1.0, BasisSolverOptions(max_outer=2))
     assert info.outer_iterations <= 2
+
+
+def test_compiled_projection_step_equals_project_oblique_nonneg():
+    from fedmf_app.methods.sonmf.penalty_kernel import project_step
+
+    rng = np.random.default_rng(7)
+    u = np.abs(rng.standard_normal((9, 4)))
+    g = rng.standard_normal((9, 4))
+    g[:, 1] = 50.0  # the step kills column 1: it becomes the unit vector at its largest entry
+    for t in (1e-3, 0.5, 1.0):
+        out = np.empty_like(u)
+        project_step(u, g, t, out)
+        np.testing.assert_allclose(out, project_oblique_nonneg(u - t * g), rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_penalty_loop_equals_its_interpreted_form(seed):
+    """The compiled solver gives the numbers of the same code run by the Python interpreter."""
+    from fedmf_app.methods.sonmf.penalty_kernel import penalty_loop
+
+    rng = np.random.default_rng(seed)
+    x, v, u0 = _problem(rng, d=15, r=4, n=30)
+    a = 2.0 * x @ v.T + 0.5 * u0
+    scale = np.linalg.norm(a)
+    o = BasisSolverOptions(max_outer=60)
+    args = (
+        project_oblique_nonneg(u0),
+        v @ v.T / scale,
+        a / scale,
+        0.25,
+        o.sigma0,
+        o.sigma_growth,
+        o.sigma_max,
+        o.max_outer,
+        o.max_inner,
+        o.inner_tol0,
+        o.inner_tol_decay,
+        o.inner_tol_min,
+        o.feasibility_tol,
+    )
+    compiled = penalty_loop(*args)
+    interpreted = penalty_loop.py_func(*args)
+    assert compiled[1:3] == interpreted[1:3]  # same outer and inner iteration counts
+    np.testing.assert_allclose(compiled[0], interpreted[0], rtol=0, atol=1e-10)
+    assert compiled[3] == pytest.approx(interpreted[3], abs=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_numpy_and_the_compiled_kernel_give_the_same_basis(seed):
+    rng = np.random.default_rng(100 + seed)
+    x, v, u0 = _problem(rng, d=18, r=4, n=35)
+    u_numpy, info_numpy = solve_basis(x, v, u0, 0.5, BasisSolverOptions(kernel="numpy"))
+    u_compiled, info_compiled = solve_basis(x, v, u0, 0.5, BasisSolverOptions(kernel="compiled"))
+    np.testing.assert_allclose(u_compiled, u_numpy, rtol=0, atol=1e-10)
+    assert info_compiled.objective == pytest.approx(info_numpy.objective, rel=1e-10)
+    assert (info_compiled.outer_iterations, info_compiled.kept_start) == (
+        info_numpy.outer_iterations,
+        info_numpy.kept_start,
+    )

@@ -1,0 +1,92 @@
+"""A Grid that collects replies as soon as they arrive.
+
+Flower 1.42's deployment Grid (``HttpGrid.send_and_receive``) pushes a round's messages and then
+pulls the replies with a fixed 3 s sleep between pulls, so a round that the clients finish in
+0.5 s still costs 3 s on the ServerApp side. :class:`PromptGrid` wraps the Grid Flower hands to the
+ServerApp and does the same push and pulls with a short sleep (run config ``reply-poll-s``);
+everything else is delegated unchanged. The legacy ``Server`` loop, the Strategy and the
+ClientApps are the same; only the wait between pulls changes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from flwr.app import Message, RecordDict
+from flwr.server import Grid
+from flwr.supercore.run import Run
+
+__all__ = ["PromptGrid"]
+
+
+class PromptGrid(Grid):
+    """Delegates to ``grid``; :meth:`send_and_receive` pulls every ``poll_s`` seconds.
+
+    Parameters
+    ----------
+    grid : flwr.server.Grid
+        The Grid the ServerApp was given.
+    poll_s : float
+        Seconds between two pulls of replies that have not all arrived.
+    """
+
+    def __init__(self, grid: Grid, poll_s: float) -> None:
+        self._grid = grid
+        self._poll_s = poll_s
+
+    def set_run(self, run: Run) -> None:
+        self._grid.set_run(run)
+
+    @property
+    def run(self) -> Run:
+        return self._grid.run
+
+    def create_message(
+        self,
+        content: RecordDict,
+        message_type: str,
+        dst_node_id: int,
+        group_id: str,
+        ttl: float | None = None,
+    ) -> Message:
+        return self._grid.create_message(content, message_type, dst_node_id, group_id, ttl)
+
+    def get_node_ids(self) -> Iterable[int]:
+        return self._grid.get_node_ids()
+
+    def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
+        return self._grid.push_messages(messages)
+
+    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
+        return self._grid.pull_messages(message_ids)
+
+    def send_and_receive(
+        self, messages: Iterable[Message], *, timeout: float | None = None
+    ) -> Iterable[Message]:
+        """Push ``messages``, then pull their replies until all are in or ``timeout`` passes.
+
+        Parameters
+        ----------
+        messages : iterable of Message
+        timeout : float, optional
+            Seconds to wait for the replies (``None``: until all have arrived).
+
+        Returns
+        -------
+        list of Message
+            The replies received (fewer than the messages when the timeout passed first).
+        """
+        pending = set(self.push_messages(messages))
+        end = None if timeout is None else time.monotonic() + timeout
+        replies: list[Message] = []
+        while True:
+            received = list(self.pull_messages(pending))
+            replies.extend(received)
+            pending.difference_update(m.metadata.reply_to_message_id for m in received)
+            if not pending:
+                return replies
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                return replies
+            time.sleep(self._poll_s if left is None else min(self._poll_s, left))

@@ -1,0 +1,52 @@
+"""The round loop: Flower's legacy ``Server``, ending when the Strategy says the run is done.
+
+Flower's ``Server.fit`` runs a fixed number of rounds. :class:`ViewServer` runs the same rounds
+(``fit_round`` then ``evaluate_round``, as Flower does) but stops after the round in which the
+Strategy finished the run (:attr:`~fedmf_app.federated.strategy.ViewFederationStrategy.done`):
+the last configured round, or an earlier one when the algorithm's convergence stop fired.
+It keeps no History (the run's record is ``result.json``) and does no centralised evaluation.
+"""
+
+from __future__ import annotations
+
+import timeit
+from logging import INFO
+
+from flwr.common.logger import log
+from flwr.server import History, Server
+
+__all__ = ["ViewServer"]
+
+
+class ViewServer(Server):
+    """A ``flwr.server.Server`` whose loop ends when ``strategy.done`` is true."""
+
+    def fit(self, num_rounds: int, timeout: float | None) -> tuple[History, float]:
+        """Run up to ``num_rounds`` rounds.
+
+        Parameters
+        ----------
+        num_rounds : int
+        timeout : float or None
+            Seconds to wait for the replies of one round.
+
+        Returns
+        -------
+        history : flwr.server.History
+            Empty (results are in ``result.json``).
+        elapsed : float
+            Seconds spent in the rounds.
+        """
+        log(INFO, "[INIT]")
+        self.parameters = self._get_initial_parameters(server_round=0, timeout=timeout)
+        started = timeit.default_timer()
+        for server_round in range(1, num_rounds + 1):
+            log(INFO, "")
+            log(INFO, "[ROUND %s]", server_round)
+            res_fit = self.fit_round(server_round=server_round, timeout=timeout)
+            if res_fit is not None and res_fit[0] is not None:
+                self.parameters = res_fit[0]
+            self.evaluate_round(server_round=server_round, timeout=timeout)
+            if self.strategy.done:
+                break
+        return History(), timeit.default_timer() - started

@@ -1,0 +1,75 @@
+"""Products with the residual ``UV - X`` of one client's factorisation, for a dense or sparse ``X``.
+
+A dense ``X`` uses the residual itself (``d x n``, the size of ``X``). A sparse ``X`` never forms
+it: the expansions below need ``X`` only in products with the thin factors, so memory stays in
+proportion to the nonzeros of ``X`` plus ``(d + n) r``.
+
+.. math::
+    \\|X - UV\\|_F^2 = \\|X\\|_F^2 - 2\\langle XV^\\top, U\\rangle + \\langle U^\\top U, VV^\\top\\rangle,
+    \\quad (UV - X)V^\\top = U(VV^\\top) - XV^\\top,
+    \\quad U^\\top(UV - X) = (U^\\top U)V - (X^\\top U)^\\top .
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["squared_residual", "residual_times_vt", "ut_times_residual"]
+
+
+def squared_residual(x: np.ndarray | sp.spmatrix, u: np.ndarray, v: np.ndarray) -> float:
+    """:math:`\\|X - UV\\|_F^2`.
+
+    Parameters
+    ----------
+    x : ndarray or scipy sparse matrix, shape (d, n)
+    u : ndarray, shape (d, r)
+    v : ndarray, shape (r, n)
+
+    Returns
+    -------
+    float
+        Nonnegative (the sparse expansion is clipped at 0 against rounding).
+    """
+    if not sp.issparse(x):
+        return float(np.linalg.norm(x - u @ v) ** 2)
+    x_sq = float(x.multiply(x).sum())
+    cross = float(np.vdot(x @ v.T, u))
+    return max(x_sq - 2.0 * cross + float(np.vdot(u.T @ u, v @ v.T)), 0.0)
+
+
+def residual_times_vt(x: np.ndarray | sp.spmatrix, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """:math:`(UV - X)V^\\top`.
+
+    Parameters
+    ----------
+    x : ndarray or scipy sparse matrix, shape (d, n)
+    u : ndarray, shape (d, r)
+    v : ndarray, shape (r, n)
+
+    Returns
+    -------
+    ndarray, shape (d, r)
+    """
+    if not sp.issparse(x):
+        return (u @ v - x) @ v.T
+    return u @ (v @ v.T) - np.asarray(x @ v.T)
+
+
+def ut_times_residual(x: np.ndarray | sp.spmatrix, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """:math:`U^\\top(UV - X)`.
+
+    Parameters
+    ----------
+    x : ndarray or scipy sparse matrix, shape (d, n)
+    u : ndarray, shape (d, r)
+    v : ndarray, shape (r, n)
+
+    Returns
+    -------
+    ndarray, shape (r, n)
+    """
+    if not sp.issparse(x):
+        return u.T @ (u @ v - x)
+    return (u.T @ u) @ v - np.asarray(x.T @ u).T

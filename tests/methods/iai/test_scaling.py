@@ -1,0 +1,191 @@
+"""FMVC-IAI at scale: the sparse kernels, the sampled structure loss, the global kNN search, the
+Lanczos spectral clustering and sparse views each give what the exact form gives."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from torch.nn import functional as F
+
+from fedmf_app.common.graphs import adjacency, knn_indices
+from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.methods.iai.client_updates import client_round, client_setup
+from fedmf_app.methods.iai.deep_clustering import fuse, spectral_labels
+from fedmf_app.methods.iai.edge_kernels import EdgePattern, edge_dot
+from fedmf_app.methods.iai.graph_autoencoder import GraphAutoencoder, edge_keys, uniform_non_edges
+from fedmf_app.methods.iai.params import GAEParams, IAIParams
+from fedmf_app.methods.iai.sample_graphs import anchor_graph, anchor_knn, anchor_matrix
+from fedmf_app.methods.iai.view_scaling import scale_features
+
+
+def _planted(n, k, dim, seed, spread=3.0):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, k, n)
+    return spread * rng.normal(size=(k, dim))[labels] + rng.normal(size=(n, dim)), labels
+
+
+def test_sparse_gat_and_structure_logits_equal_pyg_values_and_gradients():
+    x, _ = _planted(80, 3, 6, 0)
+    a = adjacency(knn_indices(x, 4)).tocoo()
+    edges = torch.as_tensor(np.vstack([a.row, a.col]), dtype=torch.long)
+    z = torch.as_tensor(x, dtype=torch.float32)
+    results = {}
+    for kernels in ("pyg", "sparse"):
+        torch.manual_seed(0)
+        model = GraphAutoencoder(
+            6, 3, GAEParams(hidden=5, heads=3, out_dim=4, decoder_hidden=7, graph_kernels=kernels)
+        )
+        h = model(z, model.graph(edges, 80))
+        pairs = torch.as_tensor(np.vstack([a.row, a.col]), dtype=torch.long)
+        if kernels == "sparse":
+            pattern, order = EdgePattern.from_pairs(pairs, 80)
+            logits = torch.empty(pairs.shape[1]).index_put((order,), model.edge_logits(h, pattern))
+        else:
+            logits = model.edge_logits(h, pairs)
+        loss = (h**2).sum() + F.softplus(logits).sum()
+        loss.backward()
+        results[kernels] = (
+            h.detach(),
+            logits.detach(),
+            {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None},
+        )
+    (h0, l0, g0), (h1, l1, g1) = results["pyg"], results["sparse"]
+    torch.testing.assert_close(h1, h0, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(l1, l0, rtol=1e-5, atol=1e-5)
+    assert g0.keys() == g1.keys() and len(g0) >= 8
+    for key in g0:
+        torch.testing.assert_close(g1[key], g0[key], rtol=1e-4, atol=1e-4)
+
+
+def test_edge_dot_gradient_is_the_sparse_product():
+    rng = np.random.default_rng(1)
+    a = torch.tensor(rng.normal(size=(7, 3)), requires_grad=True)
+    b = torch.tensor(rng.normal(size=(7, 3)), requires_grad=True)
+    pairs = torch.tensor([[0, 0, 3, 6, 6, 2], [1, 5, 3, 0, 2, 2]])
+    pattern, order = EdgePattern.from_pairs(pairs, 7)
+    assert torch.autograd.gradcheck(lambda a, b: edge_dot(a, b, pattern), (a, b))
+    direct = (a[pairs[0]] * b[pairs[1]]).sum(1)[order]
+    torch.testing.assert_close(edge_dot(a, b, pattern), direct)
+
+
+def test_sampled_non_edge_loss_is_an_unbiased_estimate_of_the_full_one():
+    n = 25
+    a = adjacency(knn_indices(_planted(n, 2, 3, 2)[0], 3)).tocoo()
+    edges = np.vstack([np.concatenate([a.row, np.arange(n)]), np.concatenate([a.col, np.arange(n)])])
+    logits = np.random.default_rng(3).normal(size=(n, n))
+    bce = np.log1p(np.exp(logits))  # BCE of the label 0
+    non_edge = np.ones((n, n), dtype=bool)
+    non_edge[edges[0], edges[1]] = False
+    full = bce[non_edge].mean()  # the N^2 loss's non-edge term
+    draws = uniform_non_edges(edge_keys(edges, n), n, 200_000, np.random.default_rng(4))
+    assert non_edge[draws[0], draws[1]].all()  # never an edge, never a self loop
+    sampled = bce[draws[0], draws[1]]
+    assert abs(sampled.mean() - full) < 4 * sampled.std() / np.sqrt(sampled.size)
+    # every non-edge is drawn about equally often (uniform)
+    counts = np.bincount(draws[0] * n + draws[1], minlength=n * n)[non_edge.ravel()]
+    expected = draws.shape[1] / non_edge.sum()
+    assert abs(counts.mean() - expected) < 1e-9 and counts.min() > 0.7 * expected
+
+
+def _fused_anchor_graph(n, seed):
+    x, labels = _planted(n, 5, 8, seed, spread=1.5)
+    rng = np.random.default_rng(seed)
+    anchors = rng.choice(n, 40, replace=False)
+    views = [x + 0.5 * rng.normal(size=x.shape) for _ in range(3)]
+    graphs = [anchor_matrix(*anchor_graph(v, v[anchors], 5), 40) for v in views]
+    return fuse(graphs, np.full(3, 1 / 3)), labels
+
+
+def test_anchor_knn_is_exact_when_every_list_holds_every_sample():
+    g, _ = _fused_anchor_graph(300, 5)
+    rows = g.toarray()
+    sq = ((rows[:, None, :] - rows[None]) ** 2).sum(-1)
+    np.fill_diagonal(sq, np.inf)
+    out = anchor_knn(g, 7, probes=40)
+    exact = np.sort(sq, axis=1)[:, :7]
+    np.testing.assert_allclose(np.take_along_axis(sq, out, axis=1), exact, atol=1e-12)
+    assert np.all(out != np.arange(300)[:, None])
+    assert all(len(set(r)) == 7 for r in out)
+
+
+def test_anchor_knn_recall_at_the_default_probes():
+    g, _ = _fused_anchor_graph(2000, 6)
+    exact = knn_indices(g, 10)
+    approx = anchor_knn(g, 10, probes=IAIParams(num_clusters=5).knn_probes)
+    recall = np.mean([len(set(a) & set(e)) / 10 for a, e in zip(approx, exact)])
+    assert recall >= 0.9
+
+
+def test_lanczos_spectral_clustering_equals_the_shift_invert_partition():
+    x, labels = _planted(400, 4, 5, 7, spread=2.0)
+    graph = adjacency(knn_indices(x, 8))
+    lanczos = spectral_labels(graph, 4, 0, "lanczos")
+    shift_invert = spectral_labels(graph, 4, 0, "shift-invert")
+    assert clustering_scores(shift_invert, lanczos)["ari"] == 1.0
+    assert clustering_scores(labels, lanczos)["acc"] > 0.95
+    with pytest.raises(ValueError, match="unknown spectral solver"):
+        spectral_labels(graph, 4, 0, "dense")
+
+
+def _counts(n, d, seed):
+    rng = np.random.default_rng(seed)
+    return rng.poisson(0.05, size=(n, d)).astype(float) * rng.integers(1, 4, size=(n, d))
+
+
+@pytest.mark.parametrize("rule", ["auto", "standard", "row-l2", "none"])
+@pytest.mark.parametrize("kind", ["counts", "dense"])
+def test_sparse_view_scales_to_the_dense_rows(rule, kind):
+    x = _counts(90, 40, 8) if kind == "counts" else np.random.default_rng(8).normal(size=(90, 12))
+    observed = np.random.default_rng(9).random(90) < 0.7
+    dense = scale_features(x, observed, rule)
+    scaled = scale_features(sp.csr_matrix(x), observed, rule)
+    rows = np.arange(90)
+    np.testing.assert_array_equal(scaled[rows], dense)
+    np.testing.assert_array_equal(np.concatenate([scaled[b] for b in scaled.blocks()]), dense)
+    assert sp.issparse(scaled.matrix)
+
+
+def test_a_sparse_view_gives_the_dense_client_results():
+    x = _counts(120, 60, 10)
+    observed = np.random.default_rng(11).random(120) < 0.6
+    params = IAIParams(
+        num_clusters=3,
+        knn=5,
+        anchors=20,
+        anchor_neighbours=4,
+        ae_hidden=(16,),
+        embed_dim=6,
+        ae_epochs=3,
+        gae=GAEParams(hidden=4, heads=2, out_dim=5, decoder_hidden=8, epochs=2, graph_kernels="sparse"),
+    )
+    outputs = []
+    for view in (x, sp.csr_matrix(x)):
+        graph, ae_state = client_setup(view, observed, params, 0)
+        neighbours = np.where(graph >= 0, graph, np.arange(120)[:, None])
+        labels = np.arange(120) % 3
+        upload = client_round(
+            view, observed, ae_state, None, neighbours, labels, None, np.arange(20), params, 1
+        )
+        outputs.append((graph, upload))
+    (g0, u0), (g1, u1) = outputs
+    np.testing.assert_array_equal(g1, g0)
+    np.testing.assert_array_equal(u1.distances, u0.distances)
+    np.testing.assert_array_equal(u1.anchor_indices, u0.anchor_indices)
+    np.testing.assert_array_equal(u1.anchor_values, u0.anchor_values)
+
+
+def test_old_kernel_options_are_the_dataclass_defaults():
+    """Kernels built from bare parameters are those of earlier versions (tests and callers that
+    build IAIParams directly keep their numbers); the run config picks the scalable ones."""
+    from fedmf_app.methods.iai.options import iai_params
+    from fedmf_app.options.run_config import validate_run_config
+
+    bare = IAIParams(num_clusters=2)
+    assert (bare.global_knn, bare.spectral_solver) == ("exact", "shift-invert")
+    assert (bare.gae.graph_kernels, bare.gae.negative_sampler) == ("pyg", "pyg")
+    run = iai_params(validate_run_config({"algorithm": "fmvc-iai"}), 2)
+    assert (run.global_knn, run.spectral_solver) == ("anchor-probe", "lanczos")
+    assert (run.gae.graph_kernels, run.gae.negative_sampler) == ("sparse", "rejection")
+    assert replace(run, global_knn="exact").global_knn == "exact"
