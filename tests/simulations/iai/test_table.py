@@ -10,6 +10,8 @@ from simulations.iai.table import (
     method_name,
     plot_ablation,
     plot_missing_rates,
+    plot_rounds,
+    rounds_table,
     variant_name,
 )
 
@@ -93,3 +95,30 @@ def test_the_committed_run_records_rebuild_the_published_tables():
     assert rates + "\n" == (docs / "hw_missing_rates.md").read_text()
     assert ablation + "\n" == (docs / "hw_ablation.md").read_text()
     assert "fmvc-iai no M1" in ablation and "fmvc-imk (mean fill)" in rates
+
+
+def test_rounds_table_follows_the_scores_and_the_graph_over_the_rounds(tmp_path):
+    cfg = {"algorithm": "fmvc-iai", "dataset": "hw", "missing-rate": 0.5}
+    for seed, accs, components in ((0, (0.6, 0.8, 0.7), (1, 4, 9)), (1, (0.4, 0.6, 0.7), (1, 2, 3))):
+        rounds = [
+            {"round": s + 1, "acc": a, "nmi": a, "ari": a, "components": c, "labels_ignored": [0]}
+            for s, (a, c) in enumerate(zip(accs, components))
+        ]
+        (tmp_path / f"r{seed}").mkdir()
+        (tmp_path / f"r{seed}" / "result.json").write_text(
+            json.dumps(
+                {
+                    "config": {**cfg, "seed": seed},
+                    "final": {"acc": accs[-1], "nmi": 0, "ari": 0},
+                    "rounds": rounds,
+                }
+            )
+        )
+    runs = collect([tmp_path])
+    assert all("labels_ignored" not in r for run in runs for r in run["rounds"])
+    rows = rounds_table(runs).splitlines()
+    # mean ACC per round 0.5, 0.7, 0.7: the first best is round 2; components 1 -> 6
+    assert rows[2] == "| hw | fmvc-iai | 0.5 | 2 | 3 | 0.500 | 0.700 (2) | 0.700 | 1.0 | 6.0 |"
+    assert plot_rounds(runs, tmp_path / "rounds.png").read_bytes()[:4] == b"\x89PNG"
+    export_runs(runs, tmp_path / "export")
+    assert rounds_table(collect([tmp_path / "export"])) == rounds_table(runs)
