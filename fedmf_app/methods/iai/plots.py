@@ -64,7 +64,7 @@ def plot_rounds(result: dict[str, Any], path: str | Path) -> Path:
         ax.set_xlabel("communication round")
     cfg = result["config"]
     fig.suptitle(
-        f"{cfg['algorithm']}: {cfg['dataset']}, missing-rate={cfg['missing-rate']}, seed={cfg['seed']}",
+        f"{cfg['algorithm']}: {Path(str(cfg['dataset'])).name}, missing-rate={cfg['missing-rate']}, seed={cfg['seed']}",
         fontsize=9,
     )
     fig.tight_layout()
