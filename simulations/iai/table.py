@@ -72,8 +72,9 @@ def variant_name(cfg: dict[str, Any]) -> str:
 def method_name(cfg: dict[str, Any]) -> str:
     """The algorithm, with fmvc-iai's ablation variant or a complete-view method's row filling.
 
-    Examples: ``fmvc-iai``, ``fmvc-iai no M4``, ``fedsonmf (mean fill)``; a run that drops other
-    than the default number of views per selected sample says so (``fmvc-iai, 5 views dropped``).
+    Examples: ``fmvc-iai``, ``fmvc-iai no M4``, ``fedsonmf (mean fill)``, ``fmvc-imk (mean fill,
+    observed-rows graph)`` (``imk.missing-graph = observed``); a run that drops other than the
+    default number of views per selected sample says so (``fmvc-iai, 5 views dropped``).
     """
     dropped = int(cfg.get("missing-views-dropped", 0))
     protocol = f", {dropped} views dropped" if dropped else ""
@@ -81,7 +82,8 @@ def method_name(cfg: dict[str, Any]) -> str:
         variant = variant_name(cfg)
         return ("fmvc-iai" if variant == "full" else f"fmvc-iai {variant}") + protocol
     if float(cfg.get("missing-rate", 0.0)) > 0:
-        return f"{cfg['algorithm']} ({cfg.get('missing-fill', 'mean')} fill{protocol})"
+        graph = ", observed-rows graph" if cfg.get("imk.missing-graph") == "observed" else ""
+        return f"{cfg['algorithm']} ({cfg.get('missing-fill', 'mean')} fill{graph}{protocol})"
     return cfg["algorithm"]
 
 

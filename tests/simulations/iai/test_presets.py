@@ -59,3 +59,20 @@ def test_paper_c_presets_compose_to_valid_run_configs(preset, data, views, metho
             found_methods.add(method_name(run))
             found_rates.add(run["missing-rate"])
         assert (found_methods, found_rates) == (methods, rates)
+
+
+def test_the_observed_rows_graph_variant_composes_to_its_own_method():
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(version_base=None, config_dir=str(ROOT / "conf")):
+        names = {}
+        for variant in ("iai/baseline-fmvc-imk", "iai/baseline-fmvc-imk-observed"):
+            overrides = ["data=hw", "num_supernodes=6", f"+variant={variant}", "run.missing-rate=0.5"]
+            job = compose(config_name="config", overrides=overrides)
+            run = validate_run_config(OmegaConf.to_container(job.run, resolve=True))
+            assert run["algorithm"] == "fmvc-imk" and run["num-clients"] == 6
+            names[run["imk.missing-graph"]] = method_name(run)
+    assert names == {
+        "filled": "fmvc-imk (mean fill)",
+        "observed": "fmvc-imk (mean fill, observed-rows graph)",
+    }

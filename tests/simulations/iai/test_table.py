@@ -46,6 +46,8 @@ def test_groups_by_method_and_rate_with_mean_and_mad(tmp_path):
     assert table[5].startswith("| hw | fmvc-iai no M4 | 0.5 | 1 (0) | 0.500 ± 0.000 |")
     assert variant_name({"iai.imputation": "zeros", "iai.fusion": "uniform"}) == "no M1+M2"
     assert method_name({"algorithm": "fmvc-imk", "missing-rate": 0.0}) == "fmvc-imk"
+    observed = {"algorithm": "fmvc-imk", "missing-rate": 0.5, "imk.missing-graph": "observed"}
+    assert method_name(observed) == "fmvc-imk (mean fill, observed-rows graph)"
     only_seed_1 = iai_table([tmp_path], seeds={1}).splitlines()
     assert len(only_seed_1) == 3 and "| hw | fmvc-iai | 0.5 | 1 (1) | 0.900 ± 0.000 |" in only_seed_1[2]
     assert len(iai_table([tmp_path], rates={0.1}).splitlines()) == 3
