@@ -24,7 +24,7 @@ RATES = {0.1, 0.3, 0.5, 0.7, 0.9}
             "iai/noisy_mnist_baselines",
             "noisy_mnist",
             2,
-            {"fedsonmf (mean fill)", "fmvc-imk (mean fill)"},
+            {"fedsonmf (mean fill)", "fmvc-imk (mean fill)", "fmvc-imk (mean fill, observed-rows graph)"},
             RATES,
             5,
         ),
