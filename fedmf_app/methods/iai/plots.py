@@ -63,9 +63,9 @@ def plot_rounds(result: dict[str, Any], path: str | Path) -> Path:
     for ax in (ax_s, ax_l, ax_c):
         ax.set_xlabel("communication round")
     cfg = result["config"]
+    data = Path(str(cfg["dataset"])).name
     fig.suptitle(
-        f"{cfg['algorithm']}: {Path(str(cfg['dataset'])).name}, missing-rate={cfg['missing-rate']}, seed={cfg['seed']}",
-        fontsize=9,
+        f"{cfg['algorithm']}: {data}, missing-rate={cfg['missing-rate']}, seed={cfg['seed']}", fontsize=9
     )
     fig.tight_layout()
     out = Path(path)
