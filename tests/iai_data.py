@@ -1,4 +1,8 @@
-"""FMVC-IAI test helpers: a small, fast run config."""
+"""FMVC-IAI test helpers: a small, fast run config and a labelled data file for it."""
+
+import numpy as np
+
+from imk_data import clustered_views
 
 SMALL = {
     "algorithm": "fmvc-iai",
@@ -21,3 +25,12 @@ SMALL = {
     "num-server-rounds": 4,
     "seed": 2,
 }
+
+
+def labelled_file(tmp_path):
+    """A ``.npz`` of three clustered views of SMALL's size, with ground truth ``gnd`` (the
+    synthetic generator has none); returns its path."""
+    views, y = clustered_views(n=SMALL["num-samples"], k=SMALL["num-clusters"], dims=(12, 12, 12), seed=2)
+    path = tmp_path / "clustered.npz"
+    np.savez(path, **{f"X{m + 1}": v for m, v in enumerate(views)}, gnd=y)
+    return str(path)

@@ -132,6 +132,7 @@ class ViewFederationStrategy(Strategy):
         self._run_start = 0.0
         self._summary: dict[str, Any] = {}
         self._final: dict[str, Any] | None = None
+        self.label_history: dict[int, np.ndarray] = {}
 
     # ----------------------------------------------------------------- hooks for the algorithms
     def expected_clients(self) -> int:
@@ -202,8 +203,24 @@ class ViewFederationStrategy(Strategy):
         """
         return None
 
+    def round_labels(self) -> np.ndarray | None:
+        """The clustering after the round just aggregated, kept to be scored when the run ends.
+
+        The ground truth reaches the server only after the last round (and only to score), so
+        every round's clustering is kept (:attr:`label_history`, checkpointed) and scored then;
+        the scores go into that round's record (``acc``, ``nmi``, ``purity``, ``ari``).
+
+        Returns
+        -------
+        ndarray, shape (n,), or None
+            Integer cluster ids, or ``None`` (the default): no per-round scores.
+        """
+        return None
+
     def write_plots(self) -> list[str]:
-        """Write the run's figures into the run folder; return their file names."""
+        """Write the run's figures into the run folder; return their file names.
+
+        Called when the run completes, after the final (and per-round) scores are known."""
         return []
 
     # ------------------------------------------------------------------------ Flower's Strategy
@@ -288,7 +305,7 @@ class ViewFederationStrategy(Strategy):
         """Rebuild what the checkpoint does not hold (default: nothing)."""
 
     def _write_checkpoint(self, server_round: int, arrays: list[np.ndarray]) -> None:
-        state = {name: getattr(self, name) for name in self.checkpoint_attrs}
+        state = {name: getattr(self, name) for name in (*self.checkpoint_attrs, "label_history")}
         write_checkpoint(self.recorder.run_dir, server_round, arrays, state)
 
     def configure_fit(
@@ -329,6 +346,8 @@ class ViewFederationStrategy(Strategy):
             "bytes_up_per_client_max": max(sum(len(t) for t in res.parameters.tensors) for _, res in results),
             **record,
         }
+        if (labels := self.round_labels()) is not None:
+            self.label_history[server_round] = np.asarray(labels, dtype=np.int32)
         self.recorder.record_round(record)
         self._write_checkpoint(server_round, arrays)
         self._log_progress(record)
@@ -339,7 +358,6 @@ class ViewFederationStrategy(Strategy):
             self._summary = self.summary()
             if self.last_round < self.num_rounds:
                 self._summary["stopped_early"] = {"round": self.last_round, "reason": reason}
-            self._summary["plots"] = self.write_plots()
             self._summary["wall_s"] = now - self._run_start
             if self.alignment:
                 self._summary["alignment"] = self.alignment
@@ -410,6 +428,7 @@ class ViewFederationStrategy(Strategy):
             else:
                 self._final.update(clustering_scores(truth, predicted))
                 self._final["ground_truth_partition"] = partition
+                self._score_rounds(truth)
                 disagree = [p for p, t in truths[1:] if t.shape != truth.shape or np.any(t != truth)]
                 if disagree:
                     log(
@@ -428,8 +447,16 @@ class ViewFederationStrategy(Strategy):
         return None
 
     # ---------------------------------------------------------------------------------- helpers
+    def _score_rounds(self, truth: np.ndarray) -> None:
+        """Add each kept round's scores against ``truth`` to its record (:meth:`round_labels`)."""
+        for record in self.recorder.data["rounds"]:
+            labels = self.label_history.get(int(record["round"]))
+            if labels is not None and labels.shape == truth.shape:
+                record.update(clustering_scores(truth, labels))
+
     def _complete(self) -> None:
         self.done = True
+        self._summary["plots"] = self.write_plots()
         self._summary["peak_rss_mb_server"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
         self.recorder.finish(self._summary, self._final)
         final = self._final or {}

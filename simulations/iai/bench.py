@@ -90,7 +90,17 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _parse(pairs: list[str]) -> dict[str, Any]:
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """Run-config overrides from ``key=value`` strings (values parsed as JSON where they parse).
+
+    Parameters
+    ----------
+    pairs : list of str
+
+    Returns
+    -------
+    dict
+    """
     out: dict[str, Any] = {}
     for pair in pairs:
         key, value = pair.split("=", 1)
@@ -262,7 +272,7 @@ def main() -> None:
             Path(args.out).write_text(text)
         print(text)  # noqa: T201
         return
-    run = {"algorithm": "fmvc-iai", **(PREVIOUS if args.previous else {}), **_parse(args.run)}
+    run = {"algorithm": "fmvc-iai", **(PREVIOUS if args.previous else {}), **parse_overrides(args.run)}
     with tempfile.TemporaryDirectory() as folder:
         if args.num_samples:
             run = _generated(args, run, folder)

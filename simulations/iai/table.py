@@ -13,6 +13,10 @@ attribute loss, M4 structure loss), the complete-view algorithms by how they fil
         --out docs/iai/hw_missing_rates.md --rates-figure docs/iai/hw_missing_rates.png
     python -m simulations.iai.table <folders> --seeds 0,1,2 --rates 0.1,0.9 \
         --ablation-figure docs/iai/hw_ablation.png          # the ablation's cells only
+    python -m simulations.iai.table <folders> --rounds-out rounds.md --rounds-figure rounds.png
+
+``--rounds-out`` and ``--rounds-figure`` follow fmvc-iai over the rounds (the per-round scores of
+each run's ``result.json``, and the connected components of its global graph A_g).
 """
 
 from __future__ import annotations
@@ -38,10 +42,16 @@ __all__ = [
     "method_name",
     "plot_ablation",
     "plot_missing_rates",
+    "plot_rounds",
+    "rounds_table",
     "variant_name",
 ]
 
 METRICS = ("acc", "nmi", "ari")
+
+#: Per-round record keys kept by :func:`collect` and :func:`export_runs` (scores of that round's
+#: clustering, the connected components of fmvc-iai's global graph, its training losses).
+ROUND_KEYS = ("round", *METRICS, "components", "loss_attribute", "loss_structure", "loss_clustering")
 
 
 def variant_name(cfg: dict[str, Any]) -> str:
@@ -62,8 +72,9 @@ def variant_name(cfg: dict[str, Any]) -> str:
 def method_name(cfg: dict[str, Any]) -> str:
     """The algorithm, with fmvc-iai's ablation variant or a complete-view method's row filling.
 
-    Examples: ``fmvc-iai``, ``fmvc-iai no M4``, ``fedsonmf (mean fill)``; a run that drops other
-    than the default number of views per selected sample says so (``fmvc-iai, 5 views dropped``).
+    Examples: ``fmvc-iai``, ``fmvc-iai no M4``, ``fedsonmf (mean fill)``, ``fmvc-imk (mean fill,
+    observed-rows graph)`` (``imk.missing-graph = observed``); a run that drops other than the
+    default number of views per selected sample says so (``fmvc-iai, 5 views dropped``).
     """
     dropped = int(cfg.get("missing-views-dropped", 0))
     protocol = f", {dropped} views dropped" if dropped else ""
@@ -71,7 +82,8 @@ def method_name(cfg: dict[str, Any]) -> str:
         variant = variant_name(cfg)
         return ("fmvc-iai" if variant == "full" else f"fmvc-iai {variant}") + protocol
     if float(cfg.get("missing-rate", 0.0)) > 0:
-        return f"{cfg['algorithm']} ({cfg.get('missing-fill', 'mean')} fill{protocol})"
+        graph = ", observed-rows graph" if cfg.get("imk.missing-graph") == "observed" else ""
+        return f"{cfg['algorithm']} ({cfg.get('missing-fill', 'mean')} fill{graph}{protocol})"
     return cfg["algorithm"]
 
 
@@ -91,8 +103,10 @@ def collect(
     Returns
     -------
     list of dict
-        ``data``, ``method``, ``rate``, ``seed``, ``config``, ``acc``, ``nmi``, ``ari`` and
-        ``job_s`` (the file's own ``job_s``, else the ``job_timing.json`` next to it, else None).
+        ``data``, ``method``, ``rate``, ``seed``, ``config``, ``acc``, ``nmi``, ``ari``,
+        ``job_s`` (the file's own ``job_s``, else the ``job_timing.json`` next to it, else None)
+        and ``rounds`` (per round, the :data:`ROUND_KEYS` it has; empty for a file without
+        rounds).
     """
     runs = []
     for path in sorted(p for folder in folders for p in Path(folder).rglob("*.json")):
@@ -122,14 +136,18 @@ def collect(
                 "job_s": job_s,
                 "config": cfg,
                 **{m: float(final[m]) for m in METRICS},
+                "rounds": [
+                    {k: r[k] for k in ROUND_KEYS if r.get(k) is not None} for r in data.get("rounds", [])
+                ],
             }
         )
     return runs
 
 
 def export_runs(runs: list[dict[str, Any]], folder: Path) -> list[Path]:
-    """Write each run as a small JSON (its config, scores and job time; no labels) that
-    :func:`collect` reads back, so tables can be rebuilt from a committed folder.
+    """Write each run as a small JSON (its config, scores, job time and per-round scores,
+    components and losses; no labels) that :func:`collect` reads back, so tables and figures can
+    be rebuilt from a committed folder.
 
     Parameters
     ----------
@@ -150,7 +168,12 @@ def export_runs(runs: list[dict[str, Any]], folder: Path) -> list[Path]:
         path = folder / ("".join(c if c.isalnum() or c in "-_." else "-" for c in name) + ".json")
         path.write_text(
             json.dumps(
-                {"config": run["config"], "job_s": run["job_s"], "final": {m: run[m] for m in METRICS}},
+                {
+                    "config": run["config"],
+                    "job_s": run["job_s"],
+                    "final": {m: run[m] for m in METRICS},
+                    "rounds": run["rounds"],
+                },
                 indent=1,
             )
             + "\n"
@@ -291,6 +314,76 @@ def plot_ablation(runs: list[dict[str, Any]], path: Path) -> Path:
     return _save(fig, axes, path, legend_below=True)
 
 
+def rounds_table(runs: list[dict[str, Any]]) -> str:
+    """Markdown table of how fmvc-iai's clustering and global graph evolve over the rounds.
+
+    One row per (data, method, missing rate) among the fmvc-iai runs with per-round scores: ACC of
+    Y⁰ (the set-up round's spectral clustering), the best and the last round's ACC, and the
+    connected components of A_g after the set-up and after the last round (means over seeds).
+
+    Returns
+    -------
+    str
+    """
+    rows = [
+        "| data | method | missing rate | runs | rounds | ACC of Y⁰ | best ACC (round) | last ACC "
+        "| components after set-up | components after last round |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (data, method, rate), group in sorted(
+        _fmvc_iai_rounds(runs).items(), key=lambda item: (item[0][0], item[0][2], item[0][1])
+    ):
+        acc, components = _per_round(group, "acc"), _per_round(group, "components")
+        mean_acc = acc.mean(axis=0)
+        best = int(np.argmax(mean_acc))
+        rows.append(
+            f"| {data} | {method} | {rate:g} | {acc.shape[0]} | {acc.shape[1]} | {mean_acc[0]:.3f} | "
+            f"{mean_acc[best]:.3f} ({best + 1}) | {mean_acc[-1]:.3f} | {components[:, 0].mean():.1f} | "
+            f"{components[:, -1].mean():.1f} |"
+        )
+    return "\n".join(rows)
+
+
+def _fmvc_iai_rounds(runs: list[dict[str, Any]]) -> dict[tuple[str, str, float], list[dict[str, Any]]]:
+    """The fmvc-iai runs whose every round was scored, grouped by (data, method, rate)."""
+    return _groups(
+        [
+            r
+            for r in runs
+            if r["method"].startswith("fmvc-iai")
+            and r["rounds"]
+            and all("acc" in x and "components" in x for x in r["rounds"])
+        ]
+    )
+
+
+def _per_round(group: list[dict[str, Any]], key: str) -> np.ndarray:
+    """``key`` per run (rows) and round (columns), over the rounds every run of ``group`` has."""
+    length = min(len(r["rounds"]) for r in group)
+    return np.array([[x[key] for x in r["rounds"][:length]] for r in group], dtype=float)
+
+
+def plot_rounds(runs: list[dict[str, Any]], path: Path) -> Path:
+    """fmvc-iai's ACC, NMI and the connected components of A_g against the rounds, one line per
+    (data, method, missing rate), mean over seeds with the MAD as a band; round 1 is the set-up
+    round (Y⁰). ``runs`` from :func:`collect`; returns the PNG ``path``."""
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    for (data, method, rate), group in sorted(_fmvc_iai_rounds(runs).items()):
+        label = f"{method} ({data}), η = {rate:g}"
+        for ax, key in zip(axes, ("acc", "nmi", "components")):
+            values = _per_round(group, key)
+            mean = values.mean(axis=0)
+            mad = np.abs(values - mean).mean(axis=0)
+            s = np.arange(1, values.shape[1] + 1)
+            (line,) = ax.plot(s, mean, marker="o", markersize=3, label=label)
+            ax.fill_between(s, mean - mad, mean + mad, color=line.get_color(), alpha=0.15)
+    for ax, title in zip(axes, ("ACC of Y", "NMI of Y", "connected components of A_g")):
+        ax.set_xlabel("communication round (1 = set-up)")
+        ax.set_title(title)
+    axes[2].set_yscale("log")
+    return _save(fig, axes, path, legend_below=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folders", nargs="+", type=Path)
@@ -310,6 +403,12 @@ def main() -> None:
     )
     parser.add_argument("--rates-figure", type=Path, help="PNG: the scores against the missing rate")
     parser.add_argument("--ablation-figure", type=Path, help="PNG: fmvc-iai's ablation variants")
+    parser.add_argument(
+        "--rounds-figure", type=Path, help="PNG: fmvc-iai's scores and graph components against the rounds"
+    )
+    parser.add_argument(
+        "--rounds-out", type=Path, help="write the Markdown table of fmvc-iai's rounds (rounds_table) here"
+    )
     args = parser.parse_args()
     runs = collect(args.folders, args.seeds, args.rates)
     table = markdown(runs)
@@ -321,6 +420,10 @@ def main() -> None:
         plot_missing_rates(runs, args.rates_figure)
     if args.ablation_figure:
         plot_ablation(runs, args.ablation_figure)
+    if args.rounds_figure:
+        plot_rounds(runs, args.rounds_figure)
+    if args.rounds_out:
+        args.rounds_out.write_text(rounds_table(runs) + "\n")
     sys.stdout.write(table + "\n")
 
 

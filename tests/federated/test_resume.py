@@ -16,6 +16,7 @@ from fedmf_app.server_app import server_fn
 
 from fakes import ClientProxyToNumPy, client_context, run_evaluate_round
 from iai_data import SMALL as IAI_SMALL
+from iai_data import labelled_file
 from imk_data import BASE as IMK_BASE
 
 SONMF = {"num-clients": 3, "num-samples": 40, "heterogeneity": 0.6, "sonmf.local-steps": 3, "seed": 5}
@@ -25,6 +26,8 @@ CASES = {
     "fedsonmf-secure": ({**SONMF, "num-server-rounds": 5, "secure-aggregation": True}, 2),
     "fmvc-imk": ({**IMK_BASE, "num-server-rounds": 6}, 3),
     "fmvc-iai": ({**IAI_SMALL, "num-server-rounds": 4}, 2),
+    # with ground truth: every round's pseudo-labels are kept across the restart and scored at the end
+    "fmvc-iai-labelled": ({**IAI_SMALL, "num-server-rounds": 4}, 2),
 }
 
 
@@ -74,6 +77,8 @@ def _resumed(cfg, run_dir):
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_resumed_run_ends_with_the_numbers_of_an_uninterrupted_run(tmp_path, case):
     overrides, stop = CASES[case]
+    if case.endswith("-labelled"):
+        overrides = {**overrides, "dataset": labelled_file(tmp_path)}
     whole = validate_run_config(overrides)
     reference = _strategy(whole, tmp_path / "whole")
     _drive(reference, whole, whole["num-server-rounds"])
@@ -98,6 +103,8 @@ def test_a_resumed_run_ends_with_the_numbers_of_an_uninterrupted_run(tmp_path, c
             k: v for k, v in want.items() if k not in timing
         }
     assert result["final"] == json.loads(json.dumps(expected["final"]))
+    if case.endswith("-labelled"):
+        assert all("acc" in r for r in result["rounds"])
 
 
 def test_resume_refuses_a_changed_config_a_finished_run_and_a_missing_checkpoint(tmp_path):

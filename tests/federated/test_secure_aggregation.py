@@ -267,12 +267,15 @@ def test_a_value_beyond_the_overflow_bound_fails_the_round_naming_the_partition(
         run_federation(tmp_path, cfg)
 
 
+@pytest.mark.parametrize(
+    "missing", [{}, {"missing-rate": 0.5, "imk.missing-graph": "observed"}], ids=["complete", "observed"]
+)
 @pytest.mark.parametrize("graph", ["anchor", "knn"])
-def test_imk_with_secure_aggregation_matches_the_plain_run(tmp_path, monkeypatch, graph):
+def test_imk_with_secure_aggregation_matches_the_plain_run(tmp_path, monkeypatch, graph, missing):
     seen = _spy_uploads(monkeypatch)
     runs = {}
     for secure in (False, True):
-        cfg = validate_run_config({**IMK_BASE, "secure-aggregation": secure, "imk.graph": graph})
+        cfg = validate_run_config({**IMK_BASE, "secure-aggregation": secure, "imk.graph": graph, **missing})
         strategy, manager, clients = _imk_federation(tmp_path / str(secure), cfg)
         parameters = strategy.initialize_parameters(client_manager=manager)
         for s in range(1, cfg["num-server-rounds"] + 1):

@@ -29,6 +29,7 @@ from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFeder
 from fedmf_app.methods.iai import server_updates as iai_server
 from fedmf_app.methods.iai.options import iai_params
 from fedmf_app.methods.iai.params import IAIParams
+from fedmf_app.methods.iai.plots import plot_rounds
 from fedmf_app.methods.iai.server_updates import ServerState
 
 __all__ = ["FMVCIAIStrategy"]
@@ -148,6 +149,15 @@ class FMVCIAIStrategy(ViewFederationStrategy):
     def final_labels(self) -> np.ndarray | None:
         """The last pseudo-labels Y (the method's output)."""
         return None if self.state is None else self.state.labels
+
+    def round_labels(self) -> np.ndarray | None:
+        """This round's pseudo-labels Y (Y⁰ after the set-up round), scored when the run ends."""
+        return self.final_labels()
+
+    def write_plots(self) -> list[str]:
+        """Scores, training losses and connected components of A_g against rounds."""
+        plot_rounds(self.recorder.data, self.recorder.run_dir / "convergence.png")
+        return ["convergence.png"]
 
     def summary(self) -> dict[str, Any]:
         """Training rounds and the last graph's connectivity."""

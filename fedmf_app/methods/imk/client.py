@@ -5,7 +5,8 @@ Messages (the server drives them, see :mod:`fedmf_app.methods.imk.strategy`):
 * ``get_properties`` with ``imk-stage = "keys"``: draw an X25519 key pair, keep the private key in
   ``context.state`` and answer the public key;
 * ``fit`` with ``imk-stage = "setup"`` (once, before round 1): build this view's graph (its anchor
-  graph on the anchor samples the message names, or its kNN graph), upload its masked dense
+  graph on the anchor samples the message names, or its kNN graph; with ``imk.missing-graph =
+  "observed"`` on the rows the run's missing-view mask says it observes), upload its masked dense
   encoding (pair keys from the relayed public keys), the initial :math:`H^{(m)}` and, when the
   view has labels, the labels (used by the server for scoring only);
 * ``fit`` in round ``t``: from the broadcast :math:`H`, one
@@ -30,7 +31,6 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from flwr.common import Array, ArrayRecord, ConfigRecord, NDArrays, Scalar
 
-from fedmf_app.common.graphs import knn_similarity
 from fedmf_app.common.secure_sum import (
     add_pairwise_masks,
     derive_pair_key,
@@ -39,6 +39,7 @@ from fedmf_app.common.secure_sum import (
     generate_private_key,
     public_key_bytes,
 )
+from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.client import ViewClient, load_state, save_state
 from fedmf_app.federated.secure_aggregation import SecureAggregationError, masked_upload, message_keys
 from fedmf_app.methods.imk.client_updates import (
@@ -49,6 +50,7 @@ from fedmf_app.methods.imk.client_updates import (
     preprocess_view,
     resolve_graph,
     view_anchor_graph,
+    view_knn_graph,
 )
 from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.methods.imk.reference import client_rng
@@ -74,11 +76,31 @@ class FMVCIMKClient(ViewClient):
     def _view(self) -> View:
         return preprocess_view(self.view.features, self.cfg["imk.standardise"], self.cfg["imk.unit-norm"])
 
+    @property
+    def graph_rows(self) -> np.ndarray | None:
+        """The rows this view's graph may link: its observed rows (the run's seeded mask, shape
+        (n,), bool) under ``imk.missing-graph = "observed"``, else ``None`` (every row).
+
+        A property: the view changes after a sample-ID alignment."""
+        cfg = self.cfg
+        if cfg["imk.missing-graph"] != "observed":
+            return None
+        n = self.view.features.shape[0]
+        return missing_view_mask(
+            n, cfg["num-clients"], cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"]
+        )[:, self.partition_id]
+
     def _graph_encoding(self, x: View, config: dict[str, Scalar]) -> np.ndarray:
         """This view's graph as the dense fixed-point words of the secure sum."""
         bits = self.cfg["imk.mask-frac-bits"]
+        observed = self.graph_rows
         if resolve_graph(self.cfg["imk.graph"], x.shape[0]) == "knn":
-            similarity = knn_similarity(x, self.cfg["imk.neighbours"], self.cfg["imk.similarity"])
+            try:
+                similarity = view_knn_graph(
+                    x, self.cfg["imk.neighbours"], self.cfg["imk.similarity"], observed
+                )
+            except ValueError as exc:
+                raise ValueError(f"partition {self.partition_id}: {exc}") from exc
             return encode_upper(similarity, bits)
         n = x.shape[0]
         anchors = np.frombuffer(bytes(config["anchors"]), dtype=np.int64)
@@ -89,7 +111,11 @@ class FMVCIMKClient(ViewClient):
             )
         if anchors.min() < 0 or anchors.max() >= n:
             raise ValueError(f"partition {self.partition_id}: an anchor index is outside 0..{n - 1}")
-        return encode_matrix(view_anchor_graph(x, anchors, self.cfg["imk.neighbours"]), bits)
+        try:
+            graph = view_anchor_graph(x, anchors, self.cfg["imk.neighbours"], observed)
+        except ValueError as exc:
+            raise ValueError(f"partition {self.partition_id}: {exc}") from exc
+        return encode_matrix(graph, bits)
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """The base handshake, or the key stage."""

@@ -44,13 +44,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedmf_app.common.clustering import kmeans_labels
-from fedmf_app.common.graphs import anchor_graph, anchor_matrix
+from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_similarity
 from fedmf_app.data.preprocess import SPARSE_ZERO_FRACTION, is_sparse_nonnegative, normalise_rows
 
 __all__ = [
     "CLIENT_INITS",
     "GRAPHS",
     "LABEL_RULES",
+    "MISSING_GRAPHS",
     "ORTHO_PLACEMENTS",
     "SERVER_INITS",
     "SERVER_SOLVERS",
@@ -71,6 +72,7 @@ __all__ = [
     "update_f",
     "update_w",
     "view_anchor_graph",
+    "view_knn_graph",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -87,6 +89,9 @@ STANDARDISATIONS = ("auto", "zscore", "row-l2", "none")
 #: The graph term's graph: shared-anchor graphs (O(N a)) or the exact kNN graphs (O(N^2) secure sum),
 #: or ``auto`` (:func:`resolve_graph`).
 GRAPHS = ("auto", "anchor", "knn")
+#: Which rows a view's graph links under missing views (run config ``imk.missing-graph``): every
+#: row, the mean-filled ones included (``filled``), or only the rows the view observes (``observed``).
+MISSING_GRAPHS = ("filled", "observed")
 #: [A] ``imk.graph = "auto"`` takes the exact kNN graphs up to this many samples (a secure-sum upload
 #: of at most 50 MB per client) and the anchor graphs above.
 KNN_MAX_SAMPLES = 5000
@@ -262,13 +267,19 @@ def _preprocess_sparse(x: sp.csr_matrix, standardise: str, unit_norm: bool) -> V
     return x
 
 
-def view_anchor_graph(x: View, anchors: np.ndarray, neighbours: int) -> sp.csr_matrix:
+def view_anchor_graph(
+    x: View, anchors: np.ndarray, neighbours: int, observed: np.ndarray | None = None
+) -> sp.csr_matrix:
     """[A] This view's anchor graph :math:`Z^{(m)}` on the shared anchor samples.
 
     The anchors are the view's own rows at the shared sample indices, so anchor ``j`` is the same
     sample in every view and the :math:`Z^{(m)}` can be summed; the weights are SFMC's
     parameter-free ones (:func:`~fedmf_app.common.graphs.anchor_graph`) on the ``s`` nearest
     anchors, so every row lies on the simplex.
+
+    With ``observed`` (run config ``imk.missing-graph = "observed"``) only the rows the view
+    observes take part: an observed row is linked to its ``s`` nearest *observed* anchors, a
+    missing row is all zero, and the column of an anchor the view does not observe is all zero.
 
     Parameters
     ----------
@@ -277,15 +288,91 @@ def view_anchor_graph(x: View, anchors: np.ndarray, neighbours: int) -> sp.csr_m
     anchors : ndarray of int, shape (a,)
         Distinct sample indices, the same for every view.
     neighbours : int
-        ``s``, anchors per sample; ``s + 1 <= a``.
+        ``s``, anchors per sample; ``s + 1 <= a`` (with ``observed``: ``s + 1`` observed anchors).
+    observed : ndarray of bool, shape (N,), optional
+        The rows this view observes (its column of the run's missing-view mask); ``None``: every row.
 
     Returns
     -------
     csr_matrix, shape (N, a)
-        Nonnegative, ``s`` nonzeros per row, rows summing to one.
+        Nonnegative, ``s`` nonzeros per (observed) row, which sums to one; missing rows are zero.
+
+    Raises
+    ------
+    ValueError
+        With ``observed``, when it is not a boolean mask of ``N`` rows or the view observes fewer
+        than ``s + 1`` of the anchors.
     """
-    indices, values = anchor_graph(x, x[anchors], neighbours)
-    return anchor_matrix(indices, values, anchors.size)
+    if observed is None:
+        indices, values = anchor_graph(x, x[anchors], neighbours)
+        return anchor_matrix(indices, values, anchors.size)
+    rows = _observed_rows(observed, x.shape[0])
+    kept = np.flatnonzero(observed[anchors])  # positions in ``anchors`` of the observed anchors
+    if kept.size < neighbours + 1:
+        raise ValueError(
+            f"the view observes {kept.size} of the {anchors.size} anchor samples; an anchor graph "
+            f"with imk.neighbours = {neighbours} over observed rows needs {neighbours + 1} "
+            "(raise imk.anchors, or use imk.missing-graph = filled)"
+        )
+    indices, values = anchor_graph(x[rows], x[anchors[kept]], neighbours)
+    return sp.csr_matrix(
+        (values.ravel(), (np.repeat(rows, neighbours), kept[indices].ravel())),
+        shape=(x.shape[0], anchors.size),
+    )
+
+
+def _observed_rows(observed: np.ndarray, num_rows: int) -> np.ndarray:
+    """Indices of the observed rows, after checking that the mask column fits the view."""
+    if observed.shape != (num_rows,) or observed.dtype != bool:
+        raise ValueError(
+            f"a boolean mask of shape ({num_rows},) is needed for a view of {num_rows} rows, got "
+            f"{observed.dtype} of shape {observed.shape}"
+        )
+    return np.flatnonzero(observed)
+
+
+def view_knn_graph(
+    x: View, neighbours: int, similarity: str, observed: np.ndarray | None = None
+) -> sp.csr_matrix:
+    """This view's kNN similarity :math:`S^{(m)}`, on every row or on its observed rows only.
+
+    With ``observed`` (run config ``imk.missing-graph = "observed"``) it is the kNN similarity of
+    the observed rows alone (:func:`~fedmf_app.common.graphs.knn_similarity` of ``x[observed]``:
+    neighbours among observed rows, the heat kernel's ``t`` from their edges) embedded in
+    ``N x N``: a missing row has no edge.
+
+    Parameters
+    ----------
+    x : ndarray or sparse matrix, shape (N, d)
+        Preprocessed view.
+    neighbours : int
+        ``p``; below the number of (observed) rows.
+    similarity : {"binary", "heat"}
+    observed : ndarray of bool, shape (N,), optional
+        The rows this view observes; ``None``: every row.
+
+    Returns
+    -------
+    csr_matrix, shape (N, N)
+        Symmetric, zero diagonal; zero rows and columns at the missing rows.
+
+    Raises
+    ------
+    ValueError
+        When the view has (observes) at most ``p`` rows, or ``observed`` is not a boolean mask
+        of ``N`` rows.
+    """
+    if observed is None:
+        return knn_similarity(x, neighbours, similarity)
+    rows = _observed_rows(observed, x.shape[0])
+    if rows.size <= neighbours:
+        raise ValueError(
+            f"the view observes {rows.size} samples; a kNN graph with imk.neighbours = {neighbours} "
+            f"over observed rows needs {neighbours + 1} (or use imk.missing-graph = filled)"
+        )
+    s = knn_similarity(x[rows], neighbours, similarity).tocoo()
+    n = x.shape[0]
+    return sp.csr_matrix((s.data, (rows[s.row], rows[s.col])), shape=(n, n))
 
 
 # ------------------------------------------------------------------------------- client updates

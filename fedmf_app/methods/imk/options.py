@@ -11,6 +11,7 @@ from fedmf_app.methods.imk.client_updates import (
     CLIENT_INITS,
     GRAPHS,
     LABEL_RULES,
+    MISSING_GRAPHS,
     ORTHO_PLACEMENTS,
     SERVER_INITS,
     SERVER_SOLVERS,
@@ -87,6 +88,17 @@ OPTIONS: tuple[Option, ...] = (
         OneOf(SIMILARITIES),
         "KNN edge weights, 0/1 or the heat kernel exp(-d^2/t), t = mean squared kNN distance "
         "(`knn` graph only; anchor graphs use SFMC's parameter-free weights) ([A] binary).",
+    ),
+    Option(
+        "imk.missing-graph",
+        "filled",
+        OneOf(MISSING_GRAPHS),
+        "Under missing-rate > 0, the rows each client's graph links: every row, the filled "
+        "missing rows included ([A] filled; mean-filled rows are identical, so a kNN graph links "
+        "them to each other), or `observed`: only the rows the view observes (the run's mask): "
+        "kNN among them, or their nearest observed anchors, a missing row without edges in that "
+        "view. The data term uses the filled view either way; no effect at missing-rate 0 (see "
+        "docs/imk.md).",
     ),
     Option(
         "imk.ortho-placement",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from fedmf_app.common.graphs import knn_similarity, laplacian
+from fedmf_app.common.graphs import laplacian
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.methods.imk.client_updates import (
     ClientState,
@@ -23,6 +23,7 @@ from fedmf_app.methods.imk.client_updates import (
     multiplier_step,
     resolve_graph,
     view_anchor_graph,
+    view_knn_graph,
 )
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
@@ -121,6 +122,10 @@ class IMKReference:
         Preprocessed views.
     params : IMKParams
     settings : IMKSettings
+    observed : ndarray of bool, shape (N, M), optional
+        The rows each view's graph links (run config ``imk.missing-graph = "observed"``: the
+        run's missing-view mask); ``None``: every row (``"filled"``). The views themselves are
+        given complete (missing rows already filled).
 
     Attributes
     ----------
@@ -131,7 +136,13 @@ class IMKReference:
         Per round: the :func:`~fedmf_app.methods.imk.client_updates.objective` parts.
     """
 
-    def __init__(self, views: list[np.ndarray], params: IMKParams, settings: IMKSettings) -> None:
+    def __init__(
+        self,
+        views: list[np.ndarray],
+        params: IMKParams,
+        settings: IMKSettings,
+        observed: np.ndarray | None = None,
+    ) -> None:
         self.views = views
         self.params = params
         self.settings = settings
@@ -141,7 +152,7 @@ class IMKReference:
             init_client(x, settings.k, latent, m, settings.client_init, params, client_rng(settings.seed, i))
             for i, x in enumerate(views)
         ]
-        self.laplacian = graph_laplacian(views, settings)
+        self.laplacian = graph_laplacian(views, settings, observed)
         self.solver = make_solver(self.laplacian, m, params, settings.solver)
         self.rng = server_rng(settings.seed)
         self.h = initial_global_h([s.h for s in self.states], settings.server_init, self.rng)
@@ -171,13 +182,19 @@ class IMKReference:
         return record
 
 
-def graph_laplacian(views: list, settings: IMKSettings) -> sp.csr_matrix | AnchorLaplacian:
+def graph_laplacian(
+    views: list, settings: IMKSettings, observed: np.ndarray | None = None
+) -> sp.csr_matrix | AnchorLaplacian:
     """:math:`\\tilde L` of the graph term from the views, summed in the clear (reference only).
 
     Parameters
     ----------
     views : list of ndarray or csr_matrix, each shape (N, d_m)
     settings : IMKSettings
+    observed : ndarray of bool, shape (N, M), optional
+        Column ``m``: the rows view ``m``'s graph links (``None``: every row); see
+        :func:`~fedmf_app.methods.imk.client_updates.view_knn_graph` and
+        :func:`~fedmf_app.methods.imk.client_updates.view_anchor_graph`.
 
     Returns
     -------
@@ -186,14 +203,17 @@ def graph_laplacian(views: list, settings: IMKSettings) -> sp.csr_matrix | Ancho
         with each :math:`Z^{(m)}` rounded as the secure sum's encoding rounds it.
     """
     m = len(views)
+    rows = [None if observed is None else observed[:, i] for i in range(m)]
     if resolve_graph(settings.graph, views[0].shape[0]) == "knn":
-        lsum = sum_laplacians([knn_similarity(x, settings.neighbours, settings.similarity) for x in views])
-        return normalised_laplacian_sum(lsum, m, settings.neighbours)
+        similarities = [
+            view_knn_graph(x, settings.neighbours, settings.similarity, r) for x, r in zip(views, rows)
+        ]
+        return normalised_laplacian_sum(sum_laplacians(similarities), m, settings.neighbours)
     anchors = anchor_indices(settings.seed, views[0].shape[0], settings.anchors)
     scale = float(1 << settings.frac_bits)
     graphs = []
-    for x in views:
-        z = view_anchor_graph(x, anchors, settings.neighbours)
+    for x, r in zip(views, rows):
+        z = view_anchor_graph(x, anchors, settings.neighbours, r)
         z.data = np.rint(z.data * scale) / scale
         graphs.append(z)
     return AnchorLaplacian(sum(graphs[1:], graphs[0]) / m)

@@ -12,7 +12,12 @@ never an ``N x N`` dense matrix.
   (``N x a``), :math:`\\Lambda = \\mathrm{diag}(\\bar Z^\\top 1)`, :math:`D = \\mathrm{diag}(S1)`
   (:math:`= I` for row-stochastic :math:`\\bar Z`; with it :math:`\\tilde L` stays an exact Laplacian
   after the fixed-point rounding of the secure sum), solved exactly by the Woodbury identity in
-  :math:`O(Na^2)` once and :math:`O(Nak)` per round, :class:`WoodburySolver`.
+  :math:`O(Na^2)` once and :math:`O(Nak)` per round, :class:`WoodburySolver`. With
+  ``imk.missing-graph = "observed"`` a view's missing rows and the columns of the anchors it does
+  not observe are zero, so row ``i`` of :math:`\\bar Z` sums to :math:`c_i/M` (``c_i`` views
+  observe sample ``i``) and, up to the rounding, :math:`D_{ii} = c_i/M`; nothing is divided by a
+  row sum, a zero column of :math:`\\bar Z` is dropped, and the solve's diagonal
+  :math:`2\\lambda D + M\\rho I` stays positive.
 
 [A] ``ortho_placement = "global"`` moves the orthogonality penalty to the global :math:`H`: the
 clients drop it and the server subtracts :math:`4\\mu H_{prev}(H_{prev}^\\top H_{prev} - I)`
@@ -94,8 +99,10 @@ class AnchorLaplacian:
     Parameters
     ----------
     z : sparse matrix, shape (N, a)
-        Nonnegative consensus anchor graph :math:`\\bar Z` (rows on the simplex up to rounding).
-        Anchors no sample links to (zero columns) are dropped (:math:`\\Lambda^{+}`).
+        Nonnegative consensus anchor graph :math:`\\bar Z` (rows on the simplex up to rounding,
+        or below it for a sample some views do not observe, ``imk.missing-graph = "observed"``).
+        Anchors no sample links to (zero columns) are dropped (:math:`\\Lambda^{+}`); a zero row
+        gets degree 0.
 
     Attributes
     ----------

@@ -1,5 +1,7 @@
 """FMVC-IAI Flower adapters, driven in process (no Ray): messages, client state, a whole run."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -7,14 +9,15 @@ from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.client import ClientStateError
+from fedmf_app.federated.results import load_result
 from fedmf_app.methods.iai.client_updates import client_round, client_setup
 from fedmf_app.methods.iai.options import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class
 
-from fakes import client_context, run_federation
-from iai_data import SMALL
+from fakes import build_federation, client_context, run_federation, run_round
+from iai_data import SMALL, labelled_file
 
 
 def _client(cfg, p, context=None):
@@ -57,6 +60,39 @@ def test_a_flower_run_gives_the_in_process_reference_numbers(tmp_path):
         np.testing.assert_array_equal(anchors, state.anchors)
         np.testing.assert_array_equal(target, np.zeros((0, 3)) if state.target is None else state.target)
     np.testing.assert_array_equal(strategy.recorder.data["rounds"][-1]["weights"], reference.weights)
+
+
+def _labelled_run_config(tmp_path):
+    return validate_run_config({**SMALL, "dataset": labelled_file(tmp_path), "out-dir": str(tmp_path)})
+
+
+def test_every_round_is_scored_against_the_ground_truth_when_the_run_ends(tmp_path):
+    cfg = _labelled_run_config(tmp_path)
+    strategy, broadcasts = run_federation(tmp_path, cfg)
+    truth = load_client_view(cfg, 0).labels
+    rounds = load_result(strategy.recorder.path)["rounds"]
+    assert len(rounds) == cfg["num-server-rounds"]
+    # round s's record scores the Y broadcast after round s (Y⁰ after the set-up round)
+    for record, arrays in zip(rounds, broadcasts[1:]):
+        expected = clustering_scores(truth, arrays[1])
+        assert {key: record[key] for key in expected} == expected
+    assert strategy.recorder.data["final"]["acc"] == rounds[-1]["acc"]
+    assert (strategy.recorder.run_dir / "convergence.png").stat().st_size > 0
+    assert strategy.recorder.data["summary"]["plots"] == ["convergence.png"]
+
+
+def test_without_ground_truth_no_round_is_scored(tmp_path):
+    cfg = _labelled_run_config(tmp_path)
+    strategy, manager, clients = build_federation(tmp_path, cfg)
+    for client in clients.values():
+        client.view = replace(client.view, labels=None)
+    parameters = strategy.initialize_parameters(client_manager=manager)
+    for s in range(1, cfg["num-server-rounds"] + 1):
+        parameters = run_round(strategy, manager, clients, parameters, s)
+    assert strategy.done and len(strategy.label_history) == cfg["num-server-rounds"]
+    rounds = load_result(strategy.recorder.path)["rounds"]
+    assert not any("acc" in r for r in rounds)
+    assert (strategy.recorder.run_dir / "convergence.png").stat().st_size > 0
 
 
 def test_uploads_are_the_spec_arrays_and_the_client_sees_only_observed_rows():

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from fedmf_app.common.graphs import knn_similarity
 from fedmf_app.common.secure_sum import decode_matrix, decode_upper, encode_matrix, encode_upper, sum_uploads
 from fedmf_app.data import load_client_view
-from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph
+from fedmf_app.data.missing_views import missing_view_mask
+from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph, view_knn_graph
 from fedmf_app.methods.imk.options import imk_params
 from fedmf_app.methods.imk.reference import IMKReference, IMKSettings, anchor_indices
 from fedmf_app.methods.imk.server_updates import AnchorLaplacian
@@ -30,6 +30,21 @@ def reference_views(cfg):
     ]
 
 
+def graph_mask(cfg):
+    """The rows each view's graph links: the run's mask under imk.missing-graph = observed."""
+    if cfg["imk.missing-graph"] != "observed":
+        return None
+    return missing_view_mask(cfg["num-samples"], cfg["num-clients"], cfg["missing-rate"], cfg["seed"])
+
+
+#: Complete views; missing rows mean-filled with the filled graphs; the same with observed-rows graphs.
+MISSING = {
+    "complete": {},
+    "filled": {"missing-rate": 0.5},
+    "observed": {"missing-rate": 0.5, "imk.missing-graph": "observed"},
+}
+
+
 def test_labelled_data_gives_per_round_and_final_scores(tmp_path):
     path, y = labelled_file(tmp_path)
     cfg, strategy, _ = run(
@@ -46,13 +61,14 @@ def test_labelled_data_gives_per_round_and_final_scores(tmp_path):
     assert result["summary"]["converged_round"] == rounds[-1]["round"] < 30
 
 
+@pytest.mark.parametrize("missing", list(MISSING))
 @pytest.mark.parametrize("graph", ["anchor", "knn"])
-def test_rounds_match_the_in_process_kernels(tmp_path, graph):
-    cfg, strategy, _ = run(tmp_path, **{"imk.graph": graph, "imk.anchors": 24})
+def test_rounds_match_the_in_process_kernels(tmp_path, graph, missing):
+    cfg, strategy, _ = run(tmp_path, **{"imk.graph": graph, "imk.anchors": 24, **MISSING[missing]})
     result = strategy.recorder.data
     assert result["status"] == "completed"
     settings = IMKSettings(k=3, graph=graph, anchors=24, seed=cfg["seed"])
-    ref = IMKReference(reference_views(cfg), imk_params(cfg), settings)
+    ref = IMKReference(reference_views(cfg), imk_params(cfg), settings, graph_mask(cfg))
     for _ in range(cfg["num-server-rounds"]):
         ref.round()
     for key in ("objective", "graph_term", "consensus"):
@@ -67,19 +83,26 @@ def test_rounds_match_the_in_process_kernels(tmp_path, graph):
     assert strategy.final_labels().shape == (60,)
 
 
+def plain_graphs(cfg):
+    """Each client's graph (kNN similarity or anchor graph), in the clear."""
+    views = reference_views(cfg)
+    mask = graph_mask(cfg)
+    rows = [None if mask is None else mask[:, p] for p in range(len(views))]
+    if cfg["imk.graph"] == "knn":
+        return [view_knn_graph(x, cfg["imk.neighbours"], "binary", r) for x, r in zip(views, rows)]
+    anchors = anchor_indices(cfg["seed"], 60, cfg["imk.anchors"])
+    return [view_anchor_graph(x, anchors, cfg["imk.neighbours"], r) for x, r in zip(views, rows)]
+
+
 def plain_encodings(cfg):
     """Each client's graph encoding without masks, as the secure sum's input."""
-    views = reference_views(cfg)
-    if cfg["imk.graph"] == "knn":
-        graphs = [knn_similarity(x, cfg["imk.neighbours"]) for x in views]
-        return [encode_upper(s, cfg["imk.mask-frac-bits"]) for s in graphs]
-    anchors = anchor_indices(cfg["seed"], 60, cfg["imk.anchors"])
-    graphs = [view_anchor_graph(x, anchors, cfg["imk.neighbours"]) for x in views]
-    return [encode_matrix(z, cfg["imk.mask-frac-bits"]) for z in graphs]
+    encode = encode_upper if cfg["imk.graph"] == "knn" else encode_matrix
+    return [encode(g, cfg["imk.mask-frac-bits"]) for g in plain_graphs(cfg)]
 
 
+@pytest.mark.parametrize("missing", ["complete", "observed"])
 @pytest.mark.parametrize("graph", ["anchor", "knn"])
-def test_server_receives_only_masked_graphs_whose_sum_is_the_true_sum(tmp_path, monkeypatch, graph):
+def test_server_receives_only_masked_graphs_whose_sum_is_the_true_sum(tmp_path, monkeypatch, graph, missing):
     seen = []
     original = FMVCIMKStrategy._fit_stage
 
@@ -89,7 +112,8 @@ def test_server_receives_only_masked_graphs_whose_sum_is_the_true_sum(tmp_path, 
         return arrays, metrics
 
     monkeypatch.setattr(FMVCIMKStrategy, "_fit_stage", spy)
-    cfg, strategy, _ = run(tmp_path, **{"num-server-rounds": 1, "imk.graph": graph, "imk.anchors": 24})
+    overrides = {"num-server-rounds": 1, "imk.graph": graph, "imk.anchors": 24, **MISSING[missing]}
+    cfg, strategy, _ = run(tmp_path, **overrides)
     plain = plain_encodings(cfg)
     assert len(seen) == 3
     for upload in seen:
@@ -97,17 +121,43 @@ def test_server_receives_only_masked_graphs_whose_sum_is_the_true_sum(tmp_path, 
         assert np.count_nonzero(upload) >= upload.size - 2  # dense: no sparsity pattern
         assert all(np.count_nonzero(upload == p) < 10 for p in plain)
     if graph == "knn":
-        graphs = [knn_similarity(x, cfg["imk.neighbours"]) for x in reference_views(cfg)]
+        graphs = plain_graphs(cfg)
         assert (decode_upper(sum_uploads(seen), 60, 16) != sum(graphs[1:], graphs[0])).nnz == 0
     else:
         decoded = decode_matrix(sum_uploads(seen), (60, 24), 16)
         assert (decoded != decode_matrix(sum_uploads(plain), (60, 24), 16)).nnz == 0
-        np.testing.assert_allclose(np.asarray(decoded.sum(axis=1)).ravel(), 3.0, atol=3 * 5 * 2.0**-17)
+        # each row sums to the number of views whose graph links it
+        views_linking = 3.0 if missing == "complete" else graph_mask(cfg).sum(axis=1)
+        np.testing.assert_allclose(
+            np.asarray(decoded.sum(axis=1)).ravel(), views_linking, atol=3 * 5 * 2.0**-17
+        )
     # with imk-secure-sum = none the uploads are the plain encodings (the comparison option)
     seen.clear()
-    plain_cfg = {"num-server-rounds": 1, "imk.secure-sum": "none", "imk.graph": graph, "imk.anchors": 24}
-    run(tmp_path / "plain", **plain_cfg)
+    run(tmp_path / "plain", **{**overrides, "imk.secure-sum": "none"})
     assert sorted(u.tobytes() for u in seen) == sorted(p.tobytes() for p in plain)
+
+
+@pytest.mark.parametrize("graph", ["anchor", "knn"])
+def test_observed_rows_graph_changes_nothing_without_missing_views(tmp_path, graph):
+    runs = {}
+    for rate in (0.0, 0.5):
+        for choice in ("filled", "observed"):
+            overrides = {
+                "imk.graph": graph,
+                "imk.anchors": 24,
+                "missing-rate": rate,
+                "imk.missing-graph": choice,
+            }
+            runs[rate, choice] = run(tmp_path / f"{rate}-{choice}", **overrides)[1]
+    filled, observed = runs[0.0, "filled"], runs[0.0, "observed"]
+    numbers = ("objective", "data_term", "ortho_term", "graph_term", "consensus", "alpha")
+    for a, b in zip(filled.recorder.data["rounds"], observed.recorder.data["rounds"], strict=True):
+        assert [a[key] for key in numbers] == [b[key] for key in numbers]
+    assert np.array_equal(filled.h, observed.h)
+    assert np.array_equal(filled.laplacian @ np.eye(60), observed.laplacian @ np.eye(60))
+    # with missing views the graphs, and so the runs, differ
+    differs = runs[0.5, "filled"].laplacian @ np.eye(60) - runs[0.5, "observed"].laplacian @ np.eye(60)
+    assert np.abs(differs).max() > 0.01
 
 
 def test_stopping_rule_ends_the_run_and_skips_the_remaining_rounds(tmp_path):

@@ -10,6 +10,8 @@ from simulations.iai.table import (
     method_name,
     plot_ablation,
     plot_missing_rates,
+    plot_rounds,
+    rounds_table,
     variant_name,
 )
 
@@ -44,6 +46,8 @@ def test_groups_by_method_and_rate_with_mean_and_mad(tmp_path):
     assert table[5].startswith("| hw | fmvc-iai no M4 | 0.5 | 1 (0) | 0.500 ± 0.000 |")
     assert variant_name({"iai.imputation": "zeros", "iai.fusion": "uniform"}) == "no M1+M2"
     assert method_name({"algorithm": "fmvc-imk", "missing-rate": 0.0}) == "fmvc-imk"
+    observed = {"algorithm": "fmvc-imk", "missing-rate": 0.5, "imk.missing-graph": "observed"}
+    assert method_name(observed) == "fmvc-imk (mean fill, observed-rows graph)"
     only_seed_1 = iai_table([tmp_path], seeds={1}).splitlines()
     assert len(only_seed_1) == 3 and "| hw | fmvc-iai | 0.5 | 1 (1) | 0.900 ± 0.000 |" in only_seed_1[2]
     assert len(iai_table([tmp_path], rates={0.1}).splitlines()) == 3
@@ -93,3 +97,39 @@ def test_the_committed_run_records_rebuild_the_published_tables():
     assert rates + "\n" == (docs / "hw_missing_rates.md").read_text()
     assert ablation + "\n" == (docs / "hw_ablation.md").read_text()
     assert "fmvc-iai no M1" in ablation and "fmvc-imk (mean fill)" in rates
+    noisy = iai_table([runs / "noisy_mnist_missing", runs / "noisy_mnist_baselines"])
+    noisy_ablation = iai_table(
+        [runs / "noisy_mnist_missing", runs / "noisy_mnist_ablation"], seeds={0}, rates={0.1, 0.9}
+    )
+    assert noisy + "\n" == (docs / "noisy_mnist_missing_rates.md").read_text()
+    assert noisy_ablation + "\n" == (docs / "noisy_mnist_ablation.md").read_text()
+    assert iai_table([runs / "hw_current"]) + "\n" == (docs / "hw_current.md").read_text()
+    rounds = rounds_table(collect([runs / "noisy_mnist_missing", runs / "hw_rounds"]))
+    assert rounds + "\n" == (docs / "rounds.md").read_text()
+
+
+def test_rounds_table_follows_the_scores_and_the_graph_over_the_rounds(tmp_path):
+    cfg = {"algorithm": "fmvc-iai", "dataset": "hw", "missing-rate": 0.5}
+    for seed, accs, components in ((0, (0.6, 0.8, 0.7), (1, 4, 9)), (1, (0.4, 0.6, 0.7), (1, 2, 3))):
+        rounds = [
+            {"round": s + 1, "acc": a, "nmi": a, "ari": a, "components": c, "labels_ignored": [0]}
+            for s, (a, c) in enumerate(zip(accs, components))
+        ]
+        (tmp_path / f"r{seed}").mkdir()
+        (tmp_path / f"r{seed}" / "result.json").write_text(
+            json.dumps(
+                {
+                    "config": {**cfg, "seed": seed},
+                    "final": {"acc": accs[-1], "nmi": 0, "ari": 0},
+                    "rounds": rounds,
+                }
+            )
+        )
+    runs = collect([tmp_path])
+    assert all("labels_ignored" not in r for run in runs for r in run["rounds"])
+    rows = rounds_table(runs).splitlines()
+    # mean ACC per round 0.5, 0.7, 0.7: the first best is round 2; components 1 -> 6
+    assert rows[2] == "| hw | fmvc-iai | 0.5 | 2 | 3 | 0.500 | 0.700 (2) | 0.700 | 1.0 | 6.0 |"
+    assert plot_rounds(runs, tmp_path / "rounds.png").read_bytes()[:4] == b"\x89PNG"
+    export_runs(runs, tmp_path / "export")
+    assert rounds_table(collect([tmp_path / "export"])) == rounds_table(runs)
