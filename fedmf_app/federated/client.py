@@ -20,6 +20,7 @@ from flwr.client import NumPyClient
 from flwr.common import Array, ArrayRecord, ConfigRecord, Context, Scalar
 
 from fedmf_app.data import ClientView, load_client_view
+from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.data.sample_ids import sample_id_key
 from fedmf_app.federated.alignment import aligned_rows, answer_psi_stage
 from fedmf_app.federated.secure_aggregation import answer_key_stage
@@ -206,6 +207,18 @@ class ViewClient(NumPyClient):
         self.partition_id = partition_id
         self.num_partitions = num_partitions
         self.view = view
+
+    @property
+    def observed(self) -> np.ndarray:
+        """Which rows of this view are observed (the run's seeded missing-view mask), shape (n,),
+        bool; all of them when ``missing-rate`` is 0.
+
+        A property: the view changes after a sample-ID alignment."""
+        cfg = self.cfg
+        n = self.view.features.shape[0]
+        return missing_view_mask(
+            n, cfg["num-clients"], cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"]
+        )[:, self.partition_id]
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """Handshake: who this client is and the shape of its view (``sample-ids``: how many IDs

@@ -28,7 +28,6 @@ from flwr.common import Context, Scalar
 from flwr.common.logger import log
 
 from fedmf_app.data import ClientView
-from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.client import ViewClient, load_state, save_state
 from fedmf_app.federated.secure_aggregation import masked_upload
 from fedmf_app.methods.iai.client_updates import client_round, client_seed, client_setup
@@ -67,17 +66,6 @@ class FMVCIAIClient(ViewClient):
         super().__init__(context, cfg, partition_id, num_partitions, view)
         torch.set_num_threads(1)
         self.seed = client_seed(cfg["seed"], partition_id)
-
-    @property
-    def observed(self) -> np.ndarray:
-        """Which rows of this view are observed (the run's seeded mask), shape (n,), bool.
-
-        A property: the view changes after a sample-ID alignment."""
-        cfg = self.cfg
-        n = self.view.features.shape[0]
-        return missing_view_mask(
-            n, cfg["num-clients"], cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"]
-        )[:, self.partition_id]
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """Handshake, plus how many of this view's rows are observed."""

@@ -39,7 +39,6 @@ from fedmf_app.common.secure_sum import (
     generate_private_key,
     public_key_bytes,
 )
-from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.client import ViewClient, load_state, save_state
 from fedmf_app.federated.secure_aggregation import SecureAggregationError, masked_upload, message_keys
 from fedmf_app.methods.imk.client_updates import (
@@ -79,16 +78,8 @@ class FMVCIMKClient(ViewClient):
     @property
     def graph_rows(self) -> np.ndarray | None:
         """The rows this view's graph may link: its observed rows (the run's seeded mask, shape
-        (n,), bool) under ``imk.missing-graph = "observed"``, else ``None`` (every row).
-
-        A property: the view changes after a sample-ID alignment."""
-        cfg = self.cfg
-        if cfg["imk.missing-graph"] != "observed":
-            return None
-        n = self.view.features.shape[0]
-        return missing_view_mask(
-            n, cfg["num-clients"], cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"]
-        )[:, self.partition_id]
+        (n,), bool) under ``imk.missing-graph = "observed"``, else ``None`` (every row)."""
+        return self.observed if self.cfg["imk.missing-graph"] == "observed" else None
 
     def _graph_encoding(self, x: View, config: dict[str, Scalar]) -> np.ndarray:
         """This view's graph as the dense fixed-point words of the secure sum."""
