@@ -1,10 +1,12 @@
 """The round loop: Flower's legacy ``Server``, ending when the Strategy says the run is done.
 
 Flower's ``Server.fit`` runs a fixed number of rounds. :class:`ViewServer` runs the same rounds
-(``fit_round`` then ``evaluate_round``, as Flower does) but stops after the round in which the
-Strategy finished the run (:attr:`~fedmf_app.federated.strategy.ViewFederationStrategy.done`):
-the last configured round, or an earlier one when the algorithm's convergence stop fired.
-It keeps no History (the run's record is ``result.json``) and does no centralised evaluation.
+(``fit_round`` then ``evaluate_round``, as Flower does: :meth:`ViewServer.run_round`) but stops
+after the round in which the Strategy finished the run
+(:attr:`~fedmf_app.federated.strategy.ViewFederationStrategy.done`): the last configured round,
+or an earlier one when the algorithm's convergence stop fired. It keeps no History (the run's
+record is ``result.json``) and does no centralised evaluation. The ServerApp and the in-process
+federation (:mod:`fedmf_app.federated.in_process`) both run this loop.
 """
 
 from __future__ import annotations
@@ -37,16 +39,36 @@ class ViewServer(Server):
         elapsed : float
             Seconds spent in the rounds.
         """
-        log(INFO, "[INIT]")
-        self.parameters = self._get_initial_parameters(server_round=0, timeout=timeout)
+        self.initialize(timeout)
         started = timeit.default_timer()
         for server_round in range(1, num_rounds + 1):
-            log(INFO, "")
-            log(INFO, "[ROUND %s]", server_round)
-            res_fit = self.fit_round(server_round=server_round, timeout=timeout)
-            if res_fit is not None and res_fit[0] is not None:
-                self.parameters = res_fit[0]
-            self.evaluate_round(server_round=server_round, timeout=timeout)
+            self.run_round(server_round, timeout)
             if self.strategy.done:
                 break
         return History(), timeit.default_timer() - started
+
+    def initialize(self, timeout: float | None) -> None:
+        """The Strategy's handshake and round-1 broadcast (``self.parameters``).
+
+        Parameters
+        ----------
+        timeout : float or None
+        """
+        log(INFO, "[INIT]")
+        self.parameters = self._get_initial_parameters(server_round=0, timeout=timeout)
+
+    def run_round(self, server_round: int, timeout: float | None) -> None:
+        """One round as Flower runs it: ``fit_round``, then ``evaluate_round``.
+
+        Parameters
+        ----------
+        server_round : int
+            Flower's round number (1, 2, ...; a resumed run's Strategy adds its offset).
+        timeout : float or None
+        """
+        log(INFO, "")
+        log(INFO, "[ROUND %s]", server_round)
+        res_fit = self.fit_round(server_round=server_round, timeout=timeout)
+        if res_fit is not None and res_fit[0] is not None:
+            self.parameters = res_fit[0]
+        self.evaluate_round(server_round=server_round, timeout=timeout)

@@ -10,7 +10,7 @@ from fedmf_app.data.multiview import load_multiview
 from fedmf_app.federated.handshake import FederationError, check_view_count
 from fedmf_app.options.run_config import ConfigError, validate_run_config
 
-from fakes import build_federation
+from support.federation import federation
 
 N = 12
 RNG = np.random.default_rng(2)
@@ -115,6 +115,7 @@ def test_every_client_takes_its_view_of_the_selection_and_the_server_counts_it(n
     with pytest.raises(DataError, match=r"named\.npz has 2 views \(those run config views = 'x3,x1' keeps\)"):
         load_client_view(three, 0)
     # the real strategy's handshake and real clients, joined by stand-in proxies
-    strategy, manager, clients = build_federation(tmp_path, cfg)
-    strategy.initialize_parameters(client_manager=manager)
+    fed = federation(tmp_path, cfg)
+    strategy = fed.strategy
+    fed.start()
     assert [i["partition-id"] for i in strategy.client_info] == [0, 1]

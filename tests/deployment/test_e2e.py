@@ -1,13 +1,19 @@
 """End to end on a real federation: SuperLink + one SuperNode per view on loopback.
 
-Each test starts its own :class:`~fedmf_app.deployment.federation.LocalFederation` (every wait bounded) and
-checks afterwards that none of the processes it started is left.
+Each test starts its own :class:`~fedmf_app.deployment.federation.LocalFederation` (every wait
+bounded) and checks afterwards that none of the processes it started is left:
+
+* TLS, SuperNode authentication (an unregistered node is refused) and secure aggregation with
+  signed keys: the numbers of the same run in process;
+* a SuperNode killed mid-run fails the run in bounded time, naming it; ``python -m
+  fedmf_app.resume`` then restarts the federation on the same folders and ends the run with the
+  numbers of an uninterrupted one;
+* a malformed data file on one node stops the run before round 1, naming the node and the file.
 """
 
 import json
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import psutil
@@ -16,41 +22,28 @@ import pytest
 from fedmf_app.deployment.certificates import make_supernode_keys
 from fedmf_app.deployment.federation import LocalFederation
 from fedmf_app.deployment.supernode import LocalSuperNode
+from fedmf_app.federated.in_process import run_in_process
 from fedmf_app.methods.sonmf.options import sonmf_params
 from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
 from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.resume import main as resume_main
 
-ROOT = Path(__file__).resolve().parents[2]
+from support.flower import ROOT, assert_all_stopped, federation_processes
+
 pytestmark = pytest.mark.e2e
 
-
-def _descendants(federation):
-    """Every process the federation started, found while it runs."""
-    owned = [federation.superlink.process] + [n.process for n in federation.supernodes]
-    procs = []
-    for proc in owned:
-        if proc is None:
-            continue
-        try:
-            parent = psutil.Process(proc.pid)
-            procs += [parent, *parent.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            pass
-    return procs
-
-
-def _assert_all_stopped(procs):
-    alive = [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-    assert not alive, [p.cmdline() for p in alive]
+#: Per-round timing keys, which differ between any two runs.
+TIMING = {"wall_s", "elapsed_s", "server_s", "client_kernel_s_max", "client_kernel_s_sum"}
+TIMING |= {"secagg_server_s", "secagg_client_s_max"}
 
 
 def _run(tmp_path, num_nodes, overrides, **kwargs):
-    """Start a federation, run once, stop it; return the outcome and the processes it had."""
+    """Start a federation, run once, stop it; return the outcome (every process checked stopped)."""
     with LocalFederation(tmp_path / "federation", num_nodes, ROOT, **kwargs) as federation:
-        procs = _descendants(federation)
+        procs = federation_processes(federation)
         outcome = federation.run(overrides, timeout=240)
-        procs += _descendants(federation)
-    _assert_all_stopped(procs)
+        procs += federation_processes(federation)
+    assert_all_stopped(procs)
     return outcome
 
 
@@ -64,37 +57,16 @@ def _reference_residuals(m, h, seed, rounds):
     return [h["residual"] for h in reference.history]
 
 
-def test_three_node_deployment_gives_the_simulation_residuals(tmp_path):
-    # The same config and seed as test_e2e_simulation's three-client run: both are checked
-    # against the same in-process reference at rtol 1e-9, so deployment == simulation.
+def test_tls_authentication_and_signed_secure_aggregation_give_the_in_process_numbers(tmp_path):
     overrides = {
         "num-server-rounds": 3,
         "heterogeneity": 0.3,
         "seed": 3,
-        "out-dir": str(tmp_path),
-        "run-name": "deployed",
-    }
-    outcome = _run(tmp_path, 3, overrides)
-    assert outcome.status == "completed", outcome.error
-    assert outcome.result_path == tmp_path / "deployed" / "result.json"
-    result = json.loads(outcome.result_path.read_text())
-    assert result["config"] == validate_run_config({"num-clients": 3, **overrides})
-    assert [c["partition-id"] for c in result["clients"]] == [0, 1, 2]
-    np.testing.assert_allclose(
-        [r["residual"] for r in result["rounds"]], _reference_residuals(3, 0.3, 3, 3), rtol=1e-9
-    )
-    assert "[fedsonmf] round 3/3" in outcome.log
-    assert not outcome.node_exits
-
-
-def test_tls_and_supernode_authentication_refuse_an_unregistered_node(tmp_path):
-    overrides = {
-        "num-server-rounds": 2,
-        "heterogeneity": 0.3,
-        "seed": 3,
         "connect-timeout-s": 20.0,
         "out-dir": str(tmp_path),
-        "run-name": "tls",
+        "run-name": "deployed",
+        "secure-aggregation": True,
+        "secure-aggregation-signed-keys": True,
     }
     with LocalFederation(tmp_path / "federation", 3, ROOT, supernode_auth=True) as federation:
         # a fourth SuperNode with a key the SuperLink never registered: with authentication
@@ -109,20 +81,30 @@ def test_tls_and_supernode_authentication_refuse_an_unregistered_node(tmp_path):
             auth_private_key=key,
         ).start()
         try:
-            procs = _descendants(federation) + [psutil.Process(intruder.process.pid)]
+            procs = federation_processes(federation) + [psutil.Process(intruder.process.pid)]
             outcome = federation.run(overrides, timeout=240)
         finally:
             intruder.stop()
-        procs += _descendants(federation)
-    _assert_all_stopped(procs)
-    assert outcome.status == "completed", outcome.error
-    np.testing.assert_allclose(
-        [r["residual"] for r in json.loads(outcome.result_path.read_text())["rounds"]],
-        _reference_residuals(3, 0.3, 3, 2),
-        rtol=1e-9,
-    )
+        procs += federation_processes(federation)
+    assert_all_stopped(procs)
     assert "--insecure" not in federation.superlink.command
     assert "--enable-supernode-auth" in federation.superlink.command
+    assert outcome.status == "completed", outcome.error
+    assert outcome.result_path == tmp_path / "deployed" / "result.json"
+    assert "secure aggregation: keys agreed" in outcome.log
+    assert "[fedsonmf] round 3/3" in outcome.log
+    assert not outcome.node_exits
+    result = json.loads(outcome.result_path.read_text())
+    assert result["config"] == validate_run_config({"num-clients": 3, **overrides})
+    assert [c["partition-id"] for c in result["clients"]] == [0, 1, 2]
+    deployed = [r["residual"] for r in result["rounds"]]
+    # the in-process run uses the same code and seeds, and the masks cancel exactly (the
+    # rounding is seeded), so the deployment equals it
+    cfg = {"num-clients": 3, **overrides, "secure-aggregation-signed-keys": False}
+    local = run_in_process(cfg, tmp_path / "in-process").recorder.data["rounds"]
+    np.testing.assert_allclose(deployed, [r["residual"] for r in local], rtol=1e-12)
+    # and the plain kernel reference up to the fixed point
+    np.testing.assert_allclose(deployed, _reference_residuals(3, 0.3, 3, 3), rtol=1e-8)
 
 
 @pytest.mark.parametrize(
@@ -134,17 +116,22 @@ def test_tls_and_supernode_authentication_refuse_an_unregistered_node(tmp_path):
         pytest.param(600.0, 60.0 + 15, marks=pytest.mark.slow, id="heartbeat"),
     ],
 )
-def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time(tmp_path, round_timeout, bound):
+def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time_and_the_run_resumes(
+    tmp_path, round_timeout, bound
+):
     overrides = {
-        "num-server-rounds": 20,
+        "num-server-rounds": 3,
         "round-timeout-s": round_timeout,
         # as the federation command: no numba compile in round 1 (it could outlast a 12 s timeout)
         "sonmf.basis-kernel": "numpy",
+        "secure-aggregation": True,
+        "secure-aggregation-signed-keys": True,
         "seed": 1,
         "out-dir": str(tmp_path),
         "run-name": "killed",
     }
-    result_path = tmp_path / "killed" / "result.json"
+    run_dir = tmp_path / "killed"
+    result_path = run_dir / "result.json"
     killed_at = []
 
     def kill_after_round_one(federation, stop):
@@ -154,8 +141,9 @@ def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time(tmp_path, roun
                 killed_at.append(time.monotonic())
                 return
 
-    with LocalFederation(tmp_path / "federation", 3, ROOT) as federation:
-        procs = _descendants(federation)
+    workdir = tmp_path / "federation"
+    with LocalFederation(workdir, 3, ROOT) as federation:
+        procs = federation_processes(federation)
         stop = threading.Event()
         killer = threading.Thread(target=kill_after_round_one, args=(federation, stop))
         killer.start()
@@ -165,8 +153,8 @@ def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time(tmp_path, roun
             stop.set()
             killer.join(timeout=10)
         ended_at = time.monotonic()
-        procs += _descendants(federation)
-    _assert_all_stopped(procs)
+        procs += federation_processes(federation)
+    assert_all_stopped(procs)
     assert killed_at, "round 1 never finished"
     assert ended_at - killed_at[0] < bound
     assert outcome.status == "failed"
@@ -174,9 +162,25 @@ def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time(tmp_path, roun
     assert "every view is needed in every round" in outcome.error
     result = json.loads(result_path.read_text())
     assert result["status"] == "failed" and result["error"] == outcome.error
-    assert len(result["rounds"]) >= 1
+    assert 1 <= len(result["rounds"]) < 3
     assert [r["round"] for r in result["rounds"]] == list(range(1, len(result["rounds"]) + 1))
     assert any("SuperNode 2 exited" in line for line in outcome.node_exits)
+
+    # the organisations restart the federation on the same folders (each SuperNode finds its state
+    # in its state-dir) and resume: the numbers of an uninterrupted run of the same seed
+    argv = [str(run_dir), "--app-dir", str(ROOT), "--deployment", "--workdir", str(workdir)]
+    assert resume_main([*argv, "--timeout", "300"]) == 0
+    resumed = json.loads(result_path.read_text())
+    cfg = {**overrides, "num-clients": 3, "secure-aggregation-signed-keys": False}
+    want = run_in_process(cfg, tmp_path / "reference").recorder.data
+    assert resumed["status"] == "completed", resumed["error"]
+    assert resumed["resumed"][0]["after_round"] == len(result["rounds"])
+    assert [r["round"] for r in resumed["rounds"]] == [r["round"] for r in want["rounds"]]
+    for got, expected in zip(resumed["rounds"], want["rounds"]):
+        assert {k: v for k, v in got.items() if k not in TIMING} == {
+            k: v for k, v in expected.items() if k not in TIMING
+        }
+    assert resumed["final"] == json.loads(json.dumps(want["final"]))
 
 
 def test_a_malformed_data_file_on_one_node_stops_the_run_naming_the_node_and_file(tmp_path):
@@ -200,31 +204,3 @@ def test_a_malformed_data_file_on_one_node_stops_the_run_naming_the_node_and_fil
     assert "partition-id=2" in outcome.error and str(files[2]) in outcome.error
     assert "non-numeric" in outcome.error
     assert "[ROUND 1]" not in outcome.log
-
-
-def test_secure_aggregation_with_signed_keys_gives_the_in_process_numbers(tmp_path):
-    # the local federation command's default; the in-process run uses the same code and seeds,
-    # and the masks cancel exactly, so a deployment equals it (the rounding is seeded)
-    from fakes import run_federation
-
-    overrides = {
-        "num-server-rounds": 3,
-        "heterogeneity": 0.3,
-        "seed": 3,
-        "out-dir": str(tmp_path),
-        "run-name": "secure",
-        "secure-aggregation": True,
-        "secure-aggregation-signed-keys": True,
-    }
-    outcome = _run(tmp_path, 3, overrides)
-    assert outcome.status == "completed", outcome.error
-    assert "secure aggregation: keys agreed" in outcome.log
-    deployed = json.loads(outcome.result_path.read_text())["rounds"]
-    cfg = validate_run_config({"num-clients": 3, **overrides, "secure-aggregation-signed-keys": False})
-    strategy, _ = run_federation(tmp_path / "in-process", cfg)
-    local = strategy.recorder.data["rounds"]
-    np.testing.assert_allclose([r["residual"] for r in deployed], [r["residual"] for r in local], rtol=1e-12)
-    # and the plain reference up to the fixed point
-    np.testing.assert_allclose(
-        [r["residual"] for r in deployed], _reference_residuals(3, 0.3, 3, 3), rtol=1e-8
-    )

@@ -11,9 +11,9 @@ from fedmf_app.common.psi import POINT_BYTES, hash_to_point
 from fedmf_app.data import DataError
 from fedmf_app.deployment.certificates import make_supernode_keys
 from fedmf_app.federated.handshake import FederationError
-from simulations.in_process import InProcessProxy, run_in_process
+from fedmf_app.federated.in_process import InProcessProxy, run_in_process
 
-from iai_data import SMALL as IAI_SMALL
+from support.data import IAI_SMALL
 
 N_COMMON, D = 48, 6
 SONMF = {"algorithm": "fedsonmf", "num-server-rounds": 4, "sonmf.rank": 3, "sonmf.local-steps": 3}
@@ -142,17 +142,14 @@ def _signed_nodes(tmp_path, own):
     return node
 
 
-def test_the_server_receives_only_blinded_points_and_signed_ones_with_signed_keys(tmp_path, monkeypatch):
-    import simulations.in_process as in_process
-
-    monkeypatch.setattr(in_process, "InProcessProxy", _Recording)
+def test_the_server_receives_only_blinded_points_and_signed_ones_with_signed_keys(tmp_path):
     _Recording.received = []
     ids = [f"patient-{i:05d}-x" for i in np.random.default_rng(2).choice(10**5, N_COMMON + 12, replace=False)]
     _, own, _, _ = _files(tmp_path, ids)
     node = _signed_nodes(tmp_path, own)
 
     cfg = {**SONMF, "num-clients": 3, "sample-id": "id", "secure-aggregation-signed-keys": True}
-    run = run_in_process(cfg, tmp_path / "psi", node_config=node)
+    run = run_in_process(cfg, tmp_path / "psi", node_config=node, proxy_class=_Recording)
     assert run.recorder.data["status"] == "completed" and run.alignment["num_common"] == N_COMMON
     stages = [s for s, _, _ in _Recording.received]
     assert stages.count("blind") == 3 and stages.count("relay") == 6 and stages.count("keep") == 3
@@ -186,22 +183,25 @@ class _Substituting(InProcessProxy):
         return super().get_properties(ins, timeout, group_id)
 
 
-def test_with_signed_keys_a_client_refuses_points_the_server_changed(tmp_path, monkeypatch):
-    import simulations.in_process as in_process
-
-    monkeypatch.setattr(in_process, "InProcessProxy", _Substituting)
+def test_with_signed_keys_a_client_refuses_points_the_server_changed(tmp_path):
     _, own, _, _ = _files(tmp_path, list(range(N_COMMON + 12)))
     node = _signed_nodes(tmp_path, own)
 
     cfg = {"sample-id": "id", "secure-aggregation-signed-keys": True}
     _run_expecting(
-        tmp_path, node, r"partition 1: the blinded points relayed as partition 0's .* not signed", **cfg
+        tmp_path,
+        node,
+        r"partition 1: the blinded points relayed as partition 0's .* not signed",
+        proxy_class=_Substituting,
+        **cfg,
     )
 
 
-def _run_expecting(tmp_path, node, match, error=FederationError, **cfg):
+def _run_expecting(tmp_path, node, match, error=FederationError, proxy_class=InProcessProxy, **cfg):
     with pytest.raises(error, match=match):
-        run_in_process({**SONMF, "num-clients": 3, **cfg}, tmp_path / "run", node_config=node)
+        run_in_process(
+            {**SONMF, "num-clients": 3, **cfg}, tmp_path / "run", node_config=node, proxy_class=proxy_class
+        )
     assert not (tmp_path / "run" / "run").exists()  # stopped before round 1: no run folder
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from simulations.in_process import run_in_process
+from fedmf_app.federated.in_process import run_in_process
 
 BASE = {"num-clients": 3, "num-samples": 60, "num-server-rounds": 25, "seed": 1}
 

@@ -14,7 +14,7 @@ from fedmf_app.federated.strategy import FederationError
 from fedmf_app.methods.sonmf.options import resolve_rank
 from fedmf_app.options.run_config import validate_run_config
 
-from fakes import build_federation, run_federation
+from support.federation import federation, run_federation
 
 N_PER_CLASS, K = 10, 3
 
@@ -77,8 +77,9 @@ def test_a_node_data_file_replaces_the_run_dataset(tmp_path):
 def test_client_count_must_match_the_views_before_round_one(tmp_path):
     path, _ = _separable_views(tmp_path)
     with pytest.raises(DataError, match="toy.mat has 3 views but run config num-clients = 2"):
-        build_federation(tmp_path, _cfg(path, **{"num-clients": 2}))
-    strategy, manager, _ = build_federation(tmp_path, _cfg(path))
+        federation(tmp_path, _cfg(path, **{"num-clients": 2}))
+    fed = federation(tmp_path, _cfg(path))
+    strategy, manager = fed.strategy, fed.server.client_manager()
     strategy.cfg = {**strategy.cfg, "num-clients": 4}
     with pytest.raises(FederationError, match="has 3 views but the run needs 4 clients"):
         strategy.initialize_parameters(client_manager=manager)

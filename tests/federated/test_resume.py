@@ -5,19 +5,15 @@ import json
 
 import pytest
 from flwr.common import Context
-from flwr.server import SimpleClientManager
 
-from fedmf_app.data import load_client_view
-from fedmf_app.federated.client import ClientStateError
+from fedmf_app.federated.handshake import FederationError
+from fedmf_app.federated.in_process import InProcessFederation
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.options.run_config import ConfigError, validate_run_config
-from fedmf_app.registry import client_class, strategy_class
+from fedmf_app.registry import strategy_class
 from fedmf_app.server_app import server_fn
 
-from fakes import ClientProxyToNumPy, client_context, run_evaluate_round
-from iai_data import SMALL as IAI_SMALL
-from iai_data import labelled_file
-from imk_data import BASE as IMK_BASE
+from support.data import IAI_SMALL, IMK_BASE, iai_labelled_file
 
 SONMF = {"num-clients": 3, "num-samples": 40, "heterogeneity": 0.6, "sonmf.local-steps": 3, "seed": 5}
 CASES = {
@@ -31,33 +27,20 @@ CASES = {
 }
 
 
-def _federation(cfg, strategy):
-    manager, clients = SimpleClientManager(), {}
-    m = cfg["num-clients"]
-    for p in reversed(range(m)):
-        context = client_context(cfg, p, m)  # a fresh context: a restarted SuperNode
-        client = client_class(cfg["algorithm"])(context, cfg, p, m, load_client_view(cfg, p))
-        manager.register(ClientProxyToNumPy(f"node-{p}", client))
-        clients[f"node-{p}"] = client
-    return manager, clients
-
-
 def _drive(strategy, cfg, flower_rounds, die_in_next_round=False):
-    """Flower's legacy Server loop for ``flower_rounds`` rounds (fit messages carry the round);
-    ``die_in_next_round``: then the clients run the next round and the server dies before it
-    aggregates (the clients' state is one round ahead of the server's)."""
-    manager, clients = _federation(cfg, strategy)
-    parameters = strategy.initialize_parameters(client_manager=manager)
+    """The ServerApp's round loop for ``flower_rounds`` rounds on fresh SuperNodes (a restarted
+    node has an empty ``context.state``); ``die_in_next_round``: then the clients run the next
+    round and the server dies before it aggregates (the clients' state is one round ahead of the
+    server's)."""
+    fed = InProcessFederation(cfg, strategy.recorder.run_dir.parent, strategy=strategy)
+    fed.start()
     for r in range(1, flower_rounds + 1):
-        instructions = strategy.configure_fit(server_round=r, parameters=parameters, client_manager=manager)
-        if instructions:
-            results = [(proxy, proxy.fit(ins, None, r)) for proxy, ins in instructions]
-            parameters = strategy.aggregate_fit(server_round=r, results=results, failures=[])[0]
-        run_evaluate_round(strategy, manager, clients, parameters, r)
+        fed.round(r)
     if die_in_next_round:
         r = flower_rounds + 1
+        manager = fed.server.client_manager()
         for proxy, ins in strategy.configure_fit(
-            server_round=r, parameters=parameters, client_manager=manager
+            server_round=r, parameters=fed.server.parameters, client_manager=manager
         ):
             proxy.fit(ins, None, r)
 
@@ -78,7 +61,7 @@ def _resumed(cfg, run_dir):
 def test_a_resumed_run_ends_with_the_numbers_of_an_uninterrupted_run(tmp_path, case):
     overrides, stop = CASES[case]
     if case.endswith("-labelled"):
-        overrides = {**overrides, "dataset": labelled_file(tmp_path)}
+        overrides = {**overrides, "dataset": iai_labelled_file(tmp_path)}
     whole = validate_run_config(overrides)
     reference = _strategy(whole, tmp_path / "whole")
     _drive(reference, whole, whole["num-server-rounds"])
@@ -126,5 +109,6 @@ def test_without_a_state_folder_a_restarted_client_still_refuses_to_continue(tmp
     first = _strategy(cfg, tmp_path)
     _drive(first, cfg, 1)
     strategy, rounds = _resumed(cfg, tmp_path / "run")
-    with pytest.raises(ClientStateError, match="asked for round 2 but its stored state is from round 0"):
+    # the client's refusal reaches the server as a failed reply, as through Flower
+    with pytest.raises(FederationError, match="asked for round 2 but its stored state is from round 0"):
         _drive(strategy, cfg, rounds)

@@ -4,7 +4,6 @@ the key-substitution attack, replays, and the same numbers as without it."""
 import numpy as np
 import pytest
 from flwr.common import GetPropertiesIns
-from flwr.server import SimpleClientManager
 from scipy import stats
 
 from fedmf_app.common.graphs import knn_similarity
@@ -19,17 +18,17 @@ from fedmf_app.common.secure_sum import (
 )
 from fedmf_app.data import load_client_view
 from fedmf_app.deployment.certificates import make_supernode_keys
-from fedmf_app.federated.results import RunRecorder
+from fedmf_app.federated.in_process import InProcessProxy
 from fedmf_app.federated.secure_aggregation import SecureAggregationError, masked_upload
 from fedmf_app.federated.strategy import FederationError, ViewFederationStrategy
 from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph
 from fedmf_app.methods.imk.reference import anchor_indices
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
 from fedmf_app.options.run_config import validate_run_config
-from fedmf_app.registry import client_class, strategy_class
+from fedmf_app.registry import client_class
 
-from fakes import ClientProxyToNumPy, client_context, run_federation, run_round
-from imk_data import BASE as IMK_BASE
+from support.data import IMK_BASE
+from support.federation import federation, node_context, run_federation
 
 SONMF = {
     "num-clients": 3,
@@ -106,16 +105,9 @@ def test_switch_off_leaves_the_plain_messages(tmp_path, monkeypatch):
 
 
 def _imk_federation(tmp_path, cfg, proxy_for=None, node_configs=None):
-    strategy = strategy_class("fmvc-imk")(cfg, RunRecorder(tmp_path, "run", cfg))
-    manager = SimpleClientManager()
-    clients = {}
-    for p in range(cfg["num-clients"]):
-        context = client_context(cfg, p, cfg["num-clients"], (node_configs or {}).get(p))
-        client = client_class("fmvc-imk")(context, cfg, p, cfg["num-clients"], load_client_view(cfg, p))
-        proxy_class = (proxy_for or {}).get(p, ClientProxyToNumPy)
-        manager.register(proxy_class(f"node-{p}", client))
-        clients[f"node-{p}"] = client
-    return strategy, manager, clients
+    """The strategy, its client manager and the clients (partition order) of an FMVC-IMK run."""
+    fed = federation(tmp_path, cfg, node_configs=node_configs, proxy_class=proxy_for or {})
+    return fed.strategy, fed.server.client_manager(), fed.clients
 
 
 def _graph(cfg, p):
@@ -155,7 +147,7 @@ def test_key_substitution_recovers_a_graph_under_imks_own_unsigned_keys(tmp_path
     np.testing.assert_array_equal(recovered, _graph(cfg, 0))
 
 
-class _SubstitutingProxy(ClientProxyToNumPy):
+class _SubstitutingProxy(InProcessProxy):
     """A server that relays its own key-agreement keys to this client in place of the peers'."""
 
     attacker = {j: generate_private_key() for j in (1, 2)}
@@ -177,7 +169,7 @@ def test_key_substitution_also_works_on_unsigned_service_keys(tmp_path):
     strategy, manager, clients = _imk_federation(tmp_path, cfg, {0: _SubstitutingProxy})
     strategy.initialize_parameters(client_manager=manager)  # nothing stops the run
     relayed = _SubstitutingProxy.relayed
-    victim = clients["node-0"]
+    victim = clients[0]
     upload = masked_upload(victim.context, cfg, 0, [np.arange(4.0)], 7, "probe")
     recovered = upload.copy()
     salt = b"fedmf-secagg|%d|" % victim.context.run_id + bytes(relayed["secagg-context"])
@@ -207,13 +199,11 @@ def test_a_key_replayed_from_another_run_is_refused(tmp_path):
     )
     nodes = _signed_node_configs(tmp_path, 3)
     # run A: record partition 1's signed key
-    earlier = client_class("fmvc-imk")(
-        client_context(cfg, 1, 3, nodes[1]), cfg, 1, 3, load_client_view(cfg, 1)
-    )
+    earlier = client_class("fmvc-imk")(node_context(cfg, 1, 3, nodes[1]), cfg, 1, 3, load_client_view(cfg, 1))
     earlier.context.run_id = 99
     old = earlier.get_properties({"secagg-stage": "keys"})
 
-    class Replaying(ClientProxyToNumPy):
+    class Replaying(InProcessProxy):
         """Run B's server relays run A's key of partition 1, with its valid (run A) signature."""
 
         def get_properties(self, ins, timeout, group_id):
@@ -231,7 +221,7 @@ def test_a_key_replayed_from_another_run_is_refused(tmp_path):
 def test_a_client_draws_one_key_per_run_and_masks_each_message_once(tmp_path):
     cfg = validate_run_config({**SONMF, "secure-aggregation": True})
     strategy, _ = run_federation(tmp_path, cfg)
-    client = client_class("fedsonmf")(client_context(cfg, 0, 3), cfg, 0, 3, load_client_view(cfg, 0))
+    client = client_class("fedsonmf")(node_context(cfg, 0, 3), cfg, 0, 3, load_client_view(cfg, 0))
     first = client.get_properties({"secagg-stage": "keys"})
     with pytest.raises(SecureAggregationError, match="second key-agreement key"):
         client.get_properties({"secagg-stage": "keys"})
@@ -263,7 +253,8 @@ def test_signed_keys_need_the_node_config_keys_naming_them(tmp_path):
 
 def test_a_value_beyond_the_overflow_bound_fails_the_round_naming_the_partition(tmp_path):
     cfg = validate_run_config({**SONMF, "secure-aggregation": True, "secure-aggregation-frac-bits": 56})
-    with pytest.raises(SecureAggregationError, match=r"partition \d, round 1 \(upload\).*overflow bound"):
+    # the client's refusal reaches the server as a failed reply, as through Flower
+    with pytest.raises(FederationError, match=r"partition \d, round 1 \(upload\).*overflow bound"):
         run_federation(tmp_path, cfg)
 
 
@@ -276,10 +267,7 @@ def test_imk_with_secure_aggregation_matches_the_plain_run(tmp_path, monkeypatch
     runs = {}
     for secure in (False, True):
         cfg = validate_run_config({**IMK_BASE, "secure-aggregation": secure, "imk.graph": graph, **missing})
-        strategy, manager, clients = _imk_federation(tmp_path / str(secure), cfg)
-        parameters = strategy.initialize_parameters(client_manager=manager)
-        for s in range(1, cfg["num-server-rounds"] + 1):
-            parameters = run_round(strategy, manager, clients, parameters, s)
+        strategy = federation(tmp_path / str(secure), cfg).run()
         runs[secure] = (strategy, [seen[s] for s in sorted(seen)])
         seen.clear()
     plain, secure = runs[False][0], runs[True][0]
@@ -303,7 +291,7 @@ def test_imks_own_key_stage_and_setup_are_answered_once(tmp_path):
     cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1})
     strategy, manager, clients = _imk_federation(tmp_path, cfg)
     strategy.initialize_parameters(client_manager=manager)
-    client = clients["node-0"]
+    client = clients[0]
     with pytest.raises(SecureAggregationError, match="second fmvc-imk key"):
         client.get_properties({"imk-stage": "keys"})
     with pytest.raises(SecureAggregationError, match="second setup"):
@@ -311,7 +299,7 @@ def test_imks_own_key_stage_and_setup_are_answered_once(tmp_path):
 
 
 def test_iai_sends_the_prototype_distances_masked_and_keeps_its_numbers(tmp_path, monkeypatch):
-    from iai_data import SMALL
+    from support.data import IAI_SMALL as SMALL
 
     seen = _spy_uploads(monkeypatch)
     finals = {}

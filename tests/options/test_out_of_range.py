@@ -63,3 +63,15 @@ def test_an_out_of_range_value_is_refused_before_round_one_naming_the_key(key, v
     with pytest.raises(ConfigError, match=f"'{key}'"):
         server_fn(context)
     assert not any(tmp_path.iterdir())
+
+
+def test_a_value_invalid_against_another_key_stops_the_serverapp_with_its_message_logged(tmp_path, caplog):
+    # what `flwr run` shows for a bad config: the ServerApp's log line, before any round
+    run_config = {"sonmf.rank": 30, "out-dir": str(tmp_path), "run-name": "bad"}
+    context = Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=run_config)
+    message = "'sonmf.rank' = 30 is invalid: must be <= 'view-dim' = 20"
+    with pytest.raises(ConfigError, match=message):
+        server_fn(context)
+    assert any(message in r.getMessage() and "invalid run config" in r.getMessage() for r in caplog.records)
+    assert "[ROUND 1]" not in caplog.text
+    assert not (tmp_path / "bad").exists()

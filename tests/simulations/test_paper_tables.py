@@ -1,8 +1,7 @@
-"""The papers' table presets and the sweep table: compose, run through Flower, tabulate."""
+"""The papers' table presets and the sweep table: the presets compose, the table is made from constructed
+results (a preset through Flower, tabulated: ``tests/simulations/test_run.py``)."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -119,45 +118,3 @@ def test_sweep_table_splits_an_algorithm_by_the_settings_the_sweep_varies(tmp_pa
     assert "| fmvc-imk, imk.lambda=0.0 (federated) | 60.0" in text
     assert "| fmvc-imk, imk.lambda=0.1 (federated) | 80.0" in text
     assert "paper B" not in text  # paper B reports Sonar only
-
-
-@pytest.mark.e2e
-@pytest.mark.parametrize(
-    ("preset", "overrides"),
-    [
-        ("sonmf/table1", ["data=3sources", "algorithm=fedmgs"]),
-        ("imk/ablation", ["run.imk.lambda=0.0"]),
-    ],
-)
-def test_a_table_preset_runs_through_flower_and_tabulates(tmp_path, preset, overrides):
-    if not DATA.is_dir():
-        pytest.skip(f"the development data are not at {DATA}")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "simulations.run",
-            "-m",
-            f"+experiment={preset}",
-            *overrides,
-            "run.seed=0",
-            "run.num-server-rounds=2",
-            f"hydra.sweep.dir={tmp_path}",
-        ],
-        cwd=ROOT,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        timeout=900,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    table = subprocess.run(
-        [sys.executable, "-m", "simulations.sweep_table", str(tmp_path), "--paper", "A"],
-        cwd=ROOT,
-        text=True,
-        capture_output=True,
-        timeout=600,
-        check=True,
-    ).stdout
-    assert "(federated) |" in table and "k-means, concatenated views (centralised)" in table

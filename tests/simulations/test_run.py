@@ -8,12 +8,14 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-import psutil
 import pytest
 from omegaconf import OmegaConf
 
 from fedmf_app.federated.results import load_result
 from simulations.run import failed_jobs
+
+from support.data import labelled_file
+from support.flower import leftover_processes as _leftover_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,7 +30,7 @@ def test_hydra_run_block_is_pyprojects_table():
     assert "\nrun:" not in (ROOT / "conf" / "config.yaml").read_text()  # no hand-kept copy
 
 
-def _hydra(args, timeout=600):
+def _hydra(args, timeout=600, env=None):
     return subprocess.run(
         [sys.executable, "-m", "simulations.run", *args],
         cwd=ROOT,
@@ -37,25 +39,8 @@ def _hydra(args, timeout=600):
         stderr=subprocess.STDOUT,
         timeout=timeout,
         check=False,
+        env=env,
     )
-
-
-@pytest.mark.e2e
-def test_two_job_grid_leaves_one_completed_result_per_job(tmp_path):
-    proc = _hydra(
-        [
-            "-m",
-            "run.num-server-rounds=2",
-            "run.num-clients=2",
-            "run.heterogeneity=0,0.9",
-            f"hydra.sweep.dir={tmp_path}",
-        ]
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    results = [load_result(tmp_path / str(job)) for job in (0, 1)]
-    assert [r["config"]["heterogeneity"] for r in results] == [0.0, 0.9]
-    assert all(r["status"] == "completed" and len(r["rounds"]) == 2 for r in results)
-    assert (tmp_path / "0" / "flwr.log").stat().st_size > 0
 
 
 def test_a_bad_run_config_fails_the_job_before_flower_starts(tmp_path):
@@ -70,53 +55,49 @@ def test_a_misspelt_key_is_refused(tmp_path):
     assert proc.returncode != 0 and "locl-steps" in proc.stdout
 
 
-def _leftover_processes(root):
-    """Live processes whose FLWR_HOME lies under ``root`` (Flower, its simulation, Ray)."""
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        try:
-            if proc.environ().get("FLWR_HOME", "").startswith(str(root)):
-                found.append(f"{proc.pid}: {' '.join(proc.info['cmdline'] or [])[:120]}")
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
-
-
 @pytest.mark.e2e
-def test_a_failed_job_is_reported_skipped_and_leaves_no_process(tmp_path):
-    # job 0 has the 2 SuperNodes it needs; job 1 asks for 3 and fails after connect-timeout-s
+def test_a_table_sweep_runs_its_jobs_through_flower_reports_a_failed_one_and_tabulates(tmp_path):
+    # paper A's Table 1 preset on a small labelled file, two jobs side by side (the default
+    # launcher): job 0 has 2 of the 3 SuperNodes it needs and fails after connect-timeout-s, job 1
+    # completes; the sweep is reported failed, leaves no process, and its table is made
+    path, _ = labelled_file(tmp_path)
     sweep = tmp_path / "sweep"
     # The jobs' FLWR_HOME (and Ray's session) folders go under a short private TMPDIR: Ray's
     # socket paths must stay under 108 bytes, which pytest's tmp_path can exceed.
     tmp = Path(tempfile.mkdtemp(prefix="fedmf-", dir="/tmp"))
-    env = {**os.environ, "TMPDIR": str(tmp)}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "simulations.run",
-            "-m",
-            "run.num-server-rounds=2",
-            "num_supernodes=2",
-            "run.num-clients=2,3",
-            f"hydra.sweep.dir={sweep}",
-        ],
-        cwd=ROOT,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        timeout=600,
-        check=False,
-        env=env,
-    )
+    args = [
+        "-m",
+        "+experiment=sonmf/table1",
+        f"run.dataset={path}",
+        "data=3sources",
+        "algorithm=fedmgs",
+        "run.seed=0",
+        "run.num-server-rounds=2",
+        "run.connect-timeout-s=2",
+        "num_supernodes=2,3",
+        f"hydra.sweep.dir={sweep}",
+    ]
+    proc = _hydra(args, env={**os.environ, "TMPDIR": str(tmp)})
     assert proc.returncode == 1, proc.stdout[-3000:]
-    assert load_result(sweep / "0")["status"] == "completed"
     [failed] = failed_jobs(sweep)
-    assert failed["job"] == 1 and "run.num-clients=3" in failed["overrides"]
-    assert "needs exactly 3 SuperNodes" in failed["error"]
-    assert "1 job(s) failed and were skipped" in proc.stdout and "job 1 (" in proc.stdout
+    assert failed["job"] == 0 and "num_supernodes=2" in failed["overrides"]
+    assert "needs exactly 3 SuperNodes" in failed["error"] and "num-supernodes=3" in failed["error"]
+    assert "1 job(s) failed and were skipped" in proc.stdout and "job 0 (" in proc.stdout
+    result = load_result(sweep / "1")
+    assert result["status"] == "completed" and len(result["rounds"]) == 2
+    assert result["config"]["algorithm"] == "fedmgs" and result["config"]["dataset"] == path
+    assert (sweep / "1" / "flwr.log").stat().st_size > 0
     assert _leftover_processes(tmp) == []
     shutil.rmtree(tmp, ignore_errors=True)
+    table = subprocess.run(
+        [sys.executable, "-m", "simulations.sweep_table", str(sweep), "--paper", "A"],
+        cwd=ROOT,
+        text=True,
+        capture_output=True,
+        timeout=600,
+        check=True,
+    ).stdout
+    assert "| fedmgs (federated) |" in table and "k-means, concatenated views (centralised)" in table
 
 
 @pytest.mark.parametrize(("launcher", "target"), [(None, "JoblibLauncher"), ("basic", "BasicLauncher")])

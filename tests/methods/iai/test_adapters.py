@@ -16,12 +16,13 @@ from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class
 
-from fakes import build_federation, client_context, run_federation, run_round
-from iai_data import SMALL, labelled_file
+from support.data import IAI_SMALL as SMALL
+from support.data import iai_labelled_file
+from support.federation import federation, node_context, run_federation
 
 
 def _client(cfg, p, context=None):
-    context = context or client_context(cfg, p, cfg["num-clients"])
+    context = context or node_context(cfg, p, cfg["num-clients"])
     return client_class("fmvc-iai")(context, cfg, p, cfg["num-clients"], load_client_view(cfg, p)), context
 
 
@@ -63,7 +64,7 @@ def test_a_flower_run_gives_the_in_process_reference_numbers(tmp_path):
 
 
 def _labelled_run_config(tmp_path):
-    return validate_run_config({**SMALL, "dataset": labelled_file(tmp_path), "out-dir": str(tmp_path)})
+    return validate_run_config({**SMALL, "dataset": iai_labelled_file(tmp_path), "out-dir": str(tmp_path)})
 
 
 def test_every_round_is_scored_against_the_ground_truth_when_the_run_ends(tmp_path):
@@ -83,12 +84,10 @@ def test_every_round_is_scored_against_the_ground_truth_when_the_run_ends(tmp_pa
 
 def test_without_ground_truth_no_round_is_scored(tmp_path):
     cfg = _labelled_run_config(tmp_path)
-    strategy, manager, clients = build_federation(tmp_path, cfg)
-    for client in clients.values():
+    fed = federation(tmp_path, cfg)
+    for client in fed.clients:
         client.view = replace(client.view, labels=None)
-    parameters = strategy.initialize_parameters(client_manager=manager)
-    for s in range(1, cfg["num-server-rounds"] + 1):
-        parameters = run_round(strategy, manager, clients, parameters, s)
+    strategy = fed.run()
     assert strategy.done and len(strategy.label_history) == cfg["num-server-rounds"]
     rounds = load_result(strategy.recorder.path)["rounds"]
     assert not any("acc" in r for r in rounds)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import fedmf_app.federated.in_process as in_process
 from fedmf_app.common.secure_sum import decode_matrix, decode_upper, encode_matrix, encode_upper, sum_uploads
 from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
@@ -18,9 +19,9 @@ from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
 from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class
 
-import imk_data
-from fakes import client_context
-from imk_data import BASE, labelled_file, run, sparse_file
+from support.data import IMK_BASE as BASE
+from support.data import labelled_file, sparse_file
+from support.federation import node_context, run_imk
 
 
 def reference_views(cfg):
@@ -47,7 +48,7 @@ MISSING = {
 
 def test_labelled_data_gives_per_round_and_final_scores(tmp_path):
     path, y = labelled_file(tmp_path)
-    cfg, strategy, _ = run(
+    cfg, strategy, _ = run_imk(
         tmp_path, **{"dataset": path, "num-clusters": 0, "imk.tol": 1e-4, "num-server-rounds": 30}
     )
     result = strategy.recorder.data
@@ -64,7 +65,7 @@ def test_labelled_data_gives_per_round_and_final_scores(tmp_path):
 @pytest.mark.parametrize("missing", list(MISSING))
 @pytest.mark.parametrize("graph", ["anchor", "knn"])
 def test_rounds_match_the_in_process_kernels(tmp_path, graph, missing):
-    cfg, strategy, _ = run(tmp_path, **{"imk.graph": graph, "imk.anchors": 24, **MISSING[missing]})
+    cfg, strategy, _ = run_imk(tmp_path, **{"imk.graph": graph, "imk.anchors": 24, **MISSING[missing]})
     result = strategy.recorder.data
     assert result["status"] == "completed"
     settings = IMKSettings(k=3, graph=graph, anchors=24, seed=cfg["seed"])
@@ -113,7 +114,7 @@ def test_server_receives_only_masked_graphs_whose_sum_is_the_true_sum(tmp_path, 
 
     monkeypatch.setattr(FMVCIMKStrategy, "_fit_stage", spy)
     overrides = {"num-server-rounds": 1, "imk.graph": graph, "imk.anchors": 24, **MISSING[missing]}
-    cfg, strategy, _ = run(tmp_path, **overrides)
+    cfg, strategy, _ = run_imk(tmp_path, **overrides)
     plain = plain_encodings(cfg)
     assert len(seen) == 3
     for upload in seen:
@@ -133,7 +134,7 @@ def test_server_receives_only_masked_graphs_whose_sum_is_the_true_sum(tmp_path, 
         )
     # with imk-secure-sum = none the uploads are the plain encodings (the comparison option)
     seen.clear()
-    run(tmp_path / "plain", **{**overrides, "imk.secure-sum": "none"})
+    run_imk(tmp_path / "plain", **{**overrides, "imk.secure-sum": "none"})
     assert sorted(u.tobytes() for u in seen) == sorted(p.tobytes() for p in plain)
 
 
@@ -148,7 +149,7 @@ def test_observed_rows_graph_changes_nothing_without_missing_views(tmp_path, gra
                 "missing-rate": rate,
                 "imk.missing-graph": choice,
             }
-            runs[rate, choice] = run(tmp_path / f"{rate}-{choice}", **overrides)[1]
+            runs[rate, choice] = run_imk(tmp_path / f"{rate}-{choice}", **overrides)[1]
     filled, observed = runs[0.0, "filled"], runs[0.0, "observed"]
     numbers = ("objective", "data_term", "ortho_term", "graph_term", "consensus", "alpha")
     for a, b in zip(filled.recorder.data["rounds"], observed.recorder.data["rounds"], strict=True):
@@ -161,7 +162,7 @@ def test_observed_rows_graph_changes_nothing_without_missing_views(tmp_path, gra
 
 
 def test_stopping_rule_ends_the_run_and_skips_the_remaining_rounds(tmp_path):
-    cfg, strategy, clients = run(tmp_path, **{"imk.tol": 1e-2, "num-server-rounds": 50})
+    cfg, strategy, clients = run_imk(tmp_path, **{"imk.tol": 1e-2, "num-server-rounds": 50})
     result = strategy.recorder.data
     rounds = [r["round"] for r in result["rounds"]]
     assert result["status"] == "completed" and rounds[-1] < 50
@@ -174,13 +175,13 @@ def test_stopping_rule_ends_the_run_and_skips_the_remaining_rounds(tmp_path):
 
 def test_missing_cluster_count_stops_before_round_one(tmp_path):
     with pytest.raises(Exception, match="num-clusters"):
-        run(tmp_path, **{"num-clusters": 0})
+        run_imk(tmp_path, **{"num-clusters": 0})
     assert not (tmp_path / "run").exists()
 
 
 def test_a_client_refuses_bad_anchor_indices_naming_its_partition(tmp_path):
     cfg = validate_run_config({**BASE, "imk.graph": "anchor", "imk.anchors": 24})
-    client = client_class("fmvc-imk")(client_context(cfg, 1, 3), cfg, 1, 3, load_client_view(cfg, 1))
+    client = client_class("fmvc-imk")(node_context(cfg, 1, 3), cfg, 1, 3, load_client_view(cfg, 1))
     setup = {"imk-stage": "setup", "num-clusters": 3}
     with pytest.raises(ValueError, match="partition 1: the setup message names 8 anchors \\(1 distinct\\)"):
         client.fit([], {**setup, "anchors": np.zeros(8, np.int64).tobytes()})
@@ -191,15 +192,15 @@ def test_a_client_refuses_bad_anchor_indices_naming_its_partition(tmp_path):
 @pytest.mark.parametrize("graph", ["anchor", "knn"])
 def test_sparse_views_run_through_the_flower_client_with_the_dense_numbers(tmp_path, monkeypatch, graph):
     overrides = {"dataset": sparse_file(tmp_path), "imk.graph": graph, "imk.anchors": 24}
-    _, dense, _ = run(tmp_path / "dense", **overrides)
-    original = imk_data.load_client_view
+    _, dense, _ = run_imk(tmp_path / "dense", **overrides)
+    original = in_process.load_client_view
 
-    def as_csr(cfg, p):
-        view = original(cfg, p)
+    def as_csr(cfg, p, node_config=None):
+        view = original(cfg, p, node_config)
         return dataclasses.replace(view, features=sp.csr_matrix(view.features))
 
-    monkeypatch.setattr(imk_data, "load_client_view", as_csr)
-    _, sparse, clients = run(tmp_path / "sparse", **overrides)
+    monkeypatch.setattr(in_process, "load_client_view", as_csr)
+    _, sparse, clients = run_imk(tmp_path / "sparse", **overrides)
     assert all(sp.issparse(c.view.features) and sp.issparse(c._view()) for c in clients)
     for key in ("objective", "graph_term", "consensus"):
         np.testing.assert_allclose(

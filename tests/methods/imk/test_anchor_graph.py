@@ -21,7 +21,7 @@ from fedmf_app.methods.imk.server_updates import (
     graph_term,
 )
 
-from imk_data import clustered_views, sparse_counts
+from support.data import clustered_views, sparse_counts
 
 
 def consensus(views, a=20, s=4, seed=0):

@@ -13,7 +13,8 @@ from fedmf_app.methods.imk.server_updates import AnchorLaplacian, WoodburySolver
 from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.options.schema import ConfigError
 
-from imk_data import BASE, clustered_views
+from support.data import IMK_BASE as BASE
+from support.data import clustered_views
 
 N, A, P = 90, 24, 5
 

@@ -22,7 +22,7 @@ from fedmf_app.methods.imk.client_updates import (
 from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.server_updates import ServerSolver, extract_labels, graph_term, initial_global_h
 
-from imk_data import clustered_views
+from support.data import clustered_views
 
 
 @pytest.fixture

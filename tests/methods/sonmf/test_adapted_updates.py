@@ -28,7 +28,7 @@ from fedmf_app.methods.sonmf.updates import (
 )
 from fedmf_app.options.run_config import validate_run_config
 
-from fakes import build_federation, fit_res, run_federation
+from support.federation import federation, fit_res, run_federation
 
 CFG = {
     "num-clients": 3,
@@ -196,7 +196,8 @@ def _cfg(**overrides):
 @pytest.mark.parametrize("algorithm", ["fedmavg", "fedmgs", "fedvra-u"])
 def test_aggregation_of_constructed_replies(tmp_path, algorithm):
     cfg = _cfg(algorithm=algorithm, **{"sonmf.fedvra-rho": 3.0})
-    strategy, manager, _ = build_federation(tmp_path, cfg)
+    fed = federation(tmp_path, cfg)
+    strategy, manager = fed.strategy, fed.server.client_manager()
     strategy.initialize_parameters(client_manager=manager)
     rng = np.random.default_rng(0)
     uploads = [np.abs(rng.standard_normal(strategy.v.shape)) for _ in range(3)]
@@ -241,7 +242,8 @@ def test_aggregation_of_constructed_replies(tmp_path, algorithm):
 
 def test_server_only_variant_aggregates_mean_gradients_with_step_eta_g_alpha(tmp_path):
     cfg = _cfg(**{"sonmf.v-update": "server"})
-    strategy, manager, _ = build_federation(tmp_path, cfg)
+    fed = federation(tmp_path, cfg)
+    strategy, manager = fed.strategy, fed.server.client_manager()
     strategy.initialize_parameters(client_manager=manager)
     rng = np.random.default_rng(1)
     grads = [rng.standard_normal(strategy.v.shape) for _ in range(3)]

@@ -19,7 +19,14 @@ from fedmf_app.methods.sonmf.strategy import FedSONMFStrategy
 from fedmf_app.methods.sonmf.updates import server_step
 from fedmf_app.options.run_config import validate_run_config
 
-from fakes import FakeProxy, build_federation, client_context, fit_res, run_client_round, run_round
+from support.federation import (
+    FakeProxy,
+    federation,
+    fit_res,
+    handshake_federation,
+    node_context,
+    run_client_round,
+)
 
 CFG = {
     "num-clients": 3,
@@ -34,22 +41,22 @@ CFG = {
 
 def _federation(tmp_path, overrides=None, properties=None):
     cfg = validate_run_config({**CFG, **(overrides or {})})
-    strategy, manager, clients = build_federation(tmp_path, cfg, properties)
-    return cfg, strategy, manager, clients
-
-
-_run_round = run_round
+    if properties is not None:
+        strategy, manager = handshake_federation(tmp_path, cfg, properties)
+        return cfg, strategy, manager, None
+    fed = federation(tmp_path, cfg)
+    return cfg, fed.strategy, fed.server.client_manager(), fed
 
 
 def test_adapters_reproduce_the_kernel_reference_run(tmp_path):
-    cfg, strategy, manager, clients = _federation(tmp_path)
-    parameters = strategy.initialize_parameters(client_manager=manager)
+    cfg, strategy, _, fed = _federation(tmp_path)
+    fed.start()
     views = synthetic_views(m=3, h=0.6, seed=5, num_samples=40)
     reference = KernelFederation([v.x for v in views], sonmf_params(cfg), seed=5)
     for s in range(1, cfg["num-server-rounds"] + 1):
-        parameters = _run_round(strategy, manager, clients, parameters, s)
+        broadcast = fed.round(s)
         reference.round()
-        np.testing.assert_array_equal(parameters_to_ndarrays(parameters)[0], reference.v_bar)
+        np.testing.assert_array_equal(broadcast[0], reference.v_bar)
         np.testing.assert_array_equal(strategy.v, reference.v)
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert result["status"] == "completed"
@@ -65,13 +72,11 @@ def test_adapters_reproduce_the_kernel_reference_run(tmp_path):
 
 
 def test_global_correction_is_the_mean_client_gradient(tmp_path):
-    cfg, strategy, manager, clients = _federation(tmp_path)
-    parameters = strategy.initialize_parameters(client_manager=manager)
+    _, strategy, _, fed = _federation(tmp_path)
+    fed.start()
     for s in (1, 2):
-        parameters = _run_round(strategy, manager, clients, parameters, s)
-        grads = [
-            c.context.state.array_records["fedsonmf.arrays"]["grad_prev"].numpy() for c in clients.values()
-        ]
+        fed.round(s)
+        grads = [c.context.state.array_records["fedsonmf.arrays"]["grad_prev"].numpy() for c in fed.clients]
         np.testing.assert_allclose(strategy.global_correction, np.mean(grads, axis=0), atol=1e-10)
 
 
@@ -109,13 +114,13 @@ def test_aggregation_of_constructed_replies(tmp_path):
 
 
 def test_a_failed_client_fails_the_run_and_keeps_finished_rounds(tmp_path):
-    cfg, strategy, manager, clients = _federation(tmp_path)
-    parameters = strategy.initialize_parameters(client_manager=manager)
-    parameters = _run_round(strategy, manager, clients, parameters, 1)
-    instructions = strategy.configure_fit(server_round=2, parameters=parameters, client_manager=manager)
-    results = [
-        (proxy, run_client_round(clients[proxy.cid], ins.parameters, 2)) for proxy, ins in instructions[1:]
-    ]
+    _, strategy, manager, fed = _federation(tmp_path)
+    fed.start()
+    fed.round(1)
+    instructions = strategy.configure_fit(
+        server_round=2, parameters=fed.server.parameters, client_manager=manager
+    )
+    results = [(proxy, run_client_round(proxy.client, ins.parameters, 2)) for proxy, ins in instructions[1:]]
     with pytest.raises(FederationError, match=r"no valid reply from partition\(s\) \[0\].*disk on fire"):
         strategy.aggregate_fit(server_round=2, results=results, failures=[RuntimeError("disk on fire")])
     result = json.loads((tmp_path / "run" / "result.json").read_text())
@@ -164,7 +169,7 @@ def test_a_failed_client_fails_the_run_and_keeps_finished_rounds(tmp_path):
 def test_handshake_problems_stop_the_run_before_round_one(tmp_path, overrides, properties, fragment):
     cfg, strategy, manager, _ = _federation(tmp_path, overrides, properties)
     if overrides.get("num-clients") == 4:  # only 3 of 4 nodes connected
-        manager.unregister(manager.all()["node-7"])
+        manager.unregister(manager.all()["node-3"])
     with pytest.raises(FederationError) as err:
         strategy.initialize_parameters(client_manager=manager)
     assert fragment in str(err.value)
@@ -185,7 +190,7 @@ def test_handshake_error_names_the_node(tmp_path):
 def test_client_state_persists_and_missed_rounds_are_refused(tmp_path):
     cfg = validate_run_config(CFG)
     view = load_client_view(cfg, 1)
-    context = client_context(cfg, 1, 3)
+    context = node_context(cfg, 1, 3)
     v_bar = np.abs(np.random.default_rng(0).standard_normal((6, 40)))
     first = FedSONMFClient(context, cfg, 1, 3, view)  # Flower rebuilds the client every message
     arrays, n, metrics = first.fit([v_bar], {"server-round": 1})
@@ -204,7 +209,7 @@ def test_client_state_persists_and_missed_rounds_are_refused(tmp_path):
 
 def test_without_diagnostics_only_the_local_copy_travels(tmp_path):
     cfg = validate_run_config({**CFG, "sonmf.diagnostics": False})
-    client = FedSONMFClient(client_context(cfg, 0, 3), cfg, 0, 3, load_client_view(cfg, 0))
+    client = FedSONMFClient(node_context(cfg, 0, 3), cfg, 0, 3, load_client_view(cfg, 0))
     arrays, _, metrics = client.fit([np.ones((6, 40))], {"server-round": 1})
     assert len(arrays) == 1 and arrays[0].shape == (6, 40)
     assert set(metrics) == {"partition-id", "kernel_s"}

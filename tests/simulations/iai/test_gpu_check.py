@@ -8,7 +8,8 @@ import torch
 from simulations.iai import gpu_check
 from simulations.iai.gpu_check import compare
 
-from iai_data import SMALL, labelled_file
+from support.data import IAI_SMALL as SMALL
+from support.data import iai_labelled_file
 
 
 def _record(acc, seconds):
@@ -31,7 +32,7 @@ def test_without_a_gpu_nothing_is_compared(monkeypatch, caplog):
 
 
 def test_the_same_device_twice_gives_the_same_scores(tmp_path):
-    run = {**SMALL, "dataset": labelled_file(tmp_path), "num-server-rounds": 3}
+    run = {**SMALL, "dataset": iai_labelled_file(tmp_path), "num-server-rounds": 3}
     overrides = [f"{k}={json.dumps(v)}" for k, v in run.items()]
     out = tmp_path / "check.json"
     assert gpu_check.main(["--devices", "cpu,cpu", "--out", str(out), "--run", *overrides]) == 0

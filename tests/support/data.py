@@ -1,0 +1,119 @@
+"""Small seeded data for the tests: clustered multi-view data, sparse counts, run configs."""
+
+import numpy as np
+
+from fedmf_app.methods.imk.client_updates import preprocess_view
+
+
+def clustered_views(n=120, k=3, dims=(8, 12, 6), noise=1.5, seed=0, prepare=True):
+    """Views ``x_m = centre_m[y] + noise * N(0, I)`` and the classes ``y``.
+
+    Parameters
+    ----------
+    n, k : int
+        Samples and classes.
+    dims : tuple of int
+        Features of each view.
+    noise : float
+    seed : int
+    prepare : bool
+        Return each view z-scored and scaled to unit Frobenius norm (FMVC-IMK's preparation).
+
+    Returns
+    -------
+    views : list of ndarray, shapes (n, d_m)
+    y : ndarray, shape (n,)
+    """
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    views = []
+    for d in dims:
+        centres = 2.0 * rng.normal(size=(k, d))
+        x = centres[y] + noise * rng.normal(size=(n, d))
+        views.append(preprocess_view(x, "zscore", True) if prepare else x)
+    return views, y
+
+
+def sparse_counts(n=120, d=200, k=3, seed=0):
+    """Nonnegative weighted-count views with >= 90 % zeros and cluster-specific vocabularies.
+
+    Returns
+    -------
+    views : list of 3 ndarray, shape (n, d)
+    y : ndarray, shape (n,)
+    """
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    views = []
+    for _ in range(3):
+        rates = np.full((k, d), 0.02)
+        for c in range(k):
+            rates[c, rng.choice(d, 10, replace=False)] = 1.5
+        counts = rng.poisson(rates[y])  # weighted counts (tf-idf like): no tied distances
+        views.append(counts * np.exp(0.3 * rng.normal(size=counts.shape)))
+    return views, y
+
+
+#: A short FMVC-IMK run (the kernel tests' scale).
+IMK_BASE = {
+    "algorithm": "fmvc-imk",
+    "num-clients": 3,
+    "num-clusters": 3,
+    "num-samples": 60,
+    "num-server-rounds": 6,
+    "imk.tol": 0.0,
+    "seed": 2,
+}
+
+#: A small, fast FMVC-IAI run.
+IAI_SMALL = {
+    "algorithm": "fmvc-iai",
+    "num-clients": 3,
+    "num-samples": 120,
+    "view-dim": 12,
+    "num-clusters": 3,
+    "missing-rate": 0.5,
+    "iai.knn": 5,
+    "iai.anchors": 30,
+    "iai.anchor-neighbours": 4,
+    "iai.ae-hidden": "16",
+    "iai.embed-dim": 8,
+    "iai.ae-epochs": 3,
+    "iai.gat-hidden": 8,
+    "iai.gat-heads": 2,
+    "iai.embedding-dim": 8,
+    "iai.decoder-hidden": 16,
+    "iai.epochs": 3,
+    "num-server-rounds": 4,
+    "seed": 2,
+}
+
+
+def labelled_file(tmp_path, n=90, dims=(8, 12, 6), seed=0, name="clustered.npz", label_key="y"):
+    """:func:`clustered_views` as a multi-view ``.npz`` (views ``X_0``, ``X_1``, ...) with labels.
+
+    Returns
+    -------
+    path : str
+    y : ndarray, shape (n,)
+    """
+    views, y = clustered_views(n=n, k=3, dims=dims, seed=seed)
+    path = tmp_path / name
+    np.savez(path, **{f"X_{m}": v for m, v in enumerate(views)}, **{label_key: y})
+    return str(path), y
+
+
+def iai_labelled_file(tmp_path):
+    """Three clustered views of :data:`IAI_SMALL`'s size with ground truth ``gnd``; its path."""
+    views, y = clustered_views(n=IAI_SMALL["num-samples"], k=3, dims=(12, 12, 12), seed=2)
+    path = tmp_path / "clustered-iai.npz"
+    np.savez(path, **{f"X{m + 1}": v for m, v in enumerate(views)}, gnd=y)
+    return str(path)
+
+
+def sparse_file(tmp_path):
+    """:func:`sparse_counts` as a multi-view ``.npz`` with labels (stored dense); its path."""
+    views, y = sparse_counts(n=90)
+    path = tmp_path / "counts.npz"
+    np.savez(path, X_0=views[0], X_1=views[1], X_2=views[2], y=y)
+    return str(path)

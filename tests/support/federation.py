@@ -1,0 +1,107 @@
+"""In-process runs for the tests, on the product's federation (:mod:`fedmf_app.federated.in_process`,
+the ServerApp's own round loop), and stand-ins for Flower's proxies that answer fixed properties or
+carry constructed replies, to test a Strategy on its own."""
+
+from flwr.common import (
+    Code,
+    FitRes,
+    GetPropertiesRes,
+    Status,
+    ndarrays_to_parameters,
+    parameters_to_ndarrays,
+)
+from flwr.server import SimpleClientManager
+from flwr.server.client_proxy import ClientProxy
+
+from fedmf_app.federated.in_process import InProcessFederation, node_context
+from fedmf_app.federated.results import RunRecorder
+from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import strategy_class
+
+from support.data import IMK_BASE
+
+__all__ = [
+    "FakeProxy",
+    "federation",
+    "fit_res",
+    "handshake_federation",
+    "node_context",
+    "run_client_round",
+    "run_federation",
+    "run_imk",
+]
+
+
+class FakeProxy(ClientProxy):
+    """Answers get_properties with fixed properties; nothing else (the test drives the rounds)."""
+
+    def __init__(self, cid, properties, fail_handshake=None):
+        super().__init__(cid)
+        self.properties = properties
+        self.fail_handshake = fail_handshake
+
+    def get_properties(self, ins, timeout, group_id):
+        if self.fail_handshake:
+            raise ValueError(self.fail_handshake)
+        return GetPropertiesRes(status=Status(Code.OK, ""), properties=self.properties)
+
+    def get_parameters(self, ins, timeout, group_id):
+        raise NotImplementedError
+
+    def fit(self, ins, timeout, group_id):
+        raise NotImplementedError
+
+    def evaluate(self, ins, timeout, group_id):
+        raise NotImplementedError
+
+    def reconnect(self, ins, timeout, group_id):
+        raise NotImplementedError
+
+
+def fit_res(arrays, metrics):
+    """A successful fit reply carrying ``arrays`` and ``metrics``."""
+    return FitRes(
+        status=Status(Code.OK, ""),
+        parameters=ndarrays_to_parameters(arrays),
+        num_examples=1,
+        metrics=metrics,
+    )
+
+
+def run_client_round(client, parameters, server_round):
+    """What Flower does with a NumPyClient for one fit message; the reply."""
+    arrays, _, metrics = client.fit(parameters_to_ndarrays(parameters), {"server-round": server_round})
+    return fit_res(arrays, metrics)
+
+
+def federation(tmp_path, cfg, run_name="run", node_configs=None, **kwargs):
+    """The run's :class:`~fedmf_app.federated.in_process.InProcessFederation`, not started.
+
+    ``node_configs[p]`` adds keys to partition p's node config."""
+    extra = node_configs or {}
+    return InProcessFederation(cfg, tmp_path, run_name, node_config=lambda p: extra.get(p, {}), **kwargs)
+
+
+def run_federation(tmp_path, cfg, run_name="run", node_configs=None, **kwargs):
+    """A whole run in process; returns the Strategy and the broadcasts (round 1's, then one per round)."""
+    fed = federation(tmp_path, cfg, run_name, node_configs, **kwargs)
+    fed.run()
+    return fed.strategy, fed.broadcasts()
+
+
+def run_imk(tmp_path, **overrides):
+    """A whole FMVC-IMK run of :data:`~support.data.IMK_BASE` with ``overrides``; returns the run
+    config, the Strategy and the clients (partition order)."""
+    fed = federation(tmp_path, validate_run_config({**IMK_BASE, **overrides}))
+    fed.run()
+    return fed.cfg, fed.strategy, fed.clients
+
+
+def handshake_federation(tmp_path, cfg, properties):
+    """The algorithm's real Strategy and one :class:`FakeProxy` per entry of ``properties`` (node
+    ids not in partition order); returns the Strategy and its client manager."""
+    strategy = strategy_class(cfg["algorithm"])(cfg, RunRecorder(tmp_path, "run", cfg))
+    manager = SimpleClientManager()
+    for p, props in enumerate(properties):
+        manager.register(FakeProxy(f"node-{10 - p}", props))
+    return strategy, manager
