@@ -98,6 +98,7 @@ def test_tls_authentication_and_signed_secure_aggregation_give_the_in_process_nu
     assert result["config"] == validate_run_config({"num-clients": 3, **overrides})
     assert [c["partition-id"] for c in result["clients"]] == [0, 1, 2]
     deployed = [r["residual"] for r in result["rounds"]]
+    assert all(b < a for a, b in zip(deployed, deployed[1:]))
     # the in-process run uses the same code and seeds, and the masks cancel exactly (the
     # rounding is seeded), so the deployment equals it
     cfg = {"num-clients": 3, **overrides, "secure-aggregation-signed-keys": False}
