@@ -27,7 +27,7 @@ import time
 from abc import abstractmethod
 from dataclasses import dataclass
 from logging import ERROR, INFO, WARNING
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from flwr.common import (
@@ -56,6 +56,7 @@ from fedmf_app.federated.handshake import (
     collect_properties,
     resolve_num_clusters,
 )
+from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays, check_finite_state, check_metrics
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_aggregation import agree_keys
 
@@ -164,6 +165,21 @@ class ViewFederationStrategy(Strategy):
         -------
         str or None
             Why the run stops (for the log and the summary), or ``None`` to go on.
+        """
+        return None
+
+    def expected_reply(self, server_round: int) -> list[ArraySpec] | None:
+        """The arrays every client's reply to ``server_round`` must hold (default: ``None``, any
+        number of numeric arrays); every reply is checked against them before :meth:`aggregate`
+        (:func:`~fedmf_app.federated.replies.check_arrays`).
+
+        Parameters
+        ----------
+        server_round : int
+
+        Returns
+        -------
+        list of ArraySpec or None
         """
         return None
 
@@ -333,6 +349,13 @@ class ViewFederationStrategy(Strategy):
         except Exception as exc:
             self.recorder.fail(f"round {server_round}: server aggregation failed: {exc}")
             raise
+        try:
+            check_finite_state(arrays, record)
+        except ReplyError as exc:
+            self._stop(
+                f"round {server_round}: the server's update from the replies is not finite ({exc}); "
+                "the run stops (the checkpoint keeps the last good round)"
+            )
         now = time.perf_counter()
         kernel = [float(r.metrics["kernel_s"]) for r in replies]
         record = {
@@ -488,14 +511,27 @@ class ViewFederationStrategy(Strategy):
         replies.sort(key=lambda r: r.partition_id)
         missing = sorted(set(range(len(self.clients))) - {r.partition_id for r in replies})
         if missing or reasons:
-            message = (
+            self._stop(
                 f"round {server_round}: no valid reply from partition(s) {missing} "
                 f"(every view is needed in every round). Errors: {'; '.join(reasons) or 'none reported'}"
             )
-            self.recorder.fail(message)
-            log(ERROR, "%s", message)
-            raise FederationError(message)
+        specs = self.expected_reply(server_round)
+        for reply in replies:
+            try:
+                check_arrays(reply.arrays, specs)
+                check_metrics(reply.metrics)
+            except ReplyError as exc:
+                self._stop(
+                    f"round {server_round}: partition {reply.partition_id} sent an invalid reply: {exc}; "
+                    "the run stops (the checkpoint keeps the last good round)"
+                )
         return replies
+
+    def _stop(self, message: str) -> NoReturn:
+        """Mark the run failed with ``message`` and raise :class:`FederationError`."""
+        self.recorder.fail(message)
+        log(ERROR, "%s", message)
+        raise FederationError(message)
 
     def _log_progress(self, record: dict[str, Any]) -> None:
         shown = "  ".join(

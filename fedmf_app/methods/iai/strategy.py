@@ -23,6 +23,7 @@ from flwr.common.logger import log
 
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data.missing_views import views_dropped
+from fedmf_app.federated.replies import ArraySpec
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_aggregation import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
@@ -81,6 +82,25 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             except ValueError as exc:
                 raise FederationError(str(exc)) from exc
         return []
+
+    def expected_reply(self, server_round: int) -> list[ArraySpec]:
+        """Round 1: the kNN graph (``n x k`` neighbour indices, ``-1`` padded); later: E^(m)
+        (``n x K``, with secure aggregation one masked vector of it and three losses) and the anchor
+        graph G^(m) as ``n x s`` anchor indices and values."""
+        assert self.params is not None
+        n = int(self.client_info[0]["num-samples"])
+        if server_round == 1:
+            return [ArraySpec("kNN graph", (n, None), "iu", index_range=(-1, n))]
+        k = self.params.num_clusters
+        if self.cfg["secure-aggregation"]:
+            distances = ArraySpec("masked E^(m) and losses", (n * k + 3,), "u")
+        else:
+            distances = ArraySpec("E^(m)", (n, k))
+        return [
+            distances,
+            ArraySpec("anchor indices", (n, None), "iu", index_range=(0, self.params.anchors)),
+            ArraySpec("anchor values", (n, None)),
+        ]
 
     def aggregate(
         self, server_round: int, replies: list[ClientReply]

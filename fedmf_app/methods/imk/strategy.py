@@ -50,6 +50,7 @@ from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.common.graphs import laplacian
 from fedmf_app.common.secure_sum import decode_matrix, decode_upper, sum_uploads
+from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_aggregation import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
@@ -159,7 +160,17 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         else:
             log(WARNING, "fmvc-imk: imk-secure-sum = none: the server receives every client's graph")
         replies = self._parallel(lambda p: self._fit_stage(p, config))
-        n = replies[0][0][1].shape[0]
+        n = self.num_samples
+        specs = [
+            ArraySpec("graph words", (None,), "u"),
+            ArraySpec("initial H^(m)", (n, self.k)),
+            ArraySpec("ground truth", (n,), "iu", optional=True),
+        ]
+        for partition, (arrays, _) in enumerate(replies):
+            try:
+                check_arrays(arrays, specs)
+            except ReplyError as exc:
+                raise FederationError(f"set-up: partition {partition} sent an invalid reply: {exc}") from exc
         m = len(replies)
         bits = self.cfg["imk.mask-frac-bits"]
         sum_started = time.perf_counter()
@@ -209,6 +220,12 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         if self.converged_round != record["round"]:
             return None
         return f"relative change of the objective <= {self.cfg['imk.tol']:g}"
+
+    def expected_reply(self, server_round: int) -> list[ArraySpec]:
+        """:math:`H^{(m)}` (``N x k``); with secure aggregation one masked vector of it and three scalars."""
+        if self.cfg["secure-aggregation"]:
+            return [ArraySpec("masked H^(m) and scalars", (self.h.size + 3,), "u")]
+        return [ArraySpec("H^(m)", self.h.shape)]
 
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
