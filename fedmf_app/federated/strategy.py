@@ -111,8 +111,12 @@ class ViewFederationStrategy(Strategy):
     #: Record keys shown in the per-round log line, in order.
     progress_keys: tuple[str, ...] = ()
 
-    #: Attributes saved after every round (``checkpoint.pkl``) and restored on resume.
+    #: Attributes saved after every round (``checkpoint.npz``) and restored on resume.
     checkpoint_attrs: tuple[str, ...] = ("num_clusters",)
+
+    #: Classes (other than arrays, numbers, strings, containers and CSR matrices) whose instances
+    #: those attributes hold: the only ones a checkpoint may name (their fields are restored).
+    checkpoint_types: tuple[type, ...] = ()
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__()
@@ -322,7 +326,7 @@ class ViewFederationStrategy(Strategy):
 
     def _write_checkpoint(self, server_round: int, arrays: list[np.ndarray]) -> None:
         state = {name: getattr(self, name) for name in (*self.checkpoint_attrs, "label_history")}
-        write_checkpoint(self.recorder.run_dir, server_round, arrays, state)
+        write_checkpoint(self.recorder.run_dir, server_round, arrays, state, self.checkpoint_types)
 
     def configure_fit(
         self, server_round: int, parameters: Parameters, client_manager: ClientManager
@@ -372,7 +376,11 @@ class ViewFederationStrategy(Strategy):
         if (labels := self.round_labels()) is not None:
             self.label_history[server_round] = np.asarray(labels, dtype=np.int32)
         self.recorder.record_round(record)
-        self._write_checkpoint(server_round, arrays)
+        try:
+            self._write_checkpoint(server_round, arrays)
+        except (OSError, TypeError) as exc:
+            self.recorder.fail(f"round {server_round}: writing the checkpoint failed: {exc}")
+            raise
         self._log_progress(record)
         if server_round < self.num_rounds and (reason := self.converged(record)) is not None:
             self.last_round = server_round

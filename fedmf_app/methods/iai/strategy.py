@@ -29,7 +29,7 @@ from fedmf_app.federated.secure_aggregation import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.iai import server_updates as iai_server
 from fedmf_app.methods.iai.options import iai_params
-from fedmf_app.methods.iai.params import IAIParams
+from fedmf_app.methods.iai.params import GAEParams, IAIParams
 from fedmf_app.methods.iai.plots import plot_rounds
 from fedmf_app.methods.iai.server_updates import ServerState
 
@@ -53,6 +53,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
 
     progress_keys = ("emd_mean", "label_change", "components")
     checkpoint_attrs = ("num_clusters", "state", "params")
+    checkpoint_types = (ServerState, IAIParams, GAEParams)
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)

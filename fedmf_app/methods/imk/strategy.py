@@ -101,6 +101,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         "setup",
         "converged_round",
     )
+    checkpoint_types = (AnchorLaplacian,)
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)
