@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from flwr.client import NumPyClient
+from flwr.client import Client, NumPyClient
 from flwr.common import Array, ArrayRecord, ConfigRecord, Context, Scalar
 
 from fedmf_app.data import ClientView, load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.data.sample_ids import sample_id_key
 from fedmf_app.federated.alignment import aligned_rows, answer_psi_stage
+from fedmf_app.federated.node_policy import check_node_policy
 from fedmf_app.federated.secure_aggregation import answer_key_stage
 from fedmf_app.options.run_config import validate_run_config
 
@@ -219,6 +220,24 @@ class ViewClient(NumPyClient):
         return missing_view_mask(
             n, cfg["num-clients"], cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"]
         )[:, self.partition_id]
+
+    def to_client(self) -> Client:
+        """This client as Flower's ``Client``, for one message, once this node's policy accepts the
+        run (:func:`~fedmf_app.federated.node_policy.check_node_policy`; Flower and the in-process
+        federation call it for every message).
+
+        Raises
+        ------
+        fedmf_app.federated.node_policy.NodePolicyError
+            When the run asks less than the node config's policy.
+        """
+        check_node_policy(
+            self.cfg,
+            self.context.node_config,
+            f"SuperNode {self.context.node_id} (partition {self.partition_id})",
+            aligns=bool(sample_id_key(self.context.run_config, self.context.node_config)),
+        )
+        return super().to_client()
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """Handshake: who this client is and the shape of its view (``sample-ids``: how many IDs

@@ -120,6 +120,11 @@ def answer_key_stage(
     stage = config["secagg-stage"]
     me = f"partition {partition_id}"
     if stage == "keys":
+        if m < 2:
+            raise SecureAggregationError(
+                f"{me}: secure aggregation over num-clients = {m} is refused (a sum over one client "
+                "is that client's upload)"
+            )
         if _STATE in records:
             raise SecureAggregationError(
                 f"{me}: asked for a second key-agreement key in this run; refused (one key per run)"
