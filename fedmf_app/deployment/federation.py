@@ -59,9 +59,9 @@ _STARTUP_SLACK_S = 120.0
 
 
 #: Run-config values this command uses unless ``--run-config`` sets them: secure aggregation with
-#: signed keys (each SuperNode's own key in ``supernode-<i>/own-key/``, the public ones in ``peer-keys/``), and paper A's ``U`` solver in numpy
-#: (every message starts a new ClientApp process, which would import numba and load the compiled
-#: solver each time).
+#: signed keys (each SuperNode's own key in ``supernode-<i>/own-key/``, the public ones in
+#: ``peer-keys/``), and paper A's ``U`` solver in numpy (every message starts a new ClientApp
+#: process, which would import numba and load the compiled solver each time).
 DEPLOYMENT_DEFAULTS: dict[str, Any] = {
     "secure-aggregation": True,
     "secure-aggregation-signed-keys": True,

@@ -15,8 +15,9 @@ Node-config keys (all optional; a node without them follows the run config):
 ``min-clients`` (int, at least 2)
     The run's ``num-clients`` must be at least this.
 
-A node whose node config has ``signing-key`` always signs and verifies: it behaves as if
-``require-signed-keys`` and ``require-signed-psi`` were true. :func:`check_node_policy` runs when
+Independently of any policy, a node whose node config has ``signing-key`` always signs its keys
+and points and verifies its peers' (:func:`~fedmf_app.federated.secure_aggregation.signs`),
+whatever the run config says. :func:`check_node_policy` runs when
 the ClientApp is built for a message, before the node's data is loaded or anything is answered, so
 a run asking less is refused by every message, with a message naming the node, the key and its
 policy.
@@ -75,7 +76,6 @@ def check_node_policy(
     NodePolicyError
         Naming the node, the policy key and value, and the run-config key that falls short.
     """
-    signer = bool(node_config.get("signing-key"))
     secure = bool(cfg["secure-aggregation"])
     signed = bool(cfg["secure-aggregation-signed-keys"])
     m = int(cfg["num-clients"])
@@ -108,13 +108,15 @@ def check_node_policy(
             f"'num-clients' >= {min_clients}",
             f"'num-clients' = {m}",
         )
-    if secure and not signed and (signer or _flag(node_config, "require-signed-keys", node)):
-        key = "'signing-key' is set" if signer else "'require-signed-keys' = true"
-        refuse(f"(node config {key})", "'secure-aggregation-signed-keys' = true", "false")
-    if aligns and not signed and (signer or _flag(node_config, "require-signed-psi", node)):
-        key = "'signing-key' is set" if signer else "'require-signed-psi' = true"
+    if secure and not signed and _flag(node_config, "require-signed-keys", node):
         refuse(
-            f"(node config {key})",
+            "(node config 'require-signed-keys' = true)",
+            "'secure-aggregation-signed-keys' = true",
+            "'secure-aggregation-signed-keys' = false",
+        )
+    if aligns and not signed and _flag(node_config, "require-signed-psi", node):
+        refuse(
+            "(node config 'require-signed-psi' = true)",
             "signed PSI points ('secure-aggregation-signed-keys' = true)",
             "'secure-aggregation-signed-keys' = false",
         )

@@ -6,7 +6,8 @@ before round 1 (:func:`agree_keys`):
 1. ``get_properties(secagg-stage = "keys")`` to every client: each draws an X25519 key pair for
    this run (once: a second request is refused), keeps the private key in ``context.state`` and
    answers the public key, signed with its long-term key when
-   ``secure-aggregation-signed-keys = true`` (:mod:`fedmf_app.common.key_signing`);
+   ``secure-aggregation-signed-keys = true`` or its node config has a ``signing-key``
+   (:func:`signs`, :mod:`fedmf_app.common.key_signing`);
 2. ``get_properties(secagg-stage = "peers")`` with every public key (and signature) and a fresh
    16-byte context: each client checks that its own key came back unchanged, that no key appears
    twice and (signed keys) every peer's signature against that peer's long-term public key from
@@ -58,6 +59,7 @@ __all__ = [
     "masked_upload",
     "message_keys",
     "pair_keys",
+    "signs",
     "summed_arrays",
 ]
 
@@ -88,6 +90,13 @@ def node_key_path(context: Context, key: str, partition_id: int) -> Path:
     return Path(str(value))
 
 
+def signs(context: Context, cfg: dict[str, Any]) -> bool:
+    """Whether this client signs its key-agreement key and PSI points and checks its peers':
+    with run config ``secure-aggregation-signed-keys = true``, and always when its node config has
+    a ``signing-key`` (the organisation's choice, not the run's)."""
+    return bool(cfg["secure-aggregation-signed-keys"]) or bool(context.node_config.get("signing-key"))
+
+
 def answer_key_stage(
     context: Context, cfg: dict[str, Any], partition_id: int, config: dict[str, Scalar]
 ) -> dict[str, Scalar]:
@@ -115,7 +124,7 @@ def answer_key_stage(
         Naming this partition and, for a bad key, the partition it claims to be from.
     """
     m = int(cfg["num-clients"])
-    signed = bool(cfg["secure-aggregation-signed-keys"])
+    signed = signs(context, cfg)
     records = context.state.config_records
     stage = config["secagg-stage"]
     me = f"partition {partition_id}"

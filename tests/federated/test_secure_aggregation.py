@@ -179,9 +179,11 @@ def test_key_substitution_also_works_on_unsigned_service_keys(tmp_path):
     np.testing.assert_allclose(decode_fixed(recovered, 36), np.arange(4.0), atol=2.0**-36)
 
 
-def test_signed_keys_stop_the_key_substitution_before_round_one_naming_the_node(tmp_path):
+@pytest.mark.parametrize("run_says_signed", [True, False], ids=["signed-run", "downgraded-run"])
+def test_signed_keys_stop_the_key_substitution_before_round_one_naming_the_node(tmp_path, run_says_signed):
+    # a node holding a signing key signs and verifies even when the run config says unsigned
     cfg = validate_run_config(
-        {**IMK_BASE, "secure-aggregation": True, "secure-aggregation-signed-keys": True}
+        {**IMK_BASE, "secure-aggregation": True, "secure-aggregation-signed-keys": run_says_signed}
     )
     nodes = _signed_node_configs(tmp_path, 3)
     strategy, manager, _ = _imk_federation(tmp_path, cfg, {0: _SubstitutingProxy}, nodes)
