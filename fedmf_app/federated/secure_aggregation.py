@@ -47,7 +47,14 @@ from fedmf_app.common.secure_agg import (
     message_key,
     sum_words,
 )
-from fedmf_app.common.secure_sum import derive_pair_key, generate_private_key, public_key_bytes
+from fedmf_app.common.secure_sum import (
+    MaskIntegrityError,
+    append_check_words,
+    derive_pair_key,
+    generate_private_key,
+    public_key_bytes,
+    split_check_words,
+)
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.federated.handshake import FederationError, ask_all
 
@@ -269,8 +276,9 @@ def masked_upload(
 
     Returns
     -------
-    ndarray of uint64, shape (K,)
-        K = total size of ``arrays``.
+    ndarray of uint64, shape (K + CHECK_WORDS,)
+        K = total size of ``arrays``, then the check words
+        (:func:`~fedmf_app.common.secure_sum.append_check_words`).
 
     Raises
     ------
@@ -289,14 +297,15 @@ def masked_upload(
         raise SecureAggregationError(
             f"partition {partition_id}, round {server_round} ({tag}): {exc}"
         ) from exc
-    return mask_words(words, partition_id, keys)
+    return mask_words(append_check_words(words), partition_id, keys)
 
 
 # ------------------------------------------------------------------------------------- server
 def summed_arrays(
-    uploads: list[np.ndarray], shapes: list[tuple[int, ...]], frac_bits: int
+    uploads: list[np.ndarray], shapes: list[tuple[int, ...]], frac_bits: int, stage: str
 ) -> list[np.ndarray]:
-    """Decode the sum of the clients' masked uploads into arrays of ``shapes``.
+    """Decode the sum of the clients' masked uploads into arrays of ``shapes``, once its check
+    words prove that the masks cancelled.
 
     Parameters
     ----------
@@ -305,6 +314,8 @@ def summed_arrays(
     shapes : list of tuple
         Shapes of the summed arrays, in upload order.
     frac_bits : int
+    stage : str
+        Which sum, for messages (e.g. ``"round 3, masked 'upload'"``).
 
     Returns
     -------
@@ -314,15 +325,20 @@ def summed_arrays(
     Raises
     ------
     FederationError
-        When an upload's size does not match ``shapes``.
+        When an upload's size does not match ``shapes``, or the masks did not cancel (naming
+        ``stage``).
     """
     sizes = [int(np.prod(s)) for s in shapes]
     try:
-        total = sum_words(uploads)
+        total = split_check_words(sum_words(uploads), len(uploads))
+    except MaskIntegrityError as exc:
+        raise FederationError(f"secure aggregation, {stage}: the sum is refused: {exc}") from exc
     except ValueError as exc:
-        raise FederationError(f"secure aggregation: {exc}") from exc
+        raise FederationError(f"secure aggregation, {stage}: {exc}") from exc
     if total.size != sum(sizes):
-        raise FederationError(f"secure aggregation: uploads hold {total.size} words, expected {sum(sizes)}")
+        raise FederationError(
+            f"secure aggregation, {stage}: uploads hold {total.size} words, expected {sum(sizes)}"
+        )
     values = decode_fixed(total, frac_bits)
     out, start = [], 0
     for shape, size in zip(shapes, sizes):

@@ -3,18 +3,24 @@ the key-substitution attack, replays, and the same numbers as without it."""
 
 import numpy as np
 import pytest
-from flwr.common import GetPropertiesIns
+from flwr.common import GetPropertiesIns, ndarrays_to_parameters, parameters_to_ndarrays
 from scipy import stats
 
 from fedmf_app.common.graphs import knn_similarity
 from fedmf_app.common.secure_agg import decode_fixed, message_key, sum_words, word_stream
 from fedmf_app.common.secure_sum import (
+    CHECK_WORDS,
+    MaskIntegrityError,
+    add_pairwise_masks,
+    append_check_words,
     derive_pair_key,
     encode_matrix,
     encode_upper,
     generate_private_key,
     mask_stream,
     public_key_bytes,
+    split_check_words,
+    sum_uploads,
 )
 from fedmf_app.data import load_client_view
 from fedmf_app.deployment.certificates import make_supernode_keys
@@ -78,7 +84,10 @@ def test_the_server_cannot_tell_the_sonmf_uploads_apart_and_only_their_sum_decod
     truth = [np.concatenate([*(a.ravel() for a in arrays)]) for arrays in plain_uploads]
     r, n = plain.v.shape
     uploads = [arrays for arrays in seen[1]]
-    assert all(len(a) == 1 and a[0].dtype == np.uint64 and a[0].shape == (2 * r * n + 2,) for a in uploads)
+    assert all(
+        len(a) == 1 and a[0].dtype == np.uint64 and a[0].shape == (2 * r * n + 2 + CHECK_WORDS,)
+        for a in uploads
+    )
     words = [a[0] for a in uploads]
     top = [(w >> np.uint64(56)).astype(np.int64) for w in words]
     assert stats.ks_2samp(top[0], top[1]).pvalue > 1e-4  # indistinguishable by their bytes
@@ -139,12 +148,13 @@ def test_key_substitution_recovers_a_graph_under_imks_own_unsigned_keys(tmp_path
 
     monkeypatch.setattr(FMVCIMKStrategy, "_fit_stage", malicious)
     strategy, manager, _ = _imk_federation(tmp_path, cfg)
-    strategy.initialize_parameters(client_manager=manager)
+    with pytest.raises(FederationError, match="masked graph sum: the sum is refused"):
+        strategy.initialize_parameters(client_manager=manager)  # the check words expose it, too late
     recovered = captured["upload"].copy()
     for j in (1, 2):  # partition 0 added the streams of its higher peers: subtract them
         key = derive_pair_key(attacker[j], captured["victim"], captured["context"])
         recovered -= mask_stream(key, recovered.size)
-    np.testing.assert_array_equal(recovered, _graph(cfg, 0))
+    np.testing.assert_array_equal(recovered[:-CHECK_WORDS], _graph(cfg, 0))
 
 
 class _SubstitutingProxy(InProcessProxy):
@@ -167,7 +177,8 @@ class _SubstitutingProxy(InProcessProxy):
 def test_key_substitution_also_works_on_unsigned_service_keys(tmp_path):
     cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1, "secure-aggregation": True})
     strategy, manager, clients = _imk_federation(tmp_path, cfg, {0: _SubstitutingProxy})
-    strategy.initialize_parameters(client_manager=manager)  # nothing stops the run
+    with pytest.raises(FederationError, match="masked graph sum: the sum is refused"):
+        strategy.initialize_parameters(client_manager=manager)  # the first sum fails, after the key stage
     relayed = _SubstitutingProxy.relayed
     victim = clients[0]
     upload = masked_upload(victim.context, cfg, 0, [np.arange(4.0)], 7, "probe")
@@ -176,7 +187,7 @@ def test_key_substitution_also_works_on_unsigned_service_keys(tmp_path):
     for key in _SubstitutingProxy.attacker.values():
         pair = derive_pair_key(key, bytes(relayed["secagg-public-key-0"]), salt)
         recovered -= word_stream(message_key(pair, 7, "probe"), upload.size)
-    np.testing.assert_allclose(decode_fixed(recovered, 36), np.arange(4.0), atol=2.0**-36)
+    np.testing.assert_allclose(decode_fixed(recovered[:4], 36), np.arange(4.0), atol=2.0**-36)
 
 
 @pytest.mark.parametrize("run_says_signed", [True, False], ids=["signed-run", "downgraded-run"])
@@ -312,8 +323,84 @@ def test_iai_sends_the_prototype_distances_masked_and_keeps_its_numbers(tmp_path
         if secure:
             n, k = 120, 3
             for s in range(2, cfg["num-server-rounds"] + 1):
-                assert all(a[0].dtype == np.uint64 and a[0].shape == (n * k + 3,) for a in seen[s])
+                assert all(
+                    a[0].dtype == np.uint64 and a[0].shape == (n * k + 3 + CHECK_WORDS,) for a in seen[s]
+                )
     assert finals[True]["final"]["labels"] == finals[False]["final"]["labels"]
     for got, want in zip(finals[True]["rounds"][1:], finals[False]["rounds"][1:]):
         assert got["label_change"] == want["label_change"]
         np.testing.assert_allclose(got["loss_clustering"], want["loss_clustering"], rtol=1e-9)
+
+
+# ------------------------------------------------- integrity of every masked sum (check words)
+_NOT_CANCELLED = r"the sum is refused: the check words sum to .* expected 3 each: the masks did not cancel"
+
+
+def _fails_naming(tmp_path, cfg, proxies, stage, node_configs=None):
+    with pytest.raises(FederationError, match=rf"{stage}: {_NOT_CANCELLED}") as err:
+        run_federation(tmp_path, validate_run_config(cfg), node_configs=node_configs, proxy_class=proxies)
+    assert "frac-bits" not in str(err.value)  # an honest client is never blamed
+
+
+def test_a_client_sending_random_words_fails_the_round_naming_the_sum(tmp_path):
+    class RandomWords(InProcessProxy):
+        def fit(self, ins, timeout, group_id):
+            res = super().fit(ins, timeout, group_id)
+            if int(ins.config["server-round"]) == 2:
+                (words,) = parameters_to_ndarrays(res.parameters)
+                noise = np.random.default_rng(0).integers(0, 2**63, words.size, dtype=np.uint64)
+                res.parameters = ndarrays_to_parameters([noise])
+            return res
+
+    cfg = {**SONMF, "secure-aggregation": True}
+    _fails_naming(tmp_path, cfg, {1: RandomWords}, r"secure aggregation, round 2, masked 'upload'")
+
+
+def test_a_different_key_agreement_context_for_one_client_fails_round_one(tmp_path):
+    class OtherContext(InProcessProxy):
+        def get_properties(self, ins, timeout, group_id):
+            config = dict(ins.config)
+            if config.get("secagg-stage") == "peers":
+                config["secagg-context"] = bytes(16)
+            return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
+
+    cfg = {**SONMF, "secure-aggregation": True}
+    _fails_naming(tmp_path, cfg, {2: OtherContext}, r"secure aggregation, round 1, masked 'upload'")
+
+
+def test_a_key_replayed_under_a_reused_run_id_fails_the_first_sum(tmp_path):
+    # the same run id makes the replayed key's signature valid: the key agreement passes, but the
+    # replayed key's pair masks do not cancel, and the check words show it
+    cfg = validate_run_config(
+        {**IMK_BASE, "secure-aggregation": True, "secure-aggregation-signed-keys": True}
+    )
+    nodes = _signed_node_configs(tmp_path, 3)
+    earlier = client_class("fmvc-imk")(node_context(cfg, 1, 3, nodes[1]), cfg, 1, 3, load_client_view(cfg, 1))
+    old = earlier.get_properties({"secagg-stage": "keys"})
+
+    class Replaying(InProcessProxy):
+        def get_properties(self, ins, timeout, group_id):
+            config = dict(ins.config)
+            if config.get("secagg-stage") == "peers":
+                config["secagg-public-key-1"] = old["secagg-public-key"]
+                config["secagg-signature-1"] = old["secagg-signature"]
+            return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
+
+    with pytest.raises(FederationError, match=rf"fmvc-imk set-up, masked graph sum: {_NOT_CANCELLED}"):
+        run_federation(tmp_path, cfg, node_configs=nodes, proxy_class={0: Replaying})
+
+
+def test_check_words_refuse_a_sum_whose_masks_did_not_cancel():
+    keys = {(0, 1): b"a" * 32, (0, 2): b"b" * 32, (1, 2): b"c" * 32}
+
+    def upload(me, pairs):
+        words = append_check_words(np.arange(5, dtype=np.uint32))
+        mine = {j: pairs[tuple(sorted((me, j)))] for j in range(3) if j != me}
+        return add_pairwise_masks(words, me, mine)
+
+    total = sum_uploads([upload(p, keys) for p in range(3)])
+    np.testing.assert_array_equal(split_check_words(total, 3), 3 * np.arange(5))
+    replayed = {**keys, (0, 1): b"z" * 32}
+    wrong = sum_uploads([upload(0, replayed), upload(1, keys), upload(2, keys)])
+    with pytest.raises(MaskIntegrityError, match="masks did not cancel"):
+        split_check_words(wrong, 3)

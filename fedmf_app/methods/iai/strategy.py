@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from flwr.common.logger import log
 
+from fedmf_app.common.secure_sum import CHECK_WORDS
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data.missing_views import views_dropped
 from fedmf_app.federated.replies import ArraySpec
@@ -94,7 +95,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             return [ArraySpec("kNN graph", (n, None), "iu", index_range=(-1, n))]
         k = self.params.num_clusters
         if self.cfg["secure-aggregation"]:
-            distances = ArraySpec("masked E^(m) and losses", (n * k + 3,), "u")
+            distances = ArraySpec("masked E^(m) and losses", (n * k + 3 + CHECK_WORDS,), "u")
         else:
             distances = ArraySpec("E^(m)", (n, k))
         return [
@@ -120,7 +121,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             has_emd = all("emd" in r.metrics for r in replies)
             emd = [float(r.metrics["emd"]) for r in replies] if has_emd else None
             previous = self.state.labels
-            distances, losses = self._distances(replies)
+            distances, losses = self._distances(server_round, replies)
             self.state, weights = iai_server.server_round(
                 self.state,
                 distances,
@@ -152,7 +153,9 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         target = state.target if state.target is not None else np.zeros((0, self.params.num_clusters))
         return [state.neighbours, state.labels, target, state.anchors], record
 
-    def _distances(self, replies: list[ClientReply]) -> tuple[list[np.ndarray], dict[str, Any]]:
+    def _distances(
+        self, server_round: int, replies: list[ClientReply]
+    ) -> tuple[list[np.ndarray], dict[str, Any]]:
         """The E^(m) (with secure aggregation: their sum, as a list of one) and the mean losses."""
         keys = ("loss_attribute", "loss_structure", "loss_clustering")
         if not self.cfg["secure-aggregation"]:
@@ -161,7 +164,9 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         started = time.perf_counter()
         n, k = int(self.client_info[0]["num-samples"]), self.params.num_clusters
         frac_bits = self.cfg["secure-aggregation-frac-bits"]
-        total, loss_sums = summed_arrays([r.arrays[0] for r in replies], [(n, k), (3,)], frac_bits)
+        total, loss_sums = summed_arrays(
+            [r.arrays[0] for r in replies], [(n, k), (3,)], frac_bits, f"round {server_round}, masked 'e'"
+        )
         losses = {key: float(v) / len(replies) for key, v in zip(keys, loss_sums)}
         losses["secagg_server_s"] = time.perf_counter() - started
         losses["secagg_client_s_max"] = max(float(r.metrics["secagg_s"]) for r in replies)

@@ -33,6 +33,7 @@ from flwr.common import Array, ArrayRecord, ConfigRecord, NDArrays, Scalar
 
 from fedmf_app.common.secure_sum import (
     add_pairwise_masks,
+    append_check_words,
     derive_pair_key,
     encode_matrix,
     encode_upper,
@@ -140,6 +141,8 @@ class FMVCIMKClient(ViewClient):
         m = int(self.cfg["num-clients"])
         upload = self._graph_encoding(x, config)
         mask_s = 0.0
+        if self.cfg["imk.secure-sum"] == "masking":
+            upload = append_check_words(upload)  # the server checks that the masks cancelled
         if self.cfg["imk.secure-sum"] == "masking" and self.cfg["secure-aggregation"]:
             mask_started = time.perf_counter()  # the run's (authenticated) keys
             add_pairwise_masks(

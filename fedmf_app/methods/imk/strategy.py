@@ -49,7 +49,14 @@ from flwr.common.logger import log
 from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.common.graphs import laplacian
-from fedmf_app.common.secure_sum import decode_matrix, decode_upper, sum_uploads
+from fedmf_app.common.secure_sum import (
+    CHECK_WORDS,
+    MaskIntegrityError,
+    decode_matrix,
+    decode_upper,
+    split_check_words,
+    sum_uploads,
+)
 from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_aggregation import summed_arrays
@@ -176,6 +183,13 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         bits = self.cfg["imk.mask-frac-bits"]
         sum_started = time.perf_counter()
         summed = sum_uploads([arrays[0] for arrays, _ in replies])
+        if self.cfg["imk.secure-sum"] == "masking":
+            try:
+                summed = split_check_words(summed, m)
+            except MaskIntegrityError as exc:
+                raise FederationError(
+                    f"fmvc-imk set-up, masked graph sum: the sum is refused: {exc}"
+                ) from exc
         if anchors is None:
             total = decode_upper(summed, n, bits)
             self.laplacian = normalised_laplacian_sum(laplacian(total), m, self.cfg["imk.neighbours"])
@@ -225,7 +239,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
     def expected_reply(self, server_round: int) -> list[ArraySpec]:
         """:math:`H^{(m)}` (``N x k``); with secure aggregation one masked vector of it and three scalars."""
         if self.cfg["secure-aggregation"]:
-            return [ArraySpec("masked H^(m) and scalars", (self.h.size + 3,), "u")]
+            return [ArraySpec("masked H^(m) and scalars", (self.h.size + 3 + CHECK_WORDS,), "u")]
         return [ArraySpec("H^(m)", self.h.shape)]
 
     def aggregate(
@@ -270,7 +284,10 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         started = time.perf_counter()
         m = len(replies)
         h_sum, scalars = summed_arrays(
-            [r.arrays[0] for r in replies], [self.h.shape, (3,)], self.cfg["secure-aggregation-frac-bits"]
+            [r.arrays[0] for r in replies],
+            [self.h.shape, (3,)],
+            self.cfg["secure-aggregation-frac-bits"],
+            f"round {server_round}, masked 'h'",
         )
         if server_round == 1:
             self.phis = [np.zeros_like(self.h)]

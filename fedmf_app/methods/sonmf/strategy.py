@@ -74,6 +74,7 @@ from typing import Any
 import numpy as np
 from flwr.common import Scalar
 
+from fedmf_app.common.secure_sum import CHECK_WORDS
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.federated.replies import ArraySpec
 from fedmf_app.federated.results import RunRecorder
@@ -209,7 +210,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         one masked vector of them (and the two diagnostic scalars)."""
         diagnostics = self.cfg["sonmf.diagnostics"]
         if self.cfg["secure-aggregation"]:
-            size = self.v.size * (2 if diagnostics else 1) + (2 if diagnostics else 0)
+            size = self.v.size * (2 if diagnostics else 1) + (2 if diagnostics else 0) + CHECK_WORDS
             return [ArraySpec("masked upload", (size,), "u")]
         specs = [ArraySpec("upload", self.v.shape)]
         return [*specs, ArraySpec("gradient", self.v.shape)] if diagnostics else specs
@@ -230,7 +231,10 @@ class SparseONMFStrategy(ViewFederationStrategy):
             m = len(replies)
             shapes = [self.v.shape, self.v.shape, (2,)] if diagnostics else [self.v.shape]
             sums = summed_arrays(
-                [r.arrays[0] for r in replies], shapes, self.cfg["secure-aggregation-frac-bits"]
+                [r.arrays[0] for r in replies],
+                shapes,
+                self.cfg["secure-aggregation-frac-bits"],
+                f"round {server_round}, masked 'upload'",
             )
             uploads = [sums[0] / m]
             if diagnostics:
