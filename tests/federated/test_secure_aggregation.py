@@ -404,3 +404,25 @@ def test_check_words_refuse_a_sum_whose_masks_did_not_cancel():
     wrong = sum_uploads([upload(0, replayed), upload(1, keys), upload(2, keys)])
     with pytest.raises(MaskIntegrityError, match="masks did not cancel"):
         split_check_words(wrong, 3)
+
+
+# --------------------------------------- no sum over fewer than two contributors (missing views)
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        {**IMK_BASE, "imk.missing-graph": "observed"},  # the default masked graph sum, no secagg
+        {**IMK_BASE, "secure-aggregation": True},
+        {**SONMF, "secure-aggregation": True, "missing-fill": "zeros"},
+        {**SONMF, "secure-aggregation": True},  # the mean fill: exposed up to one offset
+    ],
+    ids=["imk-observed-graph", "imk-secagg", "sonmf-zeros", "sonmf-mean"],
+)
+def test_single_view_rows_are_never_released_by_a_masked_sum(tmp_path, cfg):
+    # 3 views, 2 dropped per selected sample: those samples are seen by one view only, and the
+    # public mask tells the server which; every client refuses before answering anything
+    cfg = {**cfg, "missing-rate": 0.5, "missing-views-dropped": 2}
+    with pytest.raises(FederationError, match=r"refuses this run: .* samples are observed by one view only"):
+        run_federation(tmp_path, validate_run_config(cfg))
+    # with two views left per sample the same run goes ahead
+    ok = {**cfg, "missing-views-dropped": 1, "num-server-rounds": 1}
+    assert run_federation(tmp_path / "ok", validate_run_config(ok))[0].recorder.data["status"] == "completed"

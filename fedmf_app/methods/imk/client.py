@@ -123,6 +123,10 @@ class FMVCIMKClient(ViewClient):
             return {"public-key": public_key_bytes(key)}
         return super().get_properties(config)
 
+    def masks_uploads(self) -> bool:
+        """Secure aggregation, or (the default) the graph's own masked sum, ``imk.secure-sum = masking``."""
+        return super().masks_uploads() or self.cfg["imk.secure-sum"] == "masking"
+
     def fit(self, parameters: NDArrays, config: dict[str, Scalar]) -> tuple[NDArrays, int, dict[str, Any]]:
         """The setup message or one round."""
         started = time.perf_counter()
