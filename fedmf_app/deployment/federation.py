@@ -37,6 +37,7 @@ from typing import Any, TextIO
 from flwr.common.config import parse_config_args
 from flwr.common.logger import log
 
+from fedmf_app.common.key_signing import fingerprint, load_public_key
 from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.deployment.supernode import LocalSuperNode
@@ -213,13 +214,15 @@ class LocalFederation:
         node is given another's) and the folder of every node's public key (``peer-keys``,
         ``peer-keys/``: public keys only) for signed keys, its policy (:attr:`node_policy`),
         where it keeps its state (``state-dir``, so that a federation restarted on the same
-        ``workdir`` can resume a run) and, after a sample-ID alignment, its final clusters per ID
-        (``labels-file``)."""
+        ``workdir`` can resume a run), the fingerprints of the peers' keys it trusts
+        (``peer-fingerprints``, ``supernode-<i>/peer-fingerprints.txt``) and, after a sample-ID
+        alignment, its final clusters per ID (``labels-file``)."""
         config: dict[str, Any] = {"partition-id": index, "num-partitions": self.num_nodes}
         if self.data_files is not None:
             config["data-file"] = str(self.data_files[index])
         config["signing-key"] = str(self._own_key(index))
         config["peer-keys"] = str(self.workdir / "peer-keys")
+        config["peer-fingerprints"] = str(self.workdir / f"supernode-{index}" / "peer-fingerprints.txt")
         config.update(self.node_policy)
         config["state-dir"] = str(self.workdir / f"supernode-{index}" / "state")
         config["labels-file"] = str(self.workdir / f"supernode-{index}" / "labels.csv")
@@ -250,11 +253,14 @@ class LocalFederation:
         # one long-term key pair per SuperNode: it signs the node's secure-aggregation key and,
         # with SuperNode authentication, is the key registered with the SuperLink
         pairs = make_supernode_keys(self.workdir / "peer-keys", self.num_nodes)
+        pins = "".join(f"{i} {fingerprint(load_public_key(public))}\n" for i, (_, public) in enumerate(pairs))
         for i, (private, public) in enumerate(pairs):
             own = self._own_key(i)  # each node's private key in its own folder only
             own.parent.mkdir(parents=True, exist_ok=True)
             private.replace(own)
             pairs[i] = (own, public)
+            # the fingerprints each organisation would agree with the others out of band
+            Path(self.node_config(i)["peer-fingerprints"]).write_text(pins)
         keys = pairs if self.supernode_auth else None
         self.superlink = LocalSuperLink(
             self.workdir / "superlink",

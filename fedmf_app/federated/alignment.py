@@ -36,7 +36,6 @@ from flwr.server.client_proxy import ClientProxy
 from fedmf_app.common.key_signing import (
     KeyFileError,
     load_private_key,
-    load_public_key,
     points_statement,
     sign,
 )
@@ -44,7 +43,7 @@ from fedmf_app.common.key_signing import verify as verify_signature
 from fedmf_app.common.psi import Blinder, aligned_order, blind_own_ids, common_positions, pack, unpack
 from fedmf_app.data import ClientView
 from fedmf_app.federated.handshake import FederationError, ask_all
-from fedmf_app.federated.secure_aggregation import node_key_path, signs
+from fedmf_app.federated.secure_aggregation import node_key_path, peer_public_key, signs
 
 __all__ = ["AlignmentError", "align_samples", "aligned_rows", "answer_psi_stage"]
 
@@ -84,7 +83,7 @@ def _check_signature(
 ) -> None:
     folder = node_key_path(context, "peer-keys", me)
     try:
-        public = load_public_key(folder / f"supernode-{signer}.pub")
+        public = peer_public_key(context, me, signer)
     except KeyFileError as exc:
         raise AlignmentError(f"partition {me}: node config 'peer-keys': {exc}") from exc
     statement = points_statement(context.run_id, signer, int(cfg["num-clients"]), origin, hop, points)

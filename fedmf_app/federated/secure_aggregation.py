@@ -19,9 +19,10 @@ A method's client then sends, in place of the arrays its server only needs summe
 uploads and decodes only the sum (:func:`summed_arrays`). Each ``(round, tag)`` is masked once per
 run: a client asked to mask the same message twice refuses.
 
-Node config of a client with signed keys: ``signing-key`` (its long-term private key file) and
-``peer-keys`` (a folder holding ``supernode-<j>.pub`` for every partition ``j``, its own included),
-as written by ``python -m fedmf_app.deployment.certificates``.
+Node config of a client with signed keys: ``signing-key`` (its long-term private key file),
+``peer-keys`` (a folder holding ``supernode-<j>.pub`` for every partition ``j``, its own included,
+as written by ``python -m fedmf_app.deployment.certificates``) and, to trust those keys only as
+far as the organisation itself checked them, ``peer-fingerprints`` (:func:`peer_public_key`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,15 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from flwr.common import ConfigRecord, Context, Scalar
 from flwr.server.client_proxy import ClientProxy
 
-from fedmf_app.common.key_signing import KeyFileError, key_statement, load_private_key, load_public_key, sign
+from fedmf_app.common.key_signing import (
+    KeyFileError,
+    fingerprint,
+    key_statement,
+    load_fingerprints,
+    load_private_key,
+    load_public_key,
+    sign,
+)
 from fedmf_app.common.key_signing import verify as verify_signature
 from fedmf_app.common.secure_agg import (
     FixedPointError,
@@ -66,6 +75,7 @@ __all__ = [
     "masked_upload",
     "message_keys",
     "pair_keys",
+    "peer_public_key",
     "signs",
     "summed_arrays",
 ]
@@ -95,6 +105,34 @@ def node_key_path(context: Context, key: str, partition_id: int) -> Path:
             f"config '{key}' on every SuperNode, and this node has none"
         )
     return Path(str(value))
+
+
+def peer_public_key(context: Context, partition_id: int, peer: int) -> Any:
+    """Partition ``peer``'s long-term public key: ``supernode-<peer>.pub`` in node config
+    ``peer-keys``, checked against its pinned fingerprint when the node config has
+    ``peer-fingerprints`` (a file of ``<partition id> SHA256:<...>`` lines this organisation
+    agreed with its peers out of band, :func:`~fedmf_app.common.key_signing.load_fingerprints`).
+
+    Raises
+    ------
+    SecureAggregationError
+        When a node-config key is missing, or a file is unreadable.
+    KeyFileError
+        When the key's fingerprint is not the pinned one (a key not from that organisation, e.g.
+        one the coordinator handed out).
+    """
+    path = node_key_path(context, "peer-keys", partition_id) / f"supernode-{peer}.pub"
+    key = load_public_key(path)
+    pins = context.node_config.get("peer-fingerprints")
+    if pins:
+        pinned = load_fingerprints(str(pins)).get(peer)
+        found = fingerprint(key)
+        if pinned != found:
+            raise KeyFileError(
+                f"{path} has fingerprint {found}, but node config 'peer-fingerprints' ({pins}) pins "
+                f"{pinned or 'no key'} for partition {peer}: not that organisation's key; refused"
+            )
+    return key
 
 
 def signs(context: Context, cfg: dict[str, Any]) -> bool:
@@ -184,7 +222,7 @@ def answer_key_stage(
             if j == partition_id:
                 continue
             try:
-                long_term = load_public_key(folder / f"supernode-{j}.pub")
+                long_term = peer_public_key(context, partition_id, j)
             except KeyFileError as exc:
                 raise SecureAggregationError(f"{me}: node config 'peer-keys': {exc}") from exc
             signature = bytes(config.get(f"secagg-signature-{j}", b""))

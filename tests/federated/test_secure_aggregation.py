@@ -7,6 +7,15 @@ from flwr.common import GetPropertiesIns, ndarrays_to_parameters, parameters_to_
 from scipy import stats
 
 from fedmf_app.common.graphs import knn_similarity
+from fedmf_app.common.key_signing import (
+    KeyFileError,
+    fingerprint,
+    key_statement,
+    load_fingerprints,
+    load_private_key,
+    load_public_key,
+    sign,
+)
 from fedmf_app.common.secure_agg import decode_fixed, message_key, sum_words, word_stream
 from fedmf_app.common.secure_sum import (
     CHECK_WORDS,
@@ -426,3 +435,63 @@ def test_single_view_rows_are_never_released_by_a_masked_sum(tmp_path, cfg):
     # with two views left per sample the same run goes ahead
     ok = {**cfg, "missing-views-dropped": 1, "num-server-rounds": 1}
     assert run_federation(tmp_path / "ok", validate_run_config(ok))[0].recorder.data["status"] == "completed"
+
+
+# ------------------------------------------ keys pinned by fingerprint, not trusted from the coordinator
+def test_coordinator_supplied_keys_are_refused_against_the_pinned_fingerprints(tmp_path):
+    """The coordinator, who also runs the server, hands partition 0 a peer-keys folder in which
+    partition 1's long-term key is its own, and signs a substituted X25519 key with it: the
+    signature checks out against that folder, but not against the fingerprint partition 0 agreed
+    with partition 1 out of band."""
+    real = make_supernode_keys(tmp_path / "keys", 3)
+    ((fake_key, fake_pub),) = make_supernode_keys(tmp_path / "coordinator-own", 1)
+    handed = tmp_path / "handed-out"
+    handed.mkdir()
+    for j, (_, public) in enumerate(real):
+        (handed / public.name).write_bytes((fake_pub if j == 1 else public).read_bytes())
+    pins = tmp_path / "pins.txt"
+    pins.write_text("".join(f"{j} {fingerprint(load_public_key(pub))}\n" for j, (_, pub) in enumerate(real)))
+    cfg = validate_run_config(
+        {**IMK_BASE, "secure-aggregation": True, "secure-aggregation-signed-keys": True}
+    )
+    attacker = generate_private_key()
+
+    class Coordinator(InProcessProxy):
+        def get_properties(self, ins, timeout, group_id):
+            config = dict(ins.config)
+            if config.get("secagg-stage") == "peers":
+                public = public_key_bytes(attacker)
+                config["secagg-public-key-1"] = public
+                config["secagg-signature-1"] = sign(
+                    load_private_key(fake_key), key_statement(1, 1, 3, public)
+                )
+            return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
+
+    def nodes(pinned):
+        own = {p: {"signing-key": str(real[p][0]), "peer-keys": str(tmp_path / "keys")} for p in range(3)}
+        own[0] = {"signing-key": str(real[0][0]), "peer-keys": str(handed)}
+        if pinned:
+            own[0]["peer-fingerprints"] = str(pins)
+        return own
+
+    # without pins partition 0 accepts the coordinator's key (the sum then fails its check words)
+    strategy, manager, _ = _imk_federation(tmp_path / "unpinned", cfg, {0: Coordinator}, nodes(False))
+    with pytest.raises(FederationError, match="masked graph sum: the sum is refused"):
+        strategy.initialize_parameters(client_manager=manager)
+    strategy, manager, _ = _imk_federation(tmp_path / "pinned", cfg, {0: Coordinator}, nodes(True))
+    with pytest.raises(FederationError) as err:
+        strategy.initialize_parameters(client_manager=manager)
+    message = str(err.value)
+    assert "partition 0: node config 'peer-keys'" in message and "supernode-1.pub has fingerprint" in message
+    assert f"pins {fingerprint(load_public_key(real[1][1]))} for partition 1" in message
+
+
+def test_fingerprints_are_ssh_style_and_pin_files_are_checked(tmp_path):
+    (_, a), (_, b) = make_supernode_keys(tmp_path, 2)
+    fa, fb = fingerprint(load_public_key(a)), fingerprint(load_public_key(b))
+    assert fa.startswith("SHA256:") and len(fa) == 7 + 43 and fa != fb
+    (tmp_path / "pins").write_text(f"# peers\n0 {fa}\n1 {fb}  # organisation B\n")
+    assert load_fingerprints(tmp_path / "pins") == {0: fa, 1: fb}
+    (tmp_path / "bad").write_text("0 md5:abc\n")
+    with pytest.raises(KeyFileError, match="bad, line 1"):
+        load_fingerprints(tmp_path / "bad")
