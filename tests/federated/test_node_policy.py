@@ -120,3 +120,16 @@ def test_the_local_federation_is_strict_and_gives_each_node_only_its_own_private
         .keys()
         .isdisjoint(STRICT_NODE_POLICY)
     )
+
+
+def test_a_node_with_a_signing_key_refuses_fmvc_imks_own_unsigned_key_stage(tmp_path):
+    make_supernode_keys(tmp_path / "keys", 3)
+
+    def node(p):
+        return {
+            "signing-key": str(tmp_path / "keys" / f"supernode-{p}.key"),
+            "peer-keys": str(tmp_path / "keys"),
+        }
+
+    with pytest.raises(FederationError, match="fmvc-imk's own key stage is unsigned; refused"):
+        run_in_process({**IMK_BASE, "num-server-rounds": 1}, tmp_path / "out", node_config=node)

@@ -3,7 +3,8 @@
 Messages (the server drives them, see :mod:`fedmf_app.methods.imk.strategy`):
 
 * ``get_properties`` with ``imk-stage = "keys"``: draw an X25519 key pair, keep the private key in
-  ``context.state`` and answer the public key;
+  ``context.state`` and answer the public key (refused on a node with a ``signing-key``: this stage
+  is unsigned);
 * ``fit`` with ``imk-stage = "setup"`` (once, before round 1): build this view's graph (its anchor
   graph on the anchor samples the message names, or its kNN graph; with ``imk.missing-graph =
   "observed"`` on the rows the run's missing-view mask says it observes), upload its masked dense
@@ -112,6 +113,12 @@ class FMVCIMKClient(ViewClient):
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """The base handshake, or the key stage."""
         if config.get("imk-stage") == "keys":
+            if self.context.node_config.get("signing-key"):
+                raise SecureAggregationError(
+                    f"partition {self.partition_id}: this node signs its keys (node config 'signing-key'), "
+                    "but fmvc-imk's own key stage is unsigned; refused (run with secure-aggregation = "
+                    "true, whose keys are signed)"
+                )
             if f"{_NAME}.keys" in self.context.state.config_records:
                 raise SecureAggregationError(
                     f"partition {self.partition_id}: asked for a second fmvc-imk key in this run; refused"

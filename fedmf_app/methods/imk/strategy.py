@@ -40,7 +40,6 @@ import numpy as np
 from flwr.common import (
     Code,
     FitIns,
-    GetPropertiesIns,
     Scalar,
     ndarrays_to_parameters,
     parameters_to_ndarrays,
@@ -57,6 +56,7 @@ from fedmf_app.common.secure_sum import (
     split_check_words,
     sum_uploads,
 )
+from fedmf_app.federated.handshake import ask
 from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_aggregation import summed_arrays
@@ -342,12 +342,9 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             return list(pool.map(call, self.clients))
 
     def _properties_stage(self, proxy: ClientProxy, config: dict[str, Scalar]) -> dict[str, Scalar]:
-        res = proxy.get_properties(
-            GetPropertiesIns(config=config), timeout=float(self.cfg["round-timeout-s"]), group_id=0
+        return ask(
+            proxy, config, float(self.cfg["round-timeout-s"]), f"SuperNode {proxy.cid} failed the key stage"
         )
-        if res.status.code != Code.OK:
-            raise FederationError(f"SuperNode {proxy.cid} failed the key stage: {res.status.message}")
-        return dict(res.properties)
 
     def _fit_stage(self, proxy: ClientProxy, config: dict[str, Scalar]) -> tuple[list[np.ndarray], dict]:
         ins = FitIns(parameters=ndarrays_to_parameters([]), config=config)
