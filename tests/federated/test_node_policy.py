@@ -11,17 +11,9 @@ from fedmf_app.federated.node_policy import STRICT_NODE_POLICY, NodePolicyError,
 from fedmf_app.federated.strategy import FederationError
 from fedmf_app.options.run_config import validate_run_config
 
-from support.data import IMK_BASE
+from support.data import IMK_BASE, SONMF_SMALL
 
-SONMF = {
-    "num-clients": 3,
-    "num-samples": 40,
-    "num-server-rounds": 2,
-    "heterogeneity": 0.6,
-    "sonmf.local-steps": 3,
-    "seed": 5,
-    "connect-timeout-s": 0.2,
-}
+SONMF = {**SONMF_SMALL, "num-server-rounds": 2, "connect-timeout-s": 0.2}
 
 
 class _Counting(InProcessProxy):

@@ -14,16 +14,9 @@ from fedmf_app.federated.in_process import InProcessProxy, run_in_process
 from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays, check_finite_state
 from fedmf_app.federated.strategy import FederationError
 
-from support.data import IAI_SMALL, IMK_BASE
+from support.data import IAI_SMALL, IMK_BASE, SONMF_SMALL
 
-SONMF = {
-    "num-clients": 3,
-    "num-samples": 40,
-    "num-server-rounds": 4,
-    "heterogeneity": 0.6,
-    "sonmf.local-steps": 3,
-    "seed": 5,
-}
+SONMF = {**SONMF_SMALL, "num-server-rounds": 4}
 
 
 def _tampering(alter, in_round=2):

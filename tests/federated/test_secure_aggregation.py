@@ -55,6 +55,9 @@ SONMF = {
     "connect-timeout-s": 0.2,
 }
 
+#: How a sum whose masks did not cancel is refused.
+_NOT_CANCELLED = r"the sum is refused: the check words sum to .* expected 3 each: the masks did not cancel"
+
 
 def _spy_uploads(monkeypatch):
     """What the server receives, per round and partition."""
@@ -215,18 +218,29 @@ def test_signed_keys_stop_the_key_substitution_before_round_one_naming_the_node(
     assert not (tmp_path / "run").exists()  # before round 1: no run folder
 
 
-def test_a_key_replayed_from_another_run_is_refused(tmp_path):
+@pytest.mark.parametrize(
+    "earlier_run_id, match",
+    [
+        # a key signed for another run: refused at the key agreement
+        (99, "partition 0.*relayed for partition 1 is not signed"),
+        # a key from a run that reused this run id: its signature is valid and the key agreement
+        # passes, but its pair masks do not cancel, and the first sum's check words show it
+        (1, f"fmvc-imk set-up, masked graph sum: {_NOT_CANCELLED}"),
+    ],
+    ids=["other-run-id", "reused-run-id"],
+)
+def test_a_replayed_key_is_refused(tmp_path, earlier_run_id, match):
     cfg = validate_run_config(
         {**IMK_BASE, "secure-aggregation": True, "secure-aggregation-signed-keys": True}
     )
     nodes = _signed_node_configs(tmp_path, 3)
-    # run A: record partition 1's signed key
+    # an earlier run: record partition 1's signed key
     earlier = client_class("fmvc-imk")(node_context(cfg, 1, 3, nodes[1]), cfg, 1, 3, load_client_view(cfg, 1))
-    earlier.context.run_id = 99
+    earlier.context.run_id = earlier_run_id
     old = earlier.get_properties({"secagg-stage": "keys"})
 
     class Replaying(InProcessProxy):
-        """Run B's server relays run A's key of partition 1, with its valid (run A) signature."""
+        """This run's server relays the earlier run's key of partition 1, with its valid signature."""
 
         def get_properties(self, ins, timeout, group_id):
             config = dict(ins.config)
@@ -235,9 +249,8 @@ def test_a_key_replayed_from_another_run_is_refused(tmp_path):
                 config["secagg-signature-1"] = old["secagg-signature"]
             return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
 
-    strategy, manager, _ = _imk_federation(tmp_path, cfg, {0: Replaying}, nodes)
-    with pytest.raises(FederationError, match="partition 0.*relayed for partition 1 is not signed"):
-        strategy.initialize_parameters(client_manager=manager)
+    with pytest.raises(FederationError, match=match):
+        run_federation(tmp_path, cfg, node_configs=nodes, proxy_class={0: Replaying})
 
 
 def test_a_client_draws_one_key_per_run_and_masks_each_message_once(tmp_path):
@@ -342,7 +355,6 @@ def test_iai_sends_the_prototype_distances_masked_and_keeps_its_numbers(tmp_path
 
 
 # ------------------------------------------------- integrity of every masked sum (check words)
-_NOT_CANCELLED = r"the sum is refused: the check words sum to .* expected 3 each: the masks did not cancel"
 
 
 def _fails_naming(tmp_path, cfg, proxies, stage, node_configs=None):
@@ -375,28 +387,6 @@ def test_a_different_key_agreement_context_for_one_client_fails_round_one(tmp_pa
 
     cfg = {**SONMF, "secure-aggregation": True}
     _fails_naming(tmp_path, cfg, {2: OtherContext}, r"secure aggregation, round 1, masked 'upload'")
-
-
-def test_a_key_replayed_under_a_reused_run_id_fails_the_first_sum(tmp_path):
-    # the same run id makes the replayed key's signature valid: the key agreement passes, but the
-    # replayed key's pair masks do not cancel, and the check words show it
-    cfg = validate_run_config(
-        {**IMK_BASE, "secure-aggregation": True, "secure-aggregation-signed-keys": True}
-    )
-    nodes = _signed_node_configs(tmp_path, 3)
-    earlier = client_class("fmvc-imk")(node_context(cfg, 1, 3, nodes[1]), cfg, 1, 3, load_client_view(cfg, 1))
-    old = earlier.get_properties({"secagg-stage": "keys"})
-
-    class Replaying(InProcessProxy):
-        def get_properties(self, ins, timeout, group_id):
-            config = dict(ins.config)
-            if config.get("secagg-stage") == "peers":
-                config["secagg-public-key-1"] = old["secagg-public-key"]
-                config["secagg-signature-1"] = old["secagg-signature"]
-            return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
-
-    with pytest.raises(FederationError, match=rf"fmvc-imk set-up, masked graph sum: {_NOT_CANCELLED}"):
-        run_federation(tmp_path, cfg, node_configs=nodes, proxy_class={0: Replaying})
 
 
 def test_check_words_refuse_a_sum_whose_masks_did_not_cancel():
