@@ -9,11 +9,14 @@ and every client takes part in every round. :class:`ViewFederationStrategy` does
   with ``secure-aggregation = true`` the key agreement of
   :mod:`fedmf_app.federated.secure_aggregation`, and only then the run folder;
 * each round: sends the same instructions to every client, maps the replies to partition ids,
-  hands them to the algorithm's :meth:`~ViewFederationStrategy.aggregate`, records the round in
-  ``result.json`` and logs progress;
-* on any client failure or missing reply: marks ``result.json`` failed (keeping the finished
-  rounds) and stops the run with a message naming the partitions, since the algorithms here need
-  every view in every round;
+  checks every reply against the algorithm's :meth:`~ViewFederationStrategy.expected_reply`
+  (:mod:`fedmf_app.federated.replies`: count, shapes, dtypes, finite values in range), hands them
+  to the algorithm's :meth:`~ViewFederationStrategy.aggregate`, checks that the update is finite,
+  records the round in ``result.json``, writes the checkpoint and logs progress;
+* on any client failure, missing or invalid reply, or non-finite update: marks ``result.json``
+  failed (keeping the finished rounds and the last good checkpoint) and stops the run with a
+  message naming the partitions (and for an invalid reply the round and the array), since the
+  algorithms here need every view in every round;
 * after the last round: asks the algorithm for the predicted cluster of every sample
   (:meth:`~ViewFederationStrategy.final_labels`), collects the ground truth from the clients'
   evaluate replies (used only here, to score), and writes the summary, the plots and
