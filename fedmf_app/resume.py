@@ -1,7 +1,7 @@
 """``python -m fedmf_app.resume RUN_FOLDER``: continue an interrupted run from its last finished round.
 
 A run whose ServerApp or SuperLink died keeps, in its run folder, ``result.json`` (the rounds it
-finished) and ``checkpoint.pkl`` (the server's state after the last of them); its clients keep
+finished) and ``checkpoint.npz`` (the server's state after the last of them); its clients keep
 their state in their state folder (node config ``state-dir``, or run config ``client-state-dir``
 in simulation), which must be set in the original run. This command runs the app again with the
 run's own run config plus ``resume-from = RUN_FOLDER``: the ServerApp restores its state, the
@@ -30,7 +30,7 @@ from typing import Any
 
 from flwr.common.logger import log
 
-from fedmf_app.federated.checkpoint import load_checkpoint
+from fedmf_app.federated.checkpoint import checkpoint_round
 from fedmf_app.federated.results import load_result, run_status
 
 __all__ = ["main", "resume_run_config"]
@@ -46,24 +46,26 @@ def resume_run_config(run_dir: str | Path) -> dict[str, Any]:
     Returns
     -------
     dict
-        The run's own run config with ``resume-from`` set to the folder.
+        The run's own run config with ``resume-from`` set to the folder and ``out-dir`` to the
+        folder holding it (a run resumes only from a folder of its own out-dir).
 
     Raises
     ------
     FileNotFoundError, ValueError
-        When the folder has no ``result.json`` or no checkpoint.
+        When the folder has no ``result.json``, or no checkpoint of this app.
     """
     folder = Path(run_dir).expanduser().resolve()
     config = dict(load_result(folder)["config"])
-    load_checkpoint(folder)  # fails early, naming the file, when there is none
+    checkpoint_round(folder)  # fails early, naming the file, when there is none (or not ours)
     config["resume-from"] = str(folder)
+    config["out-dir"] = str(folder.parent)
     return config
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line; returns the exit code (0: the run completed)."""
     parser = argparse.ArgumentParser(prog="python -m fedmf_app.resume", description=__doc__.split("\n\n")[0])
-    parser.add_argument("run_dir", help="the interrupted run's folder (holds result.json, checkpoint.pkl)")
+    parser.add_argument("run_dir", help="the interrupted run's folder (holds result.json, checkpoint.npz)")
     parser.add_argument("--app-dir", default=".", help="the app folder (default: .)")
     parser.add_argument("--deployment", action="store_true", help="on the local loopback federation")
     parser.add_argument(

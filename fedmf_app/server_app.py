@@ -81,12 +81,20 @@ def _resumed_strategy(cfg: dict[str, Any]) -> Any:
     Raises
     ------
     fedmf_app.options.ConfigError
-        When the run folder has no checkpoint, its run config differs (other than the keys a
-        resume may change), or it already finished.
+        When the run folder is not inside ``out-dir``, has no checkpoint or one this app did not
+        write (a tampered file is refused before anything in it is used), its run config differs
+        (other than the keys a resume may change), or it already finished.
     """
-    run_dir = Path(cfg["resume-from"]).expanduser()
+    run_dir = Path(cfg["resume-from"]).expanduser().resolve()
+    out_dir = Path(cfg["out-dir"]).expanduser().resolve()
+    if run_dir.parent != out_dir:
+        raise ConfigError(
+            f"run config 'resume-from' = {cfg['resume-from']!r} is not a run folder of run config "
+            f"'out-dir' = {cfg['out-dir']!r}: a run resumes only from a folder directly inside its "
+            "own out-dir"
+        )
     try:
-        checkpoint = load_checkpoint(run_dir)
+        checkpoint = load_checkpoint(run_dir, strategy_class(cfg["algorithm"]).checkpoint_types)
         result = load_result(run_dir)
         previous = result["config"]
     except (OSError, ValueError) as exc:

@@ -19,6 +19,7 @@ Ed25519, in OpenSSH or PEM format.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from pathlib import Path
 
@@ -28,7 +29,9 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 __all__ = [
     "KeyFileError",
+    "fingerprint",
     "key_statement",
+    "load_fingerprints",
     "load_private_key",
     "load_public_key",
     "points_statement",
@@ -132,6 +135,40 @@ def load_public_key(path: str | Path):
     if not isinstance(key, ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey):
         raise KeyFileError(f"{path}: a {type(key).__name__}; an EC or Ed25519 key is needed")
     return key
+
+
+def fingerprint(public_key) -> str:
+    """The key's ``SHA256:`` fingerprint, as ``ssh-keygen -l -f <key>.pub`` prints it.
+
+    Organisations compare these out of band (by phone, in a signed contract, ...) and pin their
+    peers' in node config ``peer-fingerprints``.
+    """
+    blob = public_key.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    digest = hashlib.sha256(base64.b64decode(blob.split()[1])).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+def load_fingerprints(path: str | Path) -> dict[int, str]:
+    """Pinned fingerprints: one line ``<partition id> SHA256:<...>`` per peer (``#`` comments).
+
+    Raises
+    ------
+    KeyFileError
+        Naming the file and the line.
+    """
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise KeyFileError(f"{path}: cannot read the pinned fingerprints ({exc.strerror})") from exc
+    pinned: dict[int, str] = {}
+    for number, line in enumerate(lines, start=1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        if len(fields) != 2 or not fields[0].isdigit() or not fields[1].startswith("SHA256:"):
+            raise KeyFileError(f"{path}, line {number}: expected '<partition id> SHA256:<fingerprint>'")
+        pinned[int(fields[0])] = fields[1]
+    return pinned
 
 
 def sign(private_key, message: bytes) -> bytes:

@@ -41,7 +41,10 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 __all__ = [
+    "CHECK_WORDS",
+    "MaskIntegrityError",
     "add_pairwise_masks",
+    "append_check_words",
     "decode_matrix",
     "decode_upper",
     "derive_pair_key",
@@ -50,9 +53,67 @@ __all__ = [
     "generate_private_key",
     "mask_stream",
     "public_key_bytes",
+    "split_check_words",
     "sum_uploads",
     "triu_size",
 ]
+
+#: Check words appended to every masked upload: each client sets them to 1 before masking, so in
+#: the sum each must equal the number of clients; a mask that did not cancel (a replayed or
+#: substituted key, another key-agreement context, words not masked with the run's keys) leaves
+#: them uniformly random, and all of them equal ``M`` by chance with probability
+#: :math:`2^{-4w}` (``w`` = 32 or 64 bits per word).
+CHECK_WORDS = 4
+
+
+class MaskIntegrityError(ValueError):
+    """The check words of a sum are not the number of clients: the masks did not cancel."""
+
+
+def append_check_words(encoded: np.ndarray) -> np.ndarray:
+    """``encoded`` followed by :data:`CHECK_WORDS` words of value 1 (same dtype), to be masked.
+
+    Parameters
+    ----------
+    encoded : ndarray of uint32 or uint64, shape (K,)
+
+    Returns
+    -------
+    ndarray, shape (K + CHECK_WORDS,)
+    """
+    return np.concatenate([encoded, np.ones(CHECK_WORDS, dtype=encoded.dtype)])
+
+
+def split_check_words(total: np.ndarray, num_clients: int) -> np.ndarray:
+    """The sum without its check words, once they prove that the masks cancelled.
+
+    Parameters
+    ----------
+    total : ndarray of uint32 or uint64, shape (K + CHECK_WORDS,)
+        Sum of :func:`append_check_words` uploads, masked.
+    num_clients : int
+        ``M``, the number of uploads summed.
+
+    Returns
+    -------
+    ndarray, shape (K,)
+
+    Raises
+    ------
+    MaskIntegrityError
+        When a check word is not ``M``.
+    """
+    if total.size < CHECK_WORDS:
+        raise MaskIntegrityError(f"the sum has {total.size} words, fewer than its {CHECK_WORDS} check words")
+    checks = total[-CHECK_WORDS:]
+    if np.any(checks != num_clients):
+        raise MaskIntegrityError(
+            f"the check words sum to {[int(c) for c in checks]}, expected {num_clients} each: the masks "
+            "did not cancel (a replayed or substituted key, a different key-agreement context sent to "
+            "some client, or an upload not masked with this run's keys)"
+        )
+    return total[:-CHECK_WORDS]
+
 
 #: Values per keystream chunk (16 MiB of uint32).
 #: Bytes of keystream generated at a time while masking.

@@ -37,9 +37,11 @@ from typing import Any, TextIO
 from flwr.common.config import parse_config_args
 from flwr.common.logger import log
 
+from fedmf_app.common.key_signing import fingerprint, load_public_key
 from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.deployment.supernode import LocalSuperNode
+from fedmf_app.federated.node_policy import STRICT_NODE_POLICY
 from fedmf_app.options.run_config import ConfigError, validate_run_config
 
 __all__ = [
@@ -58,9 +60,9 @@ _STARTUP_SLACK_S = 120.0
 
 
 #: Run-config values this command uses unless ``--run-config`` sets them: secure aggregation with
-#: signed keys (each SuperNode's key from ``certificates/``), and paper A's ``U`` solver in numpy
-#: (every message starts a new ClientApp process, which would import numba and load the compiled
-#: solver each time).
+#: signed keys (each SuperNode's own key in ``supernode-<i>/own-key/``, the public ones in
+#: ``peer-keys/``), and paper A's ``U`` solver in numpy (every message starts a new ClientApp
+#: process, which would import numba and load the compiled solver each time).
 DEPLOYMENT_DEFAULTS: dict[str, Any] = {
     "secure-aggregation": True,
     "secure-aggregation-signed-keys": True,
@@ -153,7 +155,8 @@ class LocalFederation:
     ----------
     workdir : str or Path
         Holds ``superlink/`` (its ``FLWR_HOME`` and log), ``supernode-<i>/`` (each SuperNode's
-        working folder, ``FLWR_HOME`` and log) and ``certificates/``. Must be outside the app
+        working folder, ``FLWR_HOME``, log and ``own-key/``), ``peer-keys/`` (every node's public
+        key) and, with TLS, ``certificates/``. Must be outside the app
         folder (Flower packs that folder into the app bundle).
     num_nodes : int
         SuperNodes, one per view.
@@ -170,6 +173,10 @@ class LocalFederation:
         resolves against it. Default: this process's working folder.
     task_poll_interval : float
         Seconds between a SuperNode's checks for new ClientApp tasks.
+    node_policy : mapping
+        Node-config policy keys every SuperNode gets (:mod:`fedmf_app.federated.node_policy`);
+        default :data:`~fedmf_app.federated.node_policy.STRICT_NODE_POLICY`: secure aggregation
+        with signed keys, signed PSI, at least 2 clients. ``{}``: the nodes follow the run config.
     """
 
     def __init__(
@@ -183,6 +190,7 @@ class LocalFederation:
         supernode_auth: bool = False,
         cwd: str | Path | None = None,
         task_poll_interval: float = 0.1,
+        node_policy: Mapping[str, Any] = STRICT_NODE_POLICY,
     ) -> None:
         if num_nodes < 1:
             raise ValueError(f"num_nodes = {num_nodes} must be >= 1")
@@ -196,24 +204,32 @@ class LocalFederation:
         self.supernode_auth = supernode_auth
         self.cwd = cwd
         self.task_poll_interval = task_poll_interval
+        self.node_policy = dict(node_policy)
         self.superlink: LocalSuperLink | None = None
         self.supernodes: list[LocalSuperNode] = []
 
     def node_config(self, index: int) -> dict[str, Any]:
-        """Node config of SuperNode ``index``: its partition, its data file if any, its
-        long-term key (``signing-key``) and the folder of every node's public key (``peer-keys``)
-        for signed secure-aggregation keys, where it keeps its state (``state-dir``, so that
-        a federation restarted on the same ``workdir`` can resume a run) and, after a sample-ID
+        """Node config of SuperNode ``index``: its partition, its data file if any, its own
+        long-term private key (``signing-key``, in its own folder ``supernode-<i>/own-key/``: no
+        node is given another's) and the folder of every node's public key (``peer-keys``,
+        ``peer-keys/``: public keys only) for signed keys, its policy (:attr:`node_policy`),
+        where it keeps its state (``state-dir``, so that a federation restarted on the same
+        ``workdir`` can resume a run), the fingerprints of the peers' keys it trusts
+        (``peer-fingerprints``, ``supernode-<i>/peer-fingerprints.txt``) and, after a sample-ID
         alignment, its final clusters per ID (``labels-file``)."""
         config: dict[str, Any] = {"partition-id": index, "num-partitions": self.num_nodes}
         if self.data_files is not None:
             config["data-file"] = str(self.data_files[index])
-        certs = self.workdir / "certificates"
-        config["signing-key"] = str(certs / f"supernode-{index}.key")
-        config["peer-keys"] = str(certs)
+        config["signing-key"] = str(self._own_key(index))
+        config["peer-keys"] = str(self.workdir / "peer-keys")
+        config["peer-fingerprints"] = str(self.workdir / f"supernode-{index}" / "peer-fingerprints.txt")
+        config.update(self.node_policy)
         config["state-dir"] = str(self.workdir / f"supernode-{index}" / "state")
         config["labels-file"] = str(self.workdir / f"supernode-{index}" / "labels.csv")
         return config
+
+    def _own_key(self, index: int) -> Path:
+        return self.workdir / f"supernode-{index}" / "own-key" / f"supernode-{index}.key"
 
     def start(self) -> LocalFederation:
         """Start the SuperLink (and wait until it is healthy), then the SuperNodes.
@@ -236,7 +252,15 @@ class LocalFederation:
         tls_files = make_certificates(certs) if self.tls else None
         # one long-term key pair per SuperNode: it signs the node's secure-aggregation key and,
         # with SuperNode authentication, is the key registered with the SuperLink
-        pairs = make_supernode_keys(certs, self.num_nodes)
+        pairs = make_supernode_keys(self.workdir / "peer-keys", self.num_nodes)
+        pins = "".join(f"{i} {fingerprint(load_public_key(public))}\n" for i, (_, public) in enumerate(pairs))
+        for i, (private, public) in enumerate(pairs):
+            own = self._own_key(i)  # each node's private key in its own folder only
+            own.parent.mkdir(parents=True, exist_ok=True)
+            private.replace(own)
+            pairs[i] = (own, public)
+            # the fingerprints each organisation would agree with the others out of band
+            Path(self.node_config(i)["peer-fingerprints"]).write_text(pins)
         keys = pairs if self.supernode_auth else None
         self.superlink = LocalSuperLink(
             self.workdir / "superlink",
@@ -391,6 +415,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--tls", action="store_true", help="TLS with test certificates")
     parser.add_argument("--auth", action="store_true", help="SuperNode authentication (implies --tls)")
+    parser.add_argument(
+        "--permissive-nodes",
+        action="store_true",
+        help="give the SuperNodes no policy (they follow the run config; default: each refuses a run "
+        "without secure aggregation, signed keys and signed PSI, or with fewer than 2 clients)",
+    )
     parser.add_argument("--app-dir", default=".", help="the app folder (default: .)")
     parser.add_argument(
         "--workdir",
@@ -418,6 +448,7 @@ def main(argv: list[str] | None = None) -> int:
             data_files=args.data_file,
             tls=args.tls,
             supernode_auth=args.auth,
+            node_policy={} if args.permissive_nodes else STRICT_NODE_POLICY,
         )
     except ValueError as exc:
         log(ERROR, "%s", exc)

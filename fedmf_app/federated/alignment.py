@@ -15,7 +15,8 @@ after the handshake and before anything else (:func:`align_samples`), the ring o
    in ``context.state``; every later message loads only those rows (:func:`aligned_rows`).
 
 The server sees blinded points only, never an ID or the hash of one. Each stage is answered once
-per run. With ``secure-aggregation-signed-keys = true`` every client signs the points it hands on
+per run. With ``secure-aggregation-signed-keys = true`` (and always on a node with a ``signing-key``,
+:func:`~fedmf_app.federated.secure_aggregation.signs`) every client signs the points it hands on
 (:func:`~fedmf_app.common.key_signing.points_statement`, its node config ``signing-key``) and
 checks the signature of the party that blinded them before it (node config ``peer-keys``), so the
 server cannot have a client blind points of its own choosing.
@@ -35,7 +36,6 @@ from flwr.server.client_proxy import ClientProxy
 from fedmf_app.common.key_signing import (
     KeyFileError,
     load_private_key,
-    load_public_key,
     points_statement,
     sign,
 )
@@ -43,7 +43,7 @@ from fedmf_app.common.key_signing import verify as verify_signature
 from fedmf_app.common.psi import Blinder, aligned_order, blind_own_ids, common_positions, pack, unpack
 from fedmf_app.data import ClientView
 from fedmf_app.federated.handshake import FederationError, ask_all
-from fedmf_app.federated.secure_aggregation import node_key_path
+from fedmf_app.federated.secure_aggregation import node_key_path, peer_public_key, signs
 
 __all__ = ["AlignmentError", "align_samples", "aligned_rows", "answer_psi_stage"]
 
@@ -61,10 +61,6 @@ def aligned_rows(context: Context) -> np.ndarray | None:
     """The file rows this client keeps after the alignment, in the common order (``None``: none yet)."""
     stored = context.state.array_records.get(_ROWS)
     return None if stored is None else stored["rows"].numpy()
-
-
-def _signed(cfg: dict[str, Any]) -> bool:
-    return bool(cfg["secure-aggregation-signed-keys"])
 
 
 def _sign(context: Context, cfg: dict[str, Any], me: int, origin: int, hop: int, points: bytes) -> bytes:
@@ -87,7 +83,7 @@ def _check_signature(
 ) -> None:
     folder = node_key_path(context, "peer-keys", me)
     try:
-        public = load_public_key(folder / f"supernode-{signer}.pub")
+        public = peer_public_key(context, me, signer)
     except KeyFileError as exc:
         raise AlignmentError(f"partition {me}: node config 'peer-keys': {exc}") from exc
     statement = points_statement(context.run_id, signer, int(cfg["num-clients"]), origin, hop, points)
@@ -143,7 +139,7 @@ def answer_psi_stage(
         records[_STATE] = ConfigRecord({"secret": blinder.secret, "hops": [0]})
         context.state.array_records[_ORDER] = ArrayRecord({"order": Array(order)})
         answer: dict[str, Scalar] = {"psi-points": packed}
-        if _signed(cfg):
+        if signs(context, cfg):
             answer["psi-signature"] = _sign(context, cfg, partition_id, partition_id, 0, packed)
         return answer
     stored = records.get(_STATE)
@@ -158,7 +154,7 @@ def answer_psi_stage(
                 f"it blinds only partition ({partition_id} - t) mod {m}'s points, once); refused"
             )
         points = bytes(config["psi-points"])
-        if _signed(cfg):
+        if signs(context, cfg):
             signer = (partition_id - 1) % m
             signature = bytes(config.get("psi-signature", b""))
             _check_signature(context, cfg, partition_id, signer, origin, hop - 1, points, signature)
@@ -170,7 +166,7 @@ def answer_psi_stage(
             ) from exc
         records[_STATE] = ConfigRecord({"secret": bytes(stored["secret"]), "hops": [*hops, hop]})
         answer = {"psi-points": blinded}
-        if _signed(cfg):
+        if signs(context, cfg):
             answer["psi-signature"] = _sign(context, cfg, partition_id, origin, hop, blinded)
         return answer
     if stage != "keep":

@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from flwr.client import NumPyClient
+from flwr.client import Client, NumPyClient
 from flwr.common import Array, ArrayRecord, ConfigRecord, Context, Scalar
 
 from fedmf_app.data import ClientView, load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.data.sample_ids import sample_id_key
 from fedmf_app.federated.alignment import aligned_rows, answer_psi_stage
-from fedmf_app.federated.secure_aggregation import answer_key_stage
+from fedmf_app.federated.node_policy import check_node_policy
+from fedmf_app.federated.secure_aggregation import SecureAggregationError, answer_key_stage
 from fedmf_app.options.run_config import validate_run_config
 
 __all__ = [
@@ -208,6 +209,47 @@ class ViewClient(NumPyClient):
         self.num_partitions = num_partitions
         self.view = view
 
+    #: Whether this method fills the rows its view misses with public values (zeros, or the mean
+    #: of its observed rows: every method but fmvc-iai). Its contribution to a summed row it does not
+    #: observe then follows from what the server knows (up to one offset per view with the mean), so
+    #: a masked sum over a sample that one view alone observes releases that view's row.
+    fills_missing_rows: bool = True
+
+    def masks_uploads(self) -> bool:
+        """Whether this client's uploads are masked sums (default: ``secure-aggregation``)."""
+        return bool(self.cfg["secure-aggregation"])
+
+    def check_sum_contributors(self) -> None:
+        """Refuse to take part in masked sums that some sample's row would enter alone.
+
+        Under missing views (the run's public, seeded mask), a sample observed by one view only
+        has one real contributor to every row-wise sum; with :attr:`fills_missing_rows` the masked
+        sum would give the server that client's row. Such a run is refused, by every client, before
+        anything is answered.
+
+        Raises
+        ------
+        SecureAggregationError
+            Naming the partition, the number of such samples and the run-config keys.
+        """
+        cfg = self.cfg
+        if not (self.fills_missing_rows and cfg["missing-rate"] > 0 and self.masks_uploads()):
+            return
+        n = self.view.features.shape[0]
+        mask = missing_view_mask(
+            n, cfg["num-clients"], cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"]
+        )
+        alone = int(np.count_nonzero(mask.sum(axis=1) < 2))
+        if alone:
+            raise SecureAggregationError(
+                f"partition {self.partition_id} refuses this run: with missing-rate = {cfg['missing-rate']} "
+                f"and missing-views-dropped = {cfg['missing-views-dropped']}, {alone} of {n} samples are "
+                f"observed by one view only, so the masked sums of {cfg['algorithm']} would release "
+                "those samples' rows from one client alone (no sum over fewer than two contributors "
+                "is released); keep at least two views per sample (missing-views-dropped <= "
+                "num-clients - 2)"
+            )
+
     @property
     def observed(self) -> np.ndarray:
         """Which rows of this view are observed (the run's seeded missing-view mask), shape (n,),
@@ -219,6 +261,28 @@ class ViewClient(NumPyClient):
         return missing_view_mask(
             n, cfg["num-clients"], cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"]
         )[:, self.partition_id]
+
+    def to_client(self) -> Client:
+        """This client as Flower's ``Client``, for one message, once this node's policy accepts the
+        run (:func:`~fedmf_app.federated.node_policy.check_node_policy`) and no masked sum would
+        release one client's row (:meth:`check_sum_contributors`); Flower and the in-process
+        federation call it for every message.
+
+        Raises
+        ------
+        fedmf_app.federated.node_policy.NodePolicyError
+            When the run asks less than the node config's policy.
+        SecureAggregationError
+            From :meth:`check_sum_contributors`.
+        """
+        check_node_policy(
+            self.cfg,
+            self.context.node_config,
+            f"SuperNode {self.context.node_id} (partition {self.partition_id})",
+            aligns=bool(sample_id_key(self.context.run_config, self.context.node_config)),
+        )
+        self.check_sum_contributors()
+        return super().to_client()
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """Handshake: who this client is and the shape of its view (``sample-ids``: how many IDs

@@ -6,7 +6,8 @@ before round 1 (:func:`agree_keys`):
 1. ``get_properties(secagg-stage = "keys")`` to every client: each draws an X25519 key pair for
    this run (once: a second request is refused), keeps the private key in ``context.state`` and
    answers the public key, signed with its long-term key when
-   ``secure-aggregation-signed-keys = true`` (:mod:`fedmf_app.common.key_signing`);
+   ``secure-aggregation-signed-keys = true`` or its node config has a ``signing-key``
+   (:func:`signs`, :mod:`fedmf_app.common.key_signing`);
 2. ``get_properties(secagg-stage = "peers")`` with every public key (and signature) and a fresh
    16-byte context: each client checks that its own key came back unchanged, that no key appears
    twice and (signed keys) every peer's signature against that peer's long-term public key from
@@ -18,9 +19,10 @@ A method's client then sends, in place of the arrays its server only needs summe
 uploads and decodes only the sum (:func:`summed_arrays`). Each ``(round, tag)`` is masked once per
 run: a client asked to mask the same message twice refuses.
 
-Node config of a client with signed keys: ``signing-key`` (its long-term private key file) and
-``peer-keys`` (a folder holding ``supernode-<j>.pub`` for every partition ``j``, its own included),
-as written by ``python -m fedmf_app.deployment.certificates``.
+Node config of a client with signed keys: ``signing-key`` (its long-term private key file),
+``peer-keys`` (a folder holding ``supernode-<j>.pub`` for every partition ``j``, its own included,
+as written by ``python -m fedmf_app.deployment.certificates``) and, to trust those keys only as
+far as the organisation itself checked them, ``peer-fingerprints`` (:func:`peer_public_key`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,15 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from flwr.common import ConfigRecord, Context, Scalar
 from flwr.server.client_proxy import ClientProxy
 
-from fedmf_app.common.key_signing import KeyFileError, key_statement, load_private_key, load_public_key, sign
+from fedmf_app.common.key_signing import (
+    KeyFileError,
+    fingerprint,
+    key_statement,
+    load_fingerprints,
+    load_private_key,
+    load_public_key,
+    sign,
+)
 from fedmf_app.common.key_signing import verify as verify_signature
 from fedmf_app.common.secure_agg import (
     FixedPointError,
@@ -46,7 +56,14 @@ from fedmf_app.common.secure_agg import (
     message_key,
     sum_words,
 )
-from fedmf_app.common.secure_sum import derive_pair_key, generate_private_key, public_key_bytes
+from fedmf_app.common.secure_sum import (
+    MaskIntegrityError,
+    append_check_words,
+    derive_pair_key,
+    generate_private_key,
+    public_key_bytes,
+    split_check_words,
+)
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.federated.handshake import FederationError, ask_all
 
@@ -58,6 +75,8 @@ __all__ = [
     "masked_upload",
     "message_keys",
     "pair_keys",
+    "peer_public_key",
+    "signs",
     "summed_arrays",
 ]
 
@@ -88,6 +107,41 @@ def node_key_path(context: Context, key: str, partition_id: int) -> Path:
     return Path(str(value))
 
 
+def peer_public_key(context: Context, partition_id: int, peer: int) -> Any:
+    """Partition ``peer``'s long-term public key: ``supernode-<peer>.pub`` in node config
+    ``peer-keys``, checked against its pinned fingerprint when the node config has
+    ``peer-fingerprints`` (a file of ``<partition id> SHA256:<...>`` lines this organisation
+    agreed with its peers out of band, :func:`~fedmf_app.common.key_signing.load_fingerprints`).
+
+    Raises
+    ------
+    SecureAggregationError
+        When a node-config key is missing, or a file is unreadable.
+    KeyFileError
+        When the key's fingerprint is not the pinned one (a key not from that organisation, e.g.
+        one the coordinator handed out).
+    """
+    path = node_key_path(context, "peer-keys", partition_id) / f"supernode-{peer}.pub"
+    key = load_public_key(path)
+    pins = context.node_config.get("peer-fingerprints")
+    if pins:
+        pinned = load_fingerprints(str(pins)).get(peer)
+        found = fingerprint(key)
+        if pinned != found:
+            raise KeyFileError(
+                f"{path} has fingerprint {found}, but node config 'peer-fingerprints' ({pins}) pins "
+                f"{pinned or 'no key'} for partition {peer}: not that organisation's key; refused"
+            )
+    return key
+
+
+def signs(context: Context, cfg: dict[str, Any]) -> bool:
+    """Whether this client signs its key-agreement key and PSI points and checks its peers':
+    with run config ``secure-aggregation-signed-keys = true``, and always when its node config has
+    a ``signing-key`` (the organisation's choice, not the run's)."""
+    return bool(cfg["secure-aggregation-signed-keys"]) or bool(context.node_config.get("signing-key"))
+
+
 def answer_key_stage(
     context: Context, cfg: dict[str, Any], partition_id: int, config: dict[str, Scalar]
 ) -> dict[str, Scalar]:
@@ -115,11 +169,16 @@ def answer_key_stage(
         Naming this partition and, for a bad key, the partition it claims to be from.
     """
     m = int(cfg["num-clients"])
-    signed = bool(cfg["secure-aggregation-signed-keys"])
+    signed = signs(context, cfg)
     records = context.state.config_records
     stage = config["secagg-stage"]
     me = f"partition {partition_id}"
     if stage == "keys":
+        if m < 2:
+            raise SecureAggregationError(
+                f"{me}: secure aggregation over num-clients = {m} is refused (a sum over one client "
+                "is that client's upload)"
+            )
         if _STATE in records:
             raise SecureAggregationError(
                 f"{me}: asked for a second key-agreement key in this run; refused (one key per run)"
@@ -163,7 +222,7 @@ def answer_key_stage(
             if j == partition_id:
                 continue
             try:
-                long_term = load_public_key(folder / f"supernode-{j}.pub")
+                long_term = peer_public_key(context, partition_id, j)
             except KeyFileError as exc:
                 raise SecureAggregationError(f"{me}: node config 'peer-keys': {exc}") from exc
             signature = bytes(config.get(f"secagg-signature-{j}", b""))
@@ -255,8 +314,9 @@ def masked_upload(
 
     Returns
     -------
-    ndarray of uint64, shape (K,)
-        K = total size of ``arrays``.
+    ndarray of uint64, shape (K + CHECK_WORDS,)
+        K = total size of ``arrays``, then the check words
+        (:func:`~fedmf_app.common.secure_sum.append_check_words`).
 
     Raises
     ------
@@ -275,14 +335,15 @@ def masked_upload(
         raise SecureAggregationError(
             f"partition {partition_id}, round {server_round} ({tag}): {exc}"
         ) from exc
-    return mask_words(words, partition_id, keys)
+    return mask_words(append_check_words(words), partition_id, keys)
 
 
 # ------------------------------------------------------------------------------------- server
 def summed_arrays(
-    uploads: list[np.ndarray], shapes: list[tuple[int, ...]], frac_bits: int
+    uploads: list[np.ndarray], shapes: list[tuple[int, ...]], frac_bits: int, stage: str
 ) -> list[np.ndarray]:
-    """Decode the sum of the clients' masked uploads into arrays of ``shapes``.
+    """Decode the sum of the clients' masked uploads into arrays of ``shapes``, once its check
+    words prove that the masks cancelled.
 
     Parameters
     ----------
@@ -291,6 +352,8 @@ def summed_arrays(
     shapes : list of tuple
         Shapes of the summed arrays, in upload order.
     frac_bits : int
+    stage : str
+        Which sum, for messages (e.g. ``"round 3, masked 'upload'"``).
 
     Returns
     -------
@@ -300,15 +363,20 @@ def summed_arrays(
     Raises
     ------
     FederationError
-        When an upload's size does not match ``shapes``.
+        When an upload's size does not match ``shapes``, or the masks did not cancel (naming
+        ``stage``).
     """
     sizes = [int(np.prod(s)) for s in shapes]
     try:
-        total = sum_words(uploads)
+        total = split_check_words(sum_words(uploads), len(uploads))
+    except MaskIntegrityError as exc:
+        raise FederationError(f"secure aggregation, {stage}: the sum is refused: {exc}") from exc
     except ValueError as exc:
-        raise FederationError(f"secure aggregation: {exc}") from exc
+        raise FederationError(f"secure aggregation, {stage}: {exc}") from exc
     if total.size != sum(sizes):
-        raise FederationError(f"secure aggregation: uploads hold {total.size} words, expected {sum(sizes)}")
+        raise FederationError(
+            f"secure aggregation, {stage}: uploads hold {total.size} words, expected {sum(sizes)}"
+        )
     values = decode_fixed(total, frac_bits)
     out, start = [], 0
     for shape, size in zip(shapes, sizes):

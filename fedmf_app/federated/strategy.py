@@ -9,11 +9,14 @@ and every client takes part in every round. :class:`ViewFederationStrategy` does
   with ``secure-aggregation = true`` the key agreement of
   :mod:`fedmf_app.federated.secure_aggregation`, and only then the run folder;
 * each round: sends the same instructions to every client, maps the replies to partition ids,
-  hands them to the algorithm's :meth:`~ViewFederationStrategy.aggregate`, records the round in
-  ``result.json`` and logs progress;
-* on any client failure or missing reply: marks ``result.json`` failed (keeping the finished
-  rounds) and stops the run with a message naming the partitions, since the algorithms here need
-  every view in every round;
+  checks every reply against the algorithm's :meth:`~ViewFederationStrategy.expected_reply`
+  (:mod:`fedmf_app.federated.replies`: count, shapes, dtypes, finite values in range), hands them
+  to the algorithm's :meth:`~ViewFederationStrategy.aggregate`, checks that the update is finite,
+  records the round in ``result.json``, writes the checkpoint and logs progress;
+* on any client failure, missing or invalid reply, or non-finite update: marks ``result.json``
+  failed (keeping the finished rounds and the last good checkpoint) and stops the run with a
+  message naming the partitions (and for an invalid reply the round and the array), since the
+  algorithms here need every view in every round;
 * after the last round: asks the algorithm for the predicted cluster of every sample
   (:meth:`~ViewFederationStrategy.final_labels`), collects the ground truth from the clients'
   evaluate replies (used only here, to score), and writes the summary, the plots and
@@ -27,7 +30,7 @@ import time
 from abc import abstractmethod
 from dataclasses import dataclass
 from logging import ERROR, INFO, WARNING
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from flwr.common import (
@@ -56,6 +59,7 @@ from fedmf_app.federated.handshake import (
     collect_properties,
     resolve_num_clusters,
 )
+from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays, check_finite_state, check_metrics
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_aggregation import agree_keys
 
@@ -110,8 +114,12 @@ class ViewFederationStrategy(Strategy):
     #: Record keys shown in the per-round log line, in order.
     progress_keys: tuple[str, ...] = ()
 
-    #: Attributes saved after every round (``checkpoint.pkl``) and restored on resume.
+    #: Attributes saved after every round (``checkpoint.npz``) and restored on resume.
     checkpoint_attrs: tuple[str, ...] = ("num_clusters",)
+
+    #: Classes (other than arrays, numbers, strings, containers and CSR matrices) whose instances
+    #: those attributes hold: the only ones a checkpoint may name (their fields are restored).
+    checkpoint_types: tuple[type, ...] = ()
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__()
@@ -164,6 +172,21 @@ class ViewFederationStrategy(Strategy):
         -------
         str or None
             Why the run stops (for the log and the summary), or ``None`` to go on.
+        """
+        return None
+
+    def expected_reply(self, server_round: int) -> list[ArraySpec] | None:
+        """The arrays every client's reply to ``server_round`` must hold (default: ``None``, any
+        number of numeric arrays); every reply is checked against them before :meth:`aggregate`
+        (:func:`~fedmf_app.federated.replies.check_arrays`).
+
+        Parameters
+        ----------
+        server_round : int
+
+        Returns
+        -------
+        list of ArraySpec or None
         """
         return None
 
@@ -306,7 +329,7 @@ class ViewFederationStrategy(Strategy):
 
     def _write_checkpoint(self, server_round: int, arrays: list[np.ndarray]) -> None:
         state = {name: getattr(self, name) for name in (*self.checkpoint_attrs, "label_history")}
-        write_checkpoint(self.recorder.run_dir, server_round, arrays, state)
+        write_checkpoint(self.recorder.run_dir, server_round, arrays, state, self.checkpoint_types)
 
     def configure_fit(
         self, server_round: int, parameters: Parameters, client_manager: ClientManager
@@ -333,6 +356,13 @@ class ViewFederationStrategy(Strategy):
         except Exception as exc:
             self.recorder.fail(f"round {server_round}: server aggregation failed: {exc}")
             raise
+        try:
+            check_finite_state(arrays, record)
+        except ReplyError as exc:
+            self._stop(
+                f"round {server_round}: the server's update from the replies is not finite ({exc}); "
+                "the run stops (the checkpoint keeps the last good round)"
+            )
         now = time.perf_counter()
         kernel = [float(r.metrics["kernel_s"]) for r in replies]
         record = {
@@ -349,7 +379,11 @@ class ViewFederationStrategy(Strategy):
         if (labels := self.round_labels()) is not None:
             self.label_history[server_round] = np.asarray(labels, dtype=np.int32)
         self.recorder.record_round(record)
-        self._write_checkpoint(server_round, arrays)
+        try:
+            self._write_checkpoint(server_round, arrays)
+        except (OSError, TypeError) as exc:
+            self.recorder.fail(f"round {server_round}: writing the checkpoint failed: {exc}")
+            raise
         self._log_progress(record)
         if server_round < self.num_rounds and (reason := self.converged(record)) is not None:
             self.last_round = server_round
@@ -488,14 +522,27 @@ class ViewFederationStrategy(Strategy):
         replies.sort(key=lambda r: r.partition_id)
         missing = sorted(set(range(len(self.clients))) - {r.partition_id for r in replies})
         if missing or reasons:
-            message = (
+            self._stop(
                 f"round {server_round}: no valid reply from partition(s) {missing} "
                 f"(every view is needed in every round). Errors: {'; '.join(reasons) or 'none reported'}"
             )
-            self.recorder.fail(message)
-            log(ERROR, "%s", message)
-            raise FederationError(message)
+        specs = self.expected_reply(server_round)
+        for reply in replies:
+            try:
+                check_arrays(reply.arrays, specs)
+                check_metrics(reply.metrics)
+            except ReplyError as exc:
+                self._stop(
+                    f"round {server_round}: partition {reply.partition_id} sent an invalid reply: {exc}; "
+                    "the run stops (the checkpoint keeps the last good round)"
+                )
         return replies
+
+    def _stop(self, message: str) -> NoReturn:
+        """Mark the run failed with ``message`` and raise :class:`FederationError`."""
+        self.recorder.fail(message)
+        log(ERROR, "%s", message)
+        raise FederationError(message)
 
     def _log_progress(self, record: dict[str, Any]) -> None:
         shown = "  ".join(

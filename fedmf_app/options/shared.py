@@ -110,8 +110,9 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         "resume-from",
         "",
         Text("a run folder (empty: a new run)"),
-        "Continue the run in this folder from its last finished round (its checkpoint.pkl); the "
-        "other keys must equal that run's. Used by python -m fedmf_app.resume.",
+        "Continue the run in this folder from its last finished round (its checkpoint.npz); the "
+        "folder must be directly inside out-dir and the other keys must equal that run's. Used by "
+        "python -m fedmf_app.resume.",
     ),
     Option(
         "dataset",

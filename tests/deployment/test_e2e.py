@@ -197,6 +197,8 @@ def test_a_malformed_data_file_on_one_node_stops_the_run_naming_the_node_and_fil
         "run-name": "bad",
         "num-server-rounds": 2,
         "sonmf.rank": 2,
+        "secure-aggregation": True,  # what the federation's strict node policy requires
+        "secure-aggregation-signed-keys": True,
     }
     outcome = _run(tmp_path, 3, overrides, data_files=files)
     assert outcome.status == "failed"

@@ -197,6 +197,28 @@ def test_with_signed_keys_a_client_refuses_points_the_server_changed(tmp_path):
     )
 
 
+def test_an_unsigned_psi_dictionary_attack_is_refused_by_a_node_requiring_signed_points(tmp_path):
+    # unsigned, the server could have a client blind a dictionary of guessed IDs in one message;
+    # a node requiring signed PSI refuses the run before blinding anything
+    _, own, _, _ = _files(tmp_path, list(range(N_COMMON + 12)))
+    signed = _signed_nodes(tmp_path, own)
+
+    def node(p):
+        return {**{k: v for k, v in signed(p).items() if k != "signing-key"}, "require-signed-psi": True}
+
+    cfg = {"sample-id": "id", "secure-aggregation-signed-keys": False}
+    match = r"refuses this run: its policy \(node config 'require-signed-psi' = true\) needs signed PSI"
+    _run_expecting(tmp_path, node, match, **cfg)
+
+
+def test_a_node_with_a_signing_key_checks_the_points_even_when_the_run_says_unsigned(tmp_path):
+    _, own, _, _ = _files(tmp_path, list(range(N_COMMON + 12)))
+    node = _signed_nodes(tmp_path, own)
+    cfg = {"sample-id": "id", "secure-aggregation-signed-keys": False}
+    match = r"partition 1: the blinded points relayed as partition 0's .* not signed"
+    _run_expecting(tmp_path, node, match, proxy_class=_Substituting, **cfg)
+
+
 def _run_expecting(tmp_path, node, match, error=FederationError, proxy_class=InProcessProxy, **cfg):
     with pytest.raises(error, match=match):
         run_in_process(

@@ -55,6 +55,8 @@ def test_a_run_ended_by_its_convergence_stop_is_not_resumed(tmp_path):
     overrides = {**BASE, "sonmf.stop-ratio": 0.5}
     strategy = run_in_process(overrides, tmp_path, "stopped")
     assert strategy.recorder.data["summary"]["stopped_early"]["round"] < 25
-    cfg = validate_run_config({**overrides, "resume-from": str(tmp_path / "stopped")})
+    cfg = validate_run_config(
+        {**overrides, "out-dir": str(tmp_path), "resume-from": str(tmp_path / "stopped")}
+    )
     with pytest.raises(ConfigError, match=r"its convergence stop\); nothing to resume"):
         _resumed_strategy(cfg)

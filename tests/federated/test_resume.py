@@ -2,15 +2,19 @@
 uninterrupted run (server checkpoint + clients' state on disk; driven in process, no Ray)."""
 
 import json
+import pickle
 
+import numpy as np
 import pytest
 from flwr.common import Context
 
+from fedmf_app.federated.checkpoint import CHECKPOINT_FILE
 from fedmf_app.federated.handshake import FederationError
 from fedmf_app.federated.in_process import InProcessFederation
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.options.run_config import ConfigError, validate_run_config
 from fedmf_app.registry import strategy_class
+from fedmf_app.resume import main as resume_main
 from fedmf_app.server_app import server_fn
 
 from support.data import IAI_SMALL, IMK_BASE, iai_labelled_file
@@ -50,9 +54,8 @@ def _strategy(cfg, out, name="run"):
 
 
 def _resumed(cfg, run_dir):
-    context = Context(
-        run_id=2, node_id=0, node_config={}, state=None, run_config={**cfg, "resume-from": str(run_dir)}
-    )
+    run_config = {**cfg, "out-dir": str(run_dir.parent), "resume-from": str(run_dir)}
+    context = Context(run_id=2, node_id=0, node_config={}, state=None, run_config=run_config)
     components = server_fn(context)
     return components.server.strategy, components.config.num_rounds
 
@@ -112,3 +115,51 @@ def test_without_a_state_folder_a_restarted_client_still_refuses_to_continue(tmp
     # the client's refusal reaches the server as a failed reply, as through Flower
     with pytest.raises(FederationError, match="asked for round 2 but its stored state is from round 0"):
         _drive(strategy, cfg, rounds)
+
+
+class _Payload:
+    """What a pickle-based checkpoint would run on load: here, it writes a marker file."""
+
+    marker = None
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def _interrupted(tmp_path):
+    cfg = validate_run_config({**SONMF, "num-server-rounds": 3, "client-state-dir": str(tmp_path / "s")})
+    _drive(_strategy(cfg, tmp_path), cfg, 1)
+    return cfg, tmp_path / "run"
+
+
+def test_a_tampered_checkpoint_cannot_run_code_and_is_refused(tmp_path):
+    cfg, run_dir = _interrupted(tmp_path)
+    path = run_dir / CHECKPOINT_FILE
+    _Payload.marker = tmp_path / "code-ran"
+    with path.open("wb") as f:  # a pickle in place of the checkpoint
+        pickle.dump({"round": 1, "broadcast": [], "state": {"v": _Payload()}}, f)
+    with pytest.raises(ConfigError, match="not a checkpoint of this app"):
+        _resumed(cfg, run_dir)
+    assert resume_main([str(run_dir)]) == 2  # the command refuses too, before starting anything
+    np.savez(path, __tree__=np.frombuffer(b"{}", np.uint8), a0=np.array([_Payload()], dtype=object))
+    with pytest.raises(ConfigError, match="not a checkpoint of this app"):
+        _resumed(cfg, run_dir)
+    call = {"object": "os.system", "fields": {"dict": [["command", "touch code-ran"]]}}
+    tree = {"round": 1, "broadcast": [], "state": {"dict": [["v", call]]}}
+    np.savez(path, __tree__=np.frombuffer(json.dumps(tree).encode(), np.uint8))
+    with pytest.raises(ConfigError, match=r"names class 'os.system'; allowed: none"):
+        _resumed(cfg, run_dir)
+    assert not _Payload.marker.exists() and not (tmp_path / "code-ran").exists()
+
+
+def test_resume_from_outside_the_runs_out_dir_is_refused(tmp_path):
+    cfg, run_dir = _interrupted(tmp_path)
+    context = Context(
+        run_id=2,
+        node_id=0,
+        node_config={},
+        state=None,
+        run_config={**cfg, "out-dir": str(tmp_path / "other"), "resume-from": str(run_dir)},
+    )
+    with pytest.raises(ConfigError, match="is not a run folder of run config 'out-dir'"):
+        server_fn(context)

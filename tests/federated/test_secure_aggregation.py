@@ -3,18 +3,33 @@ the key-substitution attack, replays, and the same numbers as without it."""
 
 import numpy as np
 import pytest
-from flwr.common import GetPropertiesIns
+from flwr.common import GetPropertiesIns, ndarrays_to_parameters, parameters_to_ndarrays
 from scipy import stats
 
 from fedmf_app.common.graphs import knn_similarity
+from fedmf_app.common.key_signing import (
+    KeyFileError,
+    fingerprint,
+    key_statement,
+    load_fingerprints,
+    load_private_key,
+    load_public_key,
+    sign,
+)
 from fedmf_app.common.secure_agg import decode_fixed, message_key, sum_words, word_stream
 from fedmf_app.common.secure_sum import (
+    CHECK_WORDS,
+    MaskIntegrityError,
+    add_pairwise_masks,
+    append_check_words,
     derive_pair_key,
     encode_matrix,
     encode_upper,
     generate_private_key,
     mask_stream,
     public_key_bytes,
+    split_check_words,
+    sum_uploads,
 )
 from fedmf_app.data import load_client_view
 from fedmf_app.deployment.certificates import make_supernode_keys
@@ -39,6 +54,9 @@ SONMF = {
     "seed": 5,
     "connect-timeout-s": 0.2,
 }
+
+#: How a sum whose masks did not cancel is refused.
+_NOT_CANCELLED = r"the sum is refused: the check words sum to .* expected 3 each: the masks did not cancel"
 
 
 def _spy_uploads(monkeypatch):
@@ -78,7 +96,10 @@ def test_the_server_cannot_tell_the_sonmf_uploads_apart_and_only_their_sum_decod
     truth = [np.concatenate([*(a.ravel() for a in arrays)]) for arrays in plain_uploads]
     r, n = plain.v.shape
     uploads = [arrays for arrays in seen[1]]
-    assert all(len(a) == 1 and a[0].dtype == np.uint64 and a[0].shape == (2 * r * n + 2,) for a in uploads)
+    assert all(
+        len(a) == 1 and a[0].dtype == np.uint64 and a[0].shape == (2 * r * n + 2 + CHECK_WORDS,)
+        for a in uploads
+    )
     words = [a[0] for a in uploads]
     top = [(w >> np.uint64(56)).astype(np.int64) for w in words]
     assert stats.ks_2samp(top[0], top[1]).pvalue > 1e-4  # indistinguishable by their bytes
@@ -139,12 +160,13 @@ def test_key_substitution_recovers_a_graph_under_imks_own_unsigned_keys(tmp_path
 
     monkeypatch.setattr(FMVCIMKStrategy, "_fit_stage", malicious)
     strategy, manager, _ = _imk_federation(tmp_path, cfg)
-    strategy.initialize_parameters(client_manager=manager)
+    with pytest.raises(FederationError, match="masked graph sum: the sum is refused"):
+        strategy.initialize_parameters(client_manager=manager)  # the check words expose it, too late
     recovered = captured["upload"].copy()
     for j in (1, 2):  # partition 0 added the streams of its higher peers: subtract them
         key = derive_pair_key(attacker[j], captured["victim"], captured["context"])
         recovered -= mask_stream(key, recovered.size)
-    np.testing.assert_array_equal(recovered, _graph(cfg, 0))
+    np.testing.assert_array_equal(recovered[:-CHECK_WORDS], _graph(cfg, 0))
 
 
 class _SubstitutingProxy(InProcessProxy):
@@ -167,7 +189,8 @@ class _SubstitutingProxy(InProcessProxy):
 def test_key_substitution_also_works_on_unsigned_service_keys(tmp_path):
     cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1, "secure-aggregation": True})
     strategy, manager, clients = _imk_federation(tmp_path, cfg, {0: _SubstitutingProxy})
-    strategy.initialize_parameters(client_manager=manager)  # nothing stops the run
+    with pytest.raises(FederationError, match="masked graph sum: the sum is refused"):
+        strategy.initialize_parameters(client_manager=manager)  # the first sum fails, after the key stage
     relayed = _SubstitutingProxy.relayed
     victim = clients[0]
     upload = masked_upload(victim.context, cfg, 0, [np.arange(4.0)], 7, "probe")
@@ -176,12 +199,14 @@ def test_key_substitution_also_works_on_unsigned_service_keys(tmp_path):
     for key in _SubstitutingProxy.attacker.values():
         pair = derive_pair_key(key, bytes(relayed["secagg-public-key-0"]), salt)
         recovered -= word_stream(message_key(pair, 7, "probe"), upload.size)
-    np.testing.assert_allclose(decode_fixed(recovered, 36), np.arange(4.0), atol=2.0**-36)
+    np.testing.assert_allclose(decode_fixed(recovered[:4], 36), np.arange(4.0), atol=2.0**-36)
 
 
-def test_signed_keys_stop_the_key_substitution_before_round_one_naming_the_node(tmp_path):
+@pytest.mark.parametrize("run_says_signed", [True, False], ids=["signed-run", "downgraded-run"])
+def test_signed_keys_stop_the_key_substitution_before_round_one_naming_the_node(tmp_path, run_says_signed):
+    # a node holding a signing key signs and verifies even when the run config says unsigned
     cfg = validate_run_config(
-        {**IMK_BASE, "secure-aggregation": True, "secure-aggregation-signed-keys": True}
+        {**IMK_BASE, "secure-aggregation": True, "secure-aggregation-signed-keys": run_says_signed}
     )
     nodes = _signed_node_configs(tmp_path, 3)
     strategy, manager, _ = _imk_federation(tmp_path, cfg, {0: _SubstitutingProxy}, nodes)
@@ -193,18 +218,29 @@ def test_signed_keys_stop_the_key_substitution_before_round_one_naming_the_node(
     assert not (tmp_path / "run").exists()  # before round 1: no run folder
 
 
-def test_a_key_replayed_from_another_run_is_refused(tmp_path):
+@pytest.mark.parametrize(
+    "earlier_run_id, match",
+    [
+        # a key signed for another run: refused at the key agreement
+        (99, "partition 0.*relayed for partition 1 is not signed"),
+        # a key from a run that reused this run id: its signature is valid and the key agreement
+        # passes, but its pair masks do not cancel, and the first sum's check words show it
+        (1, f"fmvc-imk set-up, masked graph sum: {_NOT_CANCELLED}"),
+    ],
+    ids=["other-run-id", "reused-run-id"],
+)
+def test_a_replayed_key_is_refused(tmp_path, earlier_run_id, match):
     cfg = validate_run_config(
         {**IMK_BASE, "secure-aggregation": True, "secure-aggregation-signed-keys": True}
     )
     nodes = _signed_node_configs(tmp_path, 3)
-    # run A: record partition 1's signed key
+    # an earlier run: record partition 1's signed key
     earlier = client_class("fmvc-imk")(node_context(cfg, 1, 3, nodes[1]), cfg, 1, 3, load_client_view(cfg, 1))
-    earlier.context.run_id = 99
+    earlier.context.run_id = earlier_run_id
     old = earlier.get_properties({"secagg-stage": "keys"})
 
     class Replaying(InProcessProxy):
-        """Run B's server relays run A's key of partition 1, with its valid (run A) signature."""
+        """This run's server relays the earlier run's key of partition 1, with its valid signature."""
 
         def get_properties(self, ins, timeout, group_id):
             config = dict(ins.config)
@@ -213,9 +249,8 @@ def test_a_key_replayed_from_another_run_is_refused(tmp_path):
                 config["secagg-signature-1"] = old["secagg-signature"]
             return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
 
-    strategy, manager, _ = _imk_federation(tmp_path, cfg, {0: Replaying}, nodes)
-    with pytest.raises(FederationError, match="partition 0.*relayed for partition 1 is not signed"):
-        strategy.initialize_parameters(client_manager=manager)
+    with pytest.raises(FederationError, match=match):
+        run_federation(tmp_path, cfg, node_configs=nodes, proxy_class={0: Replaying})
 
 
 def test_a_client_draws_one_key_per_run_and_masks_each_message_once(tmp_path):
@@ -310,8 +345,143 @@ def test_iai_sends_the_prototype_distances_masked_and_keeps_its_numbers(tmp_path
         if secure:
             n, k = 120, 3
             for s in range(2, cfg["num-server-rounds"] + 1):
-                assert all(a[0].dtype == np.uint64 and a[0].shape == (n * k + 3,) for a in seen[s])
+                assert all(
+                    a[0].dtype == np.uint64 and a[0].shape == (n * k + 3 + CHECK_WORDS,) for a in seen[s]
+                )
     assert finals[True]["final"]["labels"] == finals[False]["final"]["labels"]
     for got, want in zip(finals[True]["rounds"][1:], finals[False]["rounds"][1:]):
         assert got["label_change"] == want["label_change"]
         np.testing.assert_allclose(got["loss_clustering"], want["loss_clustering"], rtol=1e-9)
+
+
+# ------------------------------------------------- integrity of every masked sum (check words)
+
+
+def _fails_naming(tmp_path, cfg, proxies, stage, node_configs=None):
+    with pytest.raises(FederationError, match=rf"{stage}: {_NOT_CANCELLED}") as err:
+        run_federation(tmp_path, validate_run_config(cfg), node_configs=node_configs, proxy_class=proxies)
+    assert "frac-bits" not in str(err.value)  # an honest client is never blamed
+
+
+def test_a_client_sending_random_words_fails_the_round_naming_the_sum(tmp_path):
+    class RandomWords(InProcessProxy):
+        def fit(self, ins, timeout, group_id):
+            res = super().fit(ins, timeout, group_id)
+            if int(ins.config["server-round"]) == 2:
+                (words,) = parameters_to_ndarrays(res.parameters)
+                noise = np.random.default_rng(0).integers(0, 2**63, words.size, dtype=np.uint64)
+                res.parameters = ndarrays_to_parameters([noise])
+            return res
+
+    cfg = {**SONMF, "secure-aggregation": True}
+    _fails_naming(tmp_path, cfg, {1: RandomWords}, r"secure aggregation, round 2, masked 'upload'")
+
+
+def test_a_different_key_agreement_context_for_one_client_fails_round_one(tmp_path):
+    class OtherContext(InProcessProxy):
+        def get_properties(self, ins, timeout, group_id):
+            config = dict(ins.config)
+            if config.get("secagg-stage") == "peers":
+                config["secagg-context"] = bytes(16)
+            return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
+
+    cfg = {**SONMF, "secure-aggregation": True}
+    _fails_naming(tmp_path, cfg, {2: OtherContext}, r"secure aggregation, round 1, masked 'upload'")
+
+
+def test_check_words_refuse_a_sum_whose_masks_did_not_cancel():
+    keys = {(0, 1): b"a" * 32, (0, 2): b"b" * 32, (1, 2): b"c" * 32}
+
+    def upload(me, pairs):
+        words = append_check_words(np.arange(5, dtype=np.uint32))
+        mine = {j: pairs[tuple(sorted((me, j)))] for j in range(3) if j != me}
+        return add_pairwise_masks(words, me, mine)
+
+    total = sum_uploads([upload(p, keys) for p in range(3)])
+    np.testing.assert_array_equal(split_check_words(total, 3), 3 * np.arange(5))
+    replayed = {**keys, (0, 1): b"z" * 32}
+    wrong = sum_uploads([upload(0, replayed), upload(1, keys), upload(2, keys)])
+    with pytest.raises(MaskIntegrityError, match="masks did not cancel"):
+        split_check_words(wrong, 3)
+
+
+# --------------------------------------- no sum over fewer than two contributors (missing views)
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        {**IMK_BASE, "imk.missing-graph": "observed"},  # the default masked graph sum, no secagg
+        {**IMK_BASE, "secure-aggregation": True},
+        {**SONMF, "secure-aggregation": True, "missing-fill": "zeros"},
+        {**SONMF, "secure-aggregation": True},  # the mean fill: exposed up to one offset
+    ],
+    ids=["imk-observed-graph", "imk-secagg", "sonmf-zeros", "sonmf-mean"],
+)
+def test_single_view_rows_are_never_released_by_a_masked_sum(tmp_path, cfg):
+    # 3 views, 2 dropped per selected sample: those samples are seen by one view only, and the
+    # public mask tells the server which; every client refuses before answering anything
+    cfg = {**cfg, "missing-rate": 0.5, "missing-views-dropped": 2}
+    with pytest.raises(FederationError, match=r"refuses this run: .* samples are observed by one view only"):
+        run_federation(tmp_path, validate_run_config(cfg))
+    # with two views left per sample the same run goes ahead
+    ok = {**cfg, "missing-views-dropped": 1, "num-server-rounds": 1}
+    assert run_federation(tmp_path / "ok", validate_run_config(ok))[0].recorder.data["status"] == "completed"
+
+
+# ------------------------------------------ keys pinned by fingerprint, not trusted from the coordinator
+def test_coordinator_supplied_keys_are_refused_against_the_pinned_fingerprints(tmp_path):
+    """The coordinator, who also runs the server, hands partition 0 a peer-keys folder in which
+    partition 1's long-term key is its own, and signs a substituted X25519 key with it: the
+    signature checks out against that folder, but not against the fingerprint partition 0 agreed
+    with partition 1 out of band."""
+    real = make_supernode_keys(tmp_path / "keys", 3)
+    ((fake_key, fake_pub),) = make_supernode_keys(tmp_path / "coordinator-own", 1)
+    handed = tmp_path / "handed-out"
+    handed.mkdir()
+    for j, (_, public) in enumerate(real):
+        (handed / public.name).write_bytes((fake_pub if j == 1 else public).read_bytes())
+    pins = tmp_path / "pins.txt"
+    pins.write_text("".join(f"{j} {fingerprint(load_public_key(pub))}\n" for j, (_, pub) in enumerate(real)))
+    cfg = validate_run_config(
+        {**IMK_BASE, "secure-aggregation": True, "secure-aggregation-signed-keys": True}
+    )
+    attacker = generate_private_key()
+
+    class Coordinator(InProcessProxy):
+        def get_properties(self, ins, timeout, group_id):
+            config = dict(ins.config)
+            if config.get("secagg-stage") == "peers":
+                public = public_key_bytes(attacker)
+                config["secagg-public-key-1"] = public
+                config["secagg-signature-1"] = sign(
+                    load_private_key(fake_key), key_statement(1, 1, 3, public)
+                )
+            return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
+
+    def nodes(pinned):
+        own = {p: {"signing-key": str(real[p][0]), "peer-keys": str(tmp_path / "keys")} for p in range(3)}
+        own[0] = {"signing-key": str(real[0][0]), "peer-keys": str(handed)}
+        if pinned:
+            own[0]["peer-fingerprints"] = str(pins)
+        return own
+
+    # without pins partition 0 accepts the coordinator's key (the sum then fails its check words)
+    strategy, manager, _ = _imk_federation(tmp_path / "unpinned", cfg, {0: Coordinator}, nodes(False))
+    with pytest.raises(FederationError, match="masked graph sum: the sum is refused"):
+        strategy.initialize_parameters(client_manager=manager)
+    strategy, manager, _ = _imk_federation(tmp_path / "pinned", cfg, {0: Coordinator}, nodes(True))
+    with pytest.raises(FederationError) as err:
+        strategy.initialize_parameters(client_manager=manager)
+    message = str(err.value)
+    assert "partition 0: node config 'peer-keys'" in message and "supernode-1.pub has fingerprint" in message
+    assert f"pins {fingerprint(load_public_key(real[1][1]))} for partition 1" in message
+
+
+def test_fingerprints_are_ssh_style_and_pin_files_are_checked(tmp_path):
+    (_, a), (_, b) = make_supernode_keys(tmp_path, 2)
+    fa, fb = fingerprint(load_public_key(a)), fingerprint(load_public_key(b))
+    assert fa.startswith("SHA256:") and len(fa) == 7 + 43 and fa != fb
+    (tmp_path / "pins").write_text(f"# peers\n0 {fa}\n1 {fb}  # organisation B\n")
+    assert load_fingerprints(tmp_path / "pins") == {0: fa, 1: fb}
+    (tmp_path / "bad").write_text("0 md5:abc\n")
+    with pytest.raises(KeyFileError, match="bad, line 1"):
+        load_fingerprints(tmp_path / "bad")

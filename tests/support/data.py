@@ -54,6 +54,9 @@ def sparse_counts(n=120, d=200, k=3, seed=0):
     return views, y
 
 
+#: A small paper A run: three synthetic views of 40 samples (add ``num-server-rounds``).
+SONMF_SMALL = {"num-clients": 3, "num-samples": 40, "heterogeneity": 0.6, "sonmf.local-steps": 3, "seed": 5}
+
 #: A short FMVC-IMK run (the kernel tests' scale).
 IMK_BASE = {
     "algorithm": "fmvc-imk",

@@ -55,6 +55,10 @@ class FMVCIAIClient(ViewClient):
         See :class:`~fedmf_app.federated.client.ViewClient`.
     """
 
+    #: fmvc-iai imputes a missing row from the view's own observed neighbours (private), not
+    #: from public values (what a sum then shows: docs/privacy.md).
+    fills_missing_rows = False
+
     def __init__(
         self,
         context: Context,

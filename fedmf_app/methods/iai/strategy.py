@@ -21,14 +21,16 @@ from typing import Any
 import numpy as np
 from flwr.common.logger import log
 
+from fedmf_app.common.secure_sum import CHECK_WORDS
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data.missing_views import views_dropped
+from fedmf_app.federated.replies import ArraySpec
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_aggregation import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.iai import server_updates as iai_server
 from fedmf_app.methods.iai.options import iai_params
-from fedmf_app.methods.iai.params import IAIParams
+from fedmf_app.methods.iai.params import GAEParams, IAIParams
 from fedmf_app.methods.iai.plots import plot_rounds
 from fedmf_app.methods.iai.server_updates import ServerState
 
@@ -52,6 +54,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
 
     progress_keys = ("emd_mean", "label_change", "components")
     checkpoint_attrs = ("num_clusters", "state", "params")
+    checkpoint_types = (ServerState, IAIParams, GAEParams)
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)
@@ -82,6 +85,25 @@ class FMVCIAIStrategy(ViewFederationStrategy):
                 raise FederationError(str(exc)) from exc
         return []
 
+    def expected_reply(self, server_round: int) -> list[ArraySpec]:
+        """Round 1: the kNN graph (``n x k`` neighbour indices, ``-1`` padded); later: E^(m)
+        (``n x K``, with secure aggregation one masked vector of it and three losses) and the anchor
+        graph G^(m) as ``n x s`` anchor indices and values."""
+        assert self.params is not None
+        n = int(self.client_info[0]["num-samples"])
+        if server_round == 1:
+            return [ArraySpec("kNN graph", (n, None), "iu", index_range=(-1, n))]
+        k = self.params.num_clusters
+        if self.cfg["secure-aggregation"]:
+            distances = ArraySpec("masked E^(m) and losses", (n * k + 3 + CHECK_WORDS,), "u")
+        else:
+            distances = ArraySpec("E^(m)", (n, k))
+        return [
+            distances,
+            ArraySpec("anchor indices", (n, None), "iu", index_range=(0, self.params.anchors)),
+            ArraySpec("anchor values", (n, None)),
+        ]
+
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
@@ -99,7 +121,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             has_emd = all("emd" in r.metrics for r in replies)
             emd = [float(r.metrics["emd"]) for r in replies] if has_emd else None
             previous = self.state.labels
-            distances, losses = self._distances(replies)
+            distances, losses = self._distances(server_round, replies)
             self.state, weights = iai_server.server_round(
                 self.state,
                 distances,
@@ -131,7 +153,9 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         target = state.target if state.target is not None else np.zeros((0, self.params.num_clusters))
         return [state.neighbours, state.labels, target, state.anchors], record
 
-    def _distances(self, replies: list[ClientReply]) -> tuple[list[np.ndarray], dict[str, Any]]:
+    def _distances(
+        self, server_round: int, replies: list[ClientReply]
+    ) -> tuple[list[np.ndarray], dict[str, Any]]:
         """The E^(m) (with secure aggregation: their sum, as a list of one) and the mean losses."""
         keys = ("loss_attribute", "loss_structure", "loss_clustering")
         if not self.cfg["secure-aggregation"]:
@@ -140,7 +164,9 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         started = time.perf_counter()
         n, k = int(self.client_info[0]["num-samples"]), self.params.num_clusters
         frac_bits = self.cfg["secure-aggregation-frac-bits"]
-        total, loss_sums = summed_arrays([r.arrays[0] for r in replies], [(n, k), (3,)], frac_bits)
+        total, loss_sums = summed_arrays(
+            [r.arrays[0] for r in replies], [(n, k), (3,)], frac_bits, f"round {server_round}, masked 'e'"
+        )
         losses = {key: float(v) / len(replies) for key, v in zip(keys, loss_sums)}
         losses["secagg_server_s"] = time.perf_counter() - started
         losses["secagg_client_s_max"] = max(float(r.metrics["secagg_s"]) for r in replies)

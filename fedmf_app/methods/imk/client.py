@@ -3,7 +3,8 @@
 Messages (the server drives them, see :mod:`fedmf_app.methods.imk.strategy`):
 
 * ``get_properties`` with ``imk-stage = "keys"``: draw an X25519 key pair, keep the private key in
-  ``context.state`` and answer the public key;
+  ``context.state`` and answer the public key (refused on a node with a ``signing-key``: this stage
+  is unsigned);
 * ``fit`` with ``imk-stage = "setup"`` (once, before round 1): build this view's graph (its anchor
   graph on the anchor samples the message names, or its kNN graph; with ``imk.missing-graph =
   "observed"`` on the rows the run's missing-view mask says it observes), upload its masked dense
@@ -33,6 +34,7 @@ from flwr.common import Array, ArrayRecord, ConfigRecord, NDArrays, Scalar
 
 from fedmf_app.common.secure_sum import (
     add_pairwise_masks,
+    append_check_words,
     derive_pair_key,
     encode_matrix,
     encode_upper,
@@ -111,6 +113,12 @@ class FMVCIMKClient(ViewClient):
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """The base handshake, or the key stage."""
         if config.get("imk-stage") == "keys":
+            if self.context.node_config.get("signing-key"):
+                raise SecureAggregationError(
+                    f"partition {self.partition_id}: this node signs its keys (node config 'signing-key'), "
+                    "but fmvc-imk's own key stage is unsigned; refused (run with secure-aggregation = "
+                    "true, whose keys are signed)"
+                )
             if f"{_NAME}.keys" in self.context.state.config_records:
                 raise SecureAggregationError(
                     f"partition {self.partition_id}: asked for a second fmvc-imk key in this run; refused"
@@ -121,6 +129,10 @@ class FMVCIMKClient(ViewClient):
             )
             return {"public-key": public_key_bytes(key)}
         return super().get_properties(config)
+
+    def masks_uploads(self) -> bool:
+        """Secure aggregation, or (the default) the graph's own masked sum, ``imk.secure-sum = masking``."""
+        return super().masks_uploads() or self.cfg["imk.secure-sum"] == "masking"
 
     def fit(self, parameters: NDArrays, config: dict[str, Scalar]) -> tuple[NDArrays, int, dict[str, Any]]:
         """The setup message or one round."""
@@ -140,6 +152,8 @@ class FMVCIMKClient(ViewClient):
         m = int(self.cfg["num-clients"])
         upload = self._graph_encoding(x, config)
         mask_s = 0.0
+        if self.cfg["imk.secure-sum"] == "masking":
+            upload = append_check_words(upload)  # the server checks that the masks cancelled
         if self.cfg["imk.secure-sum"] == "masking" and self.cfg["secure-aggregation"]:
             mask_started = time.perf_counter()  # the run's (authenticated) keys
             add_pairwise_masks(

@@ -40,7 +40,6 @@ import numpy as np
 from flwr.common import (
     Code,
     FitIns,
-    GetPropertiesIns,
     Scalar,
     ndarrays_to_parameters,
     parameters_to_ndarrays,
@@ -49,7 +48,16 @@ from flwr.common.logger import log
 from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.common.graphs import laplacian
-from fedmf_app.common.secure_sum import decode_matrix, decode_upper, sum_uploads
+from fedmf_app.common.secure_sum import (
+    CHECK_WORDS,
+    MaskIntegrityError,
+    decode_matrix,
+    decode_upper,
+    split_check_words,
+    sum_uploads,
+)
+from fedmf_app.federated.handshake import ask
+from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_aggregation import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
@@ -100,6 +108,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         "setup",
         "converged_round",
     )
+    checkpoint_types = (AnchorLaplacian,)
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)
@@ -159,11 +168,28 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         else:
             log(WARNING, "fmvc-imk: imk-secure-sum = none: the server receives every client's graph")
         replies = self._parallel(lambda p: self._fit_stage(p, config))
-        n = replies[0][0][1].shape[0]
+        n = self.num_samples
+        specs = [
+            ArraySpec("graph words", (None,), "u"),
+            ArraySpec("initial H^(m)", (n, self.k)),
+            ArraySpec("ground truth", (n,), "iu", optional=True),
+        ]
+        for partition, (arrays, _) in enumerate(replies):
+            try:
+                check_arrays(arrays, specs)
+            except ReplyError as exc:
+                raise FederationError(f"set-up: partition {partition} sent an invalid reply: {exc}") from exc
         m = len(replies)
         bits = self.cfg["imk.mask-frac-bits"]
         sum_started = time.perf_counter()
         summed = sum_uploads([arrays[0] for arrays, _ in replies])
+        if self.cfg["imk.secure-sum"] == "masking":
+            try:
+                summed = split_check_words(summed, m)
+            except MaskIntegrityError as exc:
+                raise FederationError(
+                    f"fmvc-imk set-up, masked graph sum: the sum is refused: {exc}"
+                ) from exc
         if anchors is None:
             total = decode_upper(summed, n, bits)
             self.laplacian = normalised_laplacian_sum(laplacian(total), m, self.cfg["imk.neighbours"])
@@ -210,6 +236,12 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             return None
         return f"relative change of the objective <= {self.cfg['imk.tol']:g}"
 
+    def expected_reply(self, server_round: int) -> list[ArraySpec]:
+        """:math:`H^{(m)}` (``N x k``); with secure aggregation one masked vector of it and three scalars."""
+        if self.cfg["secure-aggregation"]:
+            return [ArraySpec("masked H^(m) and scalars", (self.h.size + 3 + CHECK_WORDS,), "u")]
+        return [ArraySpec("H^(m)", self.h.shape)]
+
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
@@ -252,7 +284,10 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         started = time.perf_counter()
         m = len(replies)
         h_sum, scalars = summed_arrays(
-            [r.arrays[0] for r in replies], [self.h.shape, (3,)], self.cfg["secure-aggregation-frac-bits"]
+            [r.arrays[0] for r in replies],
+            [self.h.shape, (3,)],
+            self.cfg["secure-aggregation-frac-bits"],
+            f"round {server_round}, masked 'h'",
         )
         if server_round == 1:
             self.phis = [np.zeros_like(self.h)]
@@ -307,12 +342,9 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             return list(pool.map(call, self.clients))
 
     def _properties_stage(self, proxy: ClientProxy, config: dict[str, Scalar]) -> dict[str, Scalar]:
-        res = proxy.get_properties(
-            GetPropertiesIns(config=config), timeout=float(self.cfg["round-timeout-s"]), group_id=0
+        return ask(
+            proxy, config, float(self.cfg["round-timeout-s"]), f"SuperNode {proxy.cid} failed the key stage"
         )
-        if res.status.code != Code.OK:
-            raise FederationError(f"SuperNode {proxy.cid} failed the key stage: {res.status.message}")
-        return dict(res.properties)
 
     def _fit_stage(self, proxy: ClientProxy, config: dict[str, Scalar]) -> tuple[list[np.ndarray], dict]:
         ins = FitIns(parameters=ndarrays_to_parameters([]), config=config)

@@ -74,7 +74,9 @@ from typing import Any
 import numpy as np
 from flwr.common import Scalar
 
+from fedmf_app.common.secure_sum import CHECK_WORDS
 from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.federated.replies import ArraySpec
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_aggregation import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
@@ -203,6 +205,16 @@ class SparseONMFStrategy(ViewFederationStrategy):
         self.v = prox_l21_nonneg(v_bar, self.initial_prox_step * self.params.mu)
         return self.initial_broadcast(v_bar)
 
+    def expected_reply(self, server_round: int) -> list[ArraySpec]:
+        """The upload (and with diagnostics the gradient), each ``r x n``; with secure aggregation
+        one masked vector of them (and the two diagnostic scalars)."""
+        diagnostics = self.cfg["sonmf.diagnostics"]
+        if self.cfg["secure-aggregation"]:
+            size = self.v.size * (2 if diagnostics else 1) + (2 if diagnostics else 0) + CHECK_WORDS
+            return [ArraySpec("masked upload", (size,), "u")]
+        specs = [ArraySpec("upload", self.v.shape)]
+        return [*specs, ArraySpec("gradient", self.v.shape)] if diagnostics else specs
+
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
@@ -219,7 +231,10 @@ class SparseONMFStrategy(ViewFederationStrategy):
             m = len(replies)
             shapes = [self.v.shape, self.v.shape, (2,)] if diagnostics else [self.v.shape]
             sums = summed_arrays(
-                [r.arrays[0] for r in replies], shapes, self.cfg["secure-aggregation-frac-bits"]
+                [r.arrays[0] for r in replies],
+                shapes,
+                self.cfg["secure-aggregation-frac-bits"],
+                f"round {server_round}, masked 'upload'",
             )
             uploads = [sums[0] / m]
             if diagnostics:
@@ -262,7 +277,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         """Residual ratio at or below ``sonmf.stop-ratio`` (never without diagnostics)."""
         tol = self.cfg["sonmf.stop-ratio"]
         ratio = record.get("residual_ratio")
-        if tol <= 0 or ratio is None or ratio > tol:
+        if tol <= 0 or ratio is None or not ratio <= tol:  # NaN never converges
             return None
         return f"residual ratio R^s/R^1 = {ratio:.3g} <= sonmf.stop-ratio = {tol:g}"
 

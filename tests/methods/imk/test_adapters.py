@@ -8,7 +8,15 @@ import pytest
 import scipy.sparse as sp
 
 import fedmf_app.federated.in_process as in_process
-from fedmf_app.common.secure_sum import decode_matrix, decode_upper, encode_matrix, encode_upper, sum_uploads
+from fedmf_app.common.secure_sum import (
+    CHECK_WORDS,
+    decode_matrix,
+    decode_upper,
+    encode_matrix,
+    encode_upper,
+    split_check_words,
+    sum_uploads,
+)
 from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph, view_knn_graph
@@ -77,7 +85,7 @@ def test_rounds_match_the_in_process_kernels(tmp_path, graph, missing):
             [r[key] for r in result["rounds"]], [h[key] for h in ref.history], rtol=1e-9, atol=1e-12
         )
     np.testing.assert_allclose(strategy.h, ref.h, atol=1e-10)
-    upload = 4 * 60 * 24 if graph == "anchor" else 4 * 60 * 59 // 2
+    upload = 4 * (60 * 24 if graph == "anchor" else 60 * 59 // 2) + 4 * CHECK_WORDS
     assert result["summary"]["setup"]["upload_bytes_per_client"] == upload
     assert isinstance(strategy.laplacian, AnchorLaplacian) == (graph == "anchor")
     assert (tmp_path / "run" / "convergence.png").exists()
@@ -118,14 +126,15 @@ def test_server_receives_only_masked_graphs_whose_sum_is_the_true_sum(tmp_path, 
     plain = plain_encodings(cfg)
     assert len(seen) == 3
     for upload in seen:
-        assert upload.dtype == np.uint32 and upload.size == plain[0].size
+        assert upload.dtype == np.uint32 and upload.size == plain[0].size + CHECK_WORDS
         assert np.count_nonzero(upload) >= upload.size - 2  # dense: no sparsity pattern
-        assert all(np.count_nonzero(upload == p) < 10 for p in plain)
+        assert all(np.count_nonzero(upload[:-CHECK_WORDS] == p) < 10 for p in plain)
+    summed = split_check_words(sum_uploads(seen), 3)  # the masks cancelled
     if graph == "knn":
         graphs = plain_graphs(cfg)
-        assert (decode_upper(sum_uploads(seen), 60, 16) != sum(graphs[1:], graphs[0])).nnz == 0
+        assert (decode_upper(summed, 60, 16) != sum(graphs[1:], graphs[0])).nnz == 0
     else:
-        decoded = decode_matrix(sum_uploads(seen), (60, 24), 16)
+        decoded = decode_matrix(summed, (60, 24), 16)
         assert (decoded != decode_matrix(sum_uploads(plain), (60, 24), 16)).nnz == 0
         # each row sums to the number of views whose graph links it
         views_linking = 3.0 if missing == "complete" else graph_mask(cfg).sum(axis=1)
