@@ -112,7 +112,7 @@ class SparseONMFClient(ViewClient):
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """The handshake's answers (:class:`ViewClient`), or, asked with ``sonmf-sketch = r``
         before round 1 (``sonmf.start = "sketch"``), this view's share of the start's sketch,
-        :math:`X_p^\top X_p \\Omega` (``n x l``) as float64 bytes under ``sketch``; with
+        :math:`X_p^\\top X_p \\Omega` (``n x l``) as float64 bytes under ``sketch``; with
         ``secure-aggregation = true`` masked (uint64), so that the server sees only the sum."""
         if "sonmf-sketch" not in config:
             return super().get_properties(config)

@@ -88,7 +88,7 @@ class SONMFParams:
         or as it is (``"absolute"``); :meth:`basis_weight` gives the weight a ``U`` step uses.
     rho1_scale : {"data", "absolute"}
         ``"data"``: the weight is ``rho1`` times :math:`2\\|V\\|_F^2/r`, the mean eigenvalue of the
-        data term's Hessian in ``U`` (:math:`2VV^\top \\otimes I`) at the ``V`` of that step.
+        data term's Hessian in ``U`` (:math:`2VV^\\top \\otimes I`) at the ``V`` of that step.
     drift_correction : bool
         Apply the correction ``C_p`` (``False`` gives the uncorrected ablation variant).
     v_update : {"local-copies", "server"}
@@ -119,12 +119,12 @@ class SONMFParams:
             raise ValueError(f"rho1_scale must be one of {RHO1_SCALES}, got {self.rho1_scale!r}")
 
     def basis_weight(self, v: np.ndarray) -> float:
-        """Proximal weight :math:`\rho_1` of a ``U`` step taken at ``v``.
+        """Proximal weight :math:`\\rho_1` of a ``U`` step taken at ``v``.
 
-        With ``rho1_scale = "data"``, :math:`\rho_1 \\cdot 2\\|V\\|_F^2 / r`: on the feasible set the
-        subproblem is :math:`\text{const} - \\langle U, 2XV^\top + \rho_1 U_0\rangle`, and with
-        :math:`V \approx U^\top X` the data part :math:`\\langle U, 2XV^\top\rangle \approx 2\\|V\\|_F^2`
-        while the proximal part :math:`\rho_1\\langle U, U_0\rangle \\le \rho_1 r`; so ``rho1`` is
+        With ``rho1_scale = "data"``, :math:`\\rho_1 \\cdot 2\\|V\\|_F^2 / r`: on the feasible set the
+        subproblem is :math:`\\text{const} - \\langle U, 2XV^\\top + \\rho_1 U_0\\rangle`, and with
+        :math:`V \\approx U^\\top X` the data part :math:`\\langle U, 2XV^\\top\\rangle \\approx 2\\|V\\|_F^2`
+        while the proximal part :math:`\\rho_1\\langle U, U_0\\rangle \\le \\rho_1 r`; so ``rho1`` is
         the weight of the pull towards :math:`U_0` relative to the data's, at every data scale.
 
         Parameters
