@@ -258,41 +258,36 @@ def resolve_rank(cfg: Mapping[str, Any], num_clusters: int | None, view_dims: li
     return int(min(num_clusters or AUTO_RANK_DEFAULT, *view_dims))
 
 
-def basis_init(cfg: Mapping[str, Any]) -> str:
-    """How clients start ``U_p``: ``sonmf.basis-init``, with ``auto`` resolved by the data set.
+def _resolve_auto(cfg: Mapping[str, Any], key: str, synthetic: str, real: str) -> str:
+    """``cfg[key]``, with ``auto`` resolved by the data set: ``synthetic`` on synthetic data,
+    ``real`` otherwise.
 
     Parameters
     ----------
     cfg : mapping
         Validated run config.
+    key : str
+    synthetic, real : str
 
     Returns
     -------
     str
-        ``"random"`` or ``"kmeans"``.
     """
-    if cfg["sonmf.basis-init"] != "auto":
-        return cfg["sonmf.basis-init"]
-    return "random" if cfg["dataset"] == "synthetic" else "kmeans"
+    if cfg[key] != "auto":
+        return cfg[key]
+    return synthetic if cfg["dataset"] == "synthetic" else real
+
+
+def basis_init(cfg: Mapping[str, Any]) -> str:
+    """How clients start ``U_p`` under the random start (``sonmf.basis-init``): ``"random"`` or
+    ``"kmeans"`` (``auto``: random on synthetic data, k-means on real data)."""
+    return _resolve_auto(cfg, "sonmf.basis-init", "random", "kmeans")
 
 
 def start(cfg: Mapping[str, Any]) -> str:
-    """How the run starts ``V^1`` and the ``U_p``: ``sonmf.start``, with ``auto`` resolved by the
-    data set.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Validated run config.
-
-    Returns
-    -------
-    str
-        ``"sketch"`` or ``"random"``.
-    """
-    if cfg["sonmf.start"] != "auto":
-        return cfg["sonmf.start"]
-    return "random" if cfg["dataset"] == "synthetic" else "sketch"
+    """How the run starts ``V^1`` and the ``U_p`` (``sonmf.start``): ``"sketch"`` or ``"random"``
+    (``auto``: random on synthetic data, paper A's protocol; the sketch on real data)."""
+    return _resolve_auto(cfg, "sonmf.start", "random", "sketch")
 
 
 def sonmf_params(cfg: Mapping[str, Any]) -> SONMFParams:
