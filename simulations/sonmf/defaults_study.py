@@ -11,6 +11,7 @@ data set and configuration, ACC / NMI mean ± std over the seeds beside centrali
 at rank k on the pooled views (the reference of docs/quality.md). Usage::
 
     python -m simulations.sonmf.defaults_study --seeds 0 1 2 --out docs/sonmf/defaults_study
+    python -m simulations.sonmf.defaults_study --table-only --out docs/sonmf/defaults_study
     python -m simulations.sonmf.defaults_study --sets Sonar Yale --name former \\
         --config sonmf.rho1=1 sonmf.rho1-scale=absolute sonmf.start=random
 """
@@ -114,14 +115,19 @@ def main() -> None:
     parser.add_argument("--config", nargs="*", default=[], help="run-config overrides, key=value")
     parser.add_argument("--data-root", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "defaults_study")
+    parser.add_argument("--table-only", action="store_true", help="only write table.md from runs.jsonl")
     args = parser.parse_args()
     logging.getLogger("flwr").setLevel(logging.WARNING)
     config = {k: _value(v) for k, v in (item.split("=", 1) for item in args.config)}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "runs.jsonl"
-    records = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-    done = {(r["set"], r["name"], r["seed"]) for r in records}
-    for name, dataset in available_sets(args.data_root, args.sets).items():
+    lines = path.read_text().splitlines() if path.exists() else []
+    unique: dict[tuple, dict] = {}
+    for record in map(json.loads, lines):  # two studies writing one file may both run a run
+        unique.setdefault((record["set"], record["name"], record["seed"]), record)
+    records = list(unique.values())
+    done = set(unique)
+    for name, dataset in ({} if args.table_only else available_sets(args.data_root, args.sets)).items():
         for seed in args.seeds:
             if (name, args.name, seed) in done:
                 continue
