@@ -29,6 +29,7 @@ class Stream(IntEnum):
     NOISY_MNIST = 13
     SECURE_AGG_ROUNDING = 14
     IMK_ANCHORS = 15
+    SONMF_SKETCH = 16
 
 
 def rng_for(seed: int, stream: Stream, index: int = 0, *more: int) -> np.random.Generator:

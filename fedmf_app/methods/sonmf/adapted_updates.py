@@ -100,7 +100,7 @@ def fedmavg_local_round(
     alpha = params.local_lr
     v_local = v
     for _ in range(steps):
-        u, _ = solve_basis(x, v_local, u, params.rho1, params.basis)
+        u, _ = solve_basis(x, v_local, u, params.basis_weight(v_local), params.basis)
         v_local = prox_l21_nonneg(v_local - alpha * grad_v(x, u, v_local), alpha * params.mu)
     return v_local, u
 
@@ -174,7 +174,7 @@ def fedvra_local_round(
     alpha, rho = params.local_lr, vra.rho
     v_local = v
     for _ in range(params.local_steps):
-        u, _ = solve_basis(x, v_local, u, params.rho1, params.basis)
+        u, _ = solve_basis(x, v_local, u, params.basis_weight(v_local), params.basis)
         v_local = v_local - alpha * (grad_v(x, u, v_local) + dual + rho * (v_local - v))
     dual = dual + vra.dual_step * rho * (v_local - v)
     return v_local + dual / rho, dual, u

@@ -1,8 +1,10 @@
 """Client side shared by every method on paper A's sparse ONMF model (no math here).
 
 A client holds :math:`X_p` (``d_p x n``, the view transposed) and its private basis :math:`U_p`,
-initialised from ``(seed, partition id)`` in round 1 (run config ``basis-init``: random, or k-means
-on its own features) and kept in ``context.state`` afterwards.
+initialised in round 1 and kept in ``context.state`` afterwards: fitted to the round-1 broadcast
+(``sonmf.start = "sketch"``, after answering the start's sketch request before round 1:
+:meth:`SparseONMFClient.get_properties`), or from ``(seed, partition id)`` (``"random"``: run config
+``basis-init``, random or k-means on its own features).
 Each round :class:`SparseONMFClient` loads its state, runs the method's :meth:`local_work`, times
 it (``kernel_s``), appends the diagnostics at :math:`(U_p^{s,0}, V^s)` when ``diagnostics = true``
 (:func:`~fedmf_app.methods.sonmf.updates.client_diagnostics`: the gradient as the last array, the loss
@@ -37,8 +39,9 @@ from fedmf_app.methods.sonmf.adapted_updates import (
     fedvra_local_round,
 )
 from fedmf_app.methods.sonmf.nonneg_orth import random_feasible_basis
-from fedmf_app.methods.sonmf.options import basis_init, fedmgs_params, fedvra_params, sonmf_params
+from fedmf_app.methods.sonmf.options import basis_init, fedmgs_params, fedvra_params, sonmf_params, start
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
+from fedmf_app.methods.sonmf.start import basis_from_coefficients, gram_sketch, sketch_test_matrix
 from fedmf_app.methods.sonmf.updates import SONMFParams, client_diagnostics, fixed_v_round, local_round
 
 __all__ = [
@@ -106,6 +109,22 @@ class SparseONMFClient(ViewClient):
         server_round : int
         """
 
+    def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
+        """The handshake's answers (:class:`ViewClient`), or, asked with ``sonmf-sketch = r``
+        before round 1 (``sonmf.start = "sketch"``), this view's share of the start's sketch,
+        :math:`X_p^\\top X_p \\Omega` (``n x l``) as float64 bytes under ``sketch``; with
+        ``secure-aggregation = true`` masked (uint64), so that the server sees only the sum."""
+        if "sonmf-sketch" not in config:
+            return super().get_properties(config)
+        x = self.view.features.T
+        omega = sketch_test_matrix(
+            x.shape[1], int(config["sonmf-sketch"]), rng_for(self.cfg["seed"], Stream.SONMF_SKETCH)
+        )
+        share = gram_sketch(x, omega)
+        if self.cfg["secure-aggregation"]:
+            share = masked_upload(self.context, self.cfg, self.partition_id, [share], 0, "sonmf-sketch")
+        return {"sketch": share.tobytes()}
+
     def fit(self, parameters: NDArrays, config: dict[str, Scalar]) -> tuple[NDArrays, int, dict[str, Scalar]]:
         """Run this round's local work from the broadcast.
 
@@ -135,7 +154,9 @@ class SparseONMFClient(ViewClient):
         if u_start is None:
             rng = rng_for(self.cfg["seed"], Stream.CLIENT_INIT, self.partition_id)
             rank = parameters[0].shape[0]  # the run's rank: the broadcast V is r x n
-            if basis_init(self.cfg) == "kmeans":
+            if start(self.cfg) == "sketch":
+                u_start = basis_from_coefficients(x, parameters[0])
+            elif basis_init(self.cfg) == "kmeans":
                 u_start = kmeans_basis(x, rank, rng)
             else:
                 u_start = random_feasible_basis(x.shape[0], rank, rng)

@@ -16,14 +16,17 @@ from fedmf_app.methods.sonmf.adapted_updates import FEDMAVG_SCHEDULES, FedVRAPar
 from fedmf_app.methods.sonmf.clustering import CLUSTER_COLUMNS
 from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions
 from fedmf_app.methods.sonmf.residuals import NORMALISATIONS as RESIDUAL_NORMALISATIONS
-from fedmf_app.methods.sonmf.updates import SERVER_STEPS, V_UPDATES, SONMFParams
+from fedmf_app.methods.sonmf.updates import RHO1_SCALES, SERVER_STEPS, V_UPDATES, SONMFParams
 from fedmf_app.options.constraints import Boolean, Interval, OneOf
 from fedmf_app.options.schema import Family, Option
 
-__all__ = ["FAMILY", "basis_init", "fedmgs_params", "fedvra_params", "resolve_rank", "sonmf_params"]
+__all__ = ["FAMILY", "basis_init", "start", "fedmgs_params", "fedvra_params", "resolve_rank", "sonmf_params"]
 
-#: How clients start ``U_p``.
+#: How clients start ``U_p`` under ``sonmf.start = "random"``.
 BASIS_INITS = ("auto", "random", "kmeans")
+
+#: How a run starts ``V`` and the ``U_p``.
+STARTS = ("auto", "sketch", "random")
 
 #: Values of ``sonmf.basis-kernel``.
 BASIS_KERNELS = ("compiled", "numpy")
@@ -67,9 +70,20 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "sonmf.rho1",
-        1.0,
+        0.01,
         Interval(float, 0.0, None, closed="left"),
-        "Proximal weight of the U subproblem ([A] 1).",
+        "Proximal weight of the U subproblem, relative to the data term under "
+        "sonmf.rho1-scale = data ([A] 0.01).",
+    ),
+    Option(
+        "sonmf.rho1-scale",
+        "data",
+        OneOf(RHO1_SCALES),
+        "What sonmf.rho1 is measured against ([A] `data`): `data` uses rho1 * 2 ||V||_F^2 / r "
+        "in every U step (the data term's mean curvature in U at that step's V, so the pull "
+        "towards the previous U_p keeps its weight at every data scale); `absolute` uses rho1 "
+        "as it is (on Frobenius-normalised real views it outweighs the data term: on BBCSport "
+        "no feature left its k-means start).",
     ),
     Option(
         "sonmf.drift-correction",
@@ -124,12 +138,23 @@ OPTIONS: tuple[Option, ...] = (
         "fedvra-u: aggregation step d, V^{s+1} = V^s + d (prox point - V^s) ([A] 1, as in ADMM).",
     ),
     Option(
+        "sonmf.start",
+        "auto",
+        OneOf(STARTS),
+        "How V^1 and the U_p start: `sketch` (before round 1 each client sends X_p^T X_p Omega, "
+        "Omega an n x (r + 10) Gaussian drawn from the seed; from their sum the server takes the "
+        "stacked views' leading singular pairs by a Nystrom sketch and sets V^1 to their NNDSVD "
+        "part; each client fits U_p to V^1), `random` (V^1 = sonmf.v-init-scale * |N(0, 1)|, "
+        "U_p from sonmf.basis-init), `auto` ([A]): random on synthetic data (paper A's "
+        "protocol), sketch on real data.",
+    ),
+    Option(
         "sonmf.basis-init",
         "auto",
         OneOf(BASIS_INITS),
-        "Initial U_p: `random` (round(P(|randn|))), `kmeans` (the client's features "
-        "grouped by k-means into r groups, unit-norm group indicators; HW ACC 65% -> "
-        "83.5%), `auto` ([A]): random on synthetic data, kmeans on real data.",
+        "Initial U_p under sonmf.start = random: `random` (round(P(|randn|))), `kmeans` (the "
+        "client's features grouped by k-means into r groups, unit-norm group indicators), "
+        "`auto` ([A]): random on synthetic data, kmeans on real data.",
     ),
     Option(
         "sonmf.cluster-columns",
@@ -142,7 +167,7 @@ OPTIONS: tuple[Option, ...] = (
         "sonmf.v-init-scale",
         1.0,
         Interval(float, 0, None, closed="neither"),
-        "Initial V = scale * |N(0, 1)| ([A]).",
+        "Initial V = scale * |N(0, 1)| under sonmf.start = random ([A]).",
     ),
     Option(
         "sonmf.basis-sigma0",
@@ -233,22 +258,36 @@ def resolve_rank(cfg: Mapping[str, Any], num_clusters: int | None, view_dims: li
     return int(min(num_clusters or AUTO_RANK_DEFAULT, *view_dims))
 
 
-def basis_init(cfg: Mapping[str, Any]) -> str:
-    """How clients start ``U_p``: ``sonmf.basis-init``, with ``auto`` resolved by the data set.
+def _resolve_auto(cfg: Mapping[str, Any], key: str, synthetic: str, real: str) -> str:
+    """``cfg[key]``, with ``auto`` resolved by the data set: ``synthetic`` on synthetic data,
+    ``real`` otherwise.
 
     Parameters
     ----------
     cfg : mapping
         Validated run config.
+    key : str
+    synthetic, real : str
 
     Returns
     -------
     str
-        ``"random"`` or ``"kmeans"``.
     """
-    if cfg["sonmf.basis-init"] != "auto":
-        return cfg["sonmf.basis-init"]
-    return "random" if cfg["dataset"] == "synthetic" else "kmeans"
+    if cfg[key] != "auto":
+        return cfg[key]
+    return synthetic if cfg["dataset"] == "synthetic" else real
+
+
+def basis_init(cfg: Mapping[str, Any]) -> str:
+    """How clients start ``U_p`` under the random start (``sonmf.basis-init``): ``"random"`` or
+    ``"kmeans"`` (``auto``: random on synthetic data, k-means on real data)."""
+    return _resolve_auto(cfg, "sonmf.basis-init", "random", "kmeans")
+
+
+def start(cfg: Mapping[str, Any]) -> str:
+    """How the run starts ``V^1`` and the ``U_p`` (``sonmf.start``): ``"sketch"`` or ``"random"``
+    (``auto``: random on synthetic data, paper A's protocol; the sketch on real data)."""
+    return _resolve_auto(cfg, "sonmf.start", "random", "sketch")
 
 
 def sonmf_params(cfg: Mapping[str, Any]) -> SONMFParams:
@@ -269,6 +308,7 @@ def sonmf_params(cfg: Mapping[str, Any]) -> SONMFParams:
         global_lr=cfg["sonmf.global-lr"],
         mu=cfg["sonmf.mu"],
         rho1=cfg["sonmf.rho1"],
+        rho1_scale=cfg["sonmf.rho1-scale"],
         drift_correction=cfg["sonmf.drift-correction"],
         v_update=cfg["sonmf.v-update"],
         server_step=cfg["sonmf.server-step"],

@@ -76,13 +76,14 @@ from flwr.common import Scalar
 
 from fedmf_app.common.secure_sum import CHECK_WORDS
 from fedmf_app.common.seeding import Stream, rng_for
-from fedmf_app.federated.replies import ArraySpec
+from fedmf_app.federated.handshake import ask_all
+from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_aggregation import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.sonmf.adapted_updates import fedmavg_server_step, fedvra_server_step
 from fedmf_app.methods.sonmf.clustering import cluster_columns
-from fedmf_app.methods.sonmf.options import fedmgs_params, fedvra_params, resolve_rank, sonmf_params
+from fedmf_app.methods.sonmf.options import fedmgs_params, fedvra_params, resolve_rank, sonmf_params, start
 from fedmf_app.methods.sonmf.plots import plot_residuals
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residuals import (
@@ -92,6 +93,7 @@ from fedmf_app.methods.sonmf.residuals import (
     residual_v_min_norm,
     rounds_to_target,
 )
+from fedmf_app.methods.sonmf.start import coefficients_from_sketch, sketch_test_matrix
 from fedmf_app.methods.sonmf.updates import SONMFParams, prox_gradient_step, regulariser, server_step
 
 __all__ = [
@@ -159,6 +161,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         self.params = self.make_params(cfg)
         self.v: np.ndarray | None = None
         self.rank: int = 0
+        self.start_s: float | None = None
         self._residuals: list[float] = []
 
     # ----------------------------------------------------------------- hooks for the methods
@@ -197,11 +200,15 @@ class SparseONMFStrategy(ViewFederationStrategy):
             )
 
     def initial_arrays(self) -> list[np.ndarray]:
-        """:math:`\\bar V^1 = c\\,|N(0,1)|^{r \\times n}` ([A] ``sonmf.v-init-scale``),
-        :math:`V^1 = P_{t\\mu}(\\bar V^1)`."""
+        """:math:`\\bar V^1` from the federated sketch (``sonmf.start = "sketch"``:
+        :meth:`sketched_start`) or :math:`c\\,|N(0,1)|^{r \\times n}` (``"random"``, [A]
+        ``sonmf.v-init-scale`` = c); :math:`V^1 = P_{t\\mu}(\\bar V^1)`."""
         n = int(self.client_info[0]["num-samples"])
-        rng = rng_for(self.cfg["seed"], Stream.SERVER_INIT)
-        v_bar = self.cfg["sonmf.v-init-scale"] * np.abs(rng.standard_normal((self.rank, n)))
+        if start(self.cfg) == "sketch":
+            v_bar = self.sketched_start(n)
+        else:
+            rng = rng_for(self.cfg["seed"], Stream.SERVER_INIT)
+            v_bar = self.cfg["sonmf.v-init-scale"] * np.abs(rng.standard_normal((self.rank, n)))
         self.v = prox_l21_nonneg(v_bar, self.initial_prox_step * self.params.mu)
         return self.initial_broadcast(v_bar)
 
@@ -214,6 +221,51 @@ class SparseONMFStrategy(ViewFederationStrategy):
             return [ArraySpec("masked upload", (size,), "u")]
         specs = [ArraySpec("upload", self.v.shape)]
         return [*specs, ArraySpec("gradient", self.v.shape)] if diagnostics else specs
+
+    def sketched_start(self, n: int) -> np.ndarray:
+        """Ask every client for its share :math:`X_p^\\top X_p\\Omega` of the sketch and turn their
+        sum into :math:`\\bar V^1` (:func:`~fedmf_app.methods.sonmf.start.coefficients_from_sketch`);
+        with ``secure-aggregation = true`` the shares are masked and only the sum is decoded.
+
+        Parameters
+        ----------
+        n : int
+            Samples.
+
+        Returns
+        -------
+        ndarray, shape (r, n)
+        """
+        started = time.perf_counter()
+        omega = sketch_test_matrix(n, self.rank, rng_for(self.cfg["seed"], Stream.SONMF_SKETCH))
+        replies = ask_all(
+            self.clients,
+            lambda p: {"sonmf-sketch": self.rank},
+            float(self.cfg["round-timeout-s"]),
+            "sonmf start sketch",
+        )
+        masked = bool(self.cfg["secure-aggregation"])
+        shares = []
+        for p, reply in enumerate(replies):
+            share = np.frombuffer(reply["sketch"], dtype=np.uint64 if masked else np.float64)
+            spec = ArraySpec("masked sketch share", (share.size,), "u") if masked else None
+            try:
+                if not masked:
+                    if share.size != omega.size:
+                        raise ReplyError(f"{share.size} values, expected {omega.shape[0]} x {omega.shape[1]}")
+                    share = share.reshape(omega.shape)
+                check_arrays([share], None if spec is None else [spec])
+            except ReplyError as exc:
+                raise FederationError(f"partition {p}: start sketch share (before round 1): {exc}") from exc
+            shares.append(share)
+        if masked:
+            stage = "start sketch (before round 1), masked 'sonmf-sketch'"
+            total = summed_arrays(shares, [omega.shape], self.cfg["secure-aggregation-frac-bits"], stage)[0]
+        else:
+            total = np.sum(shares, axis=0)
+        v_bar = coefficients_from_sketch(total, omega, self.rank, len(replies))
+        self.start_s = time.perf_counter() - started
+        return v_bar
 
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
@@ -286,11 +338,16 @@ class SparseONMFStrategy(ViewFederationStrategy):
         rounds = self.recorder.data["rounds"]
         last = rounds[-1]
         if not self.cfg["sonmf.diagnostics"]:
-            return {"rank": self.rank, "final_gradient_mapping": last.get("gradient_mapping")}
+            return {
+                "rank": self.rank,
+                "start_s": self.start_s,
+                "final_gradient_mapping": last.get("gradient_mapping"),
+            }
         eps = self.cfg["sonmf.residual-eps"]
         min_norm = [r["residual_min"] for r in rounds]
         return {
             "rank": self.rank,
+            "start_s": self.start_s,
             "final": {
                 k: last[k]
                 for k in (

@@ -44,6 +44,7 @@ from fedmf_app.methods.sonmf.prox import l21_norm, prox_l21_nonneg
 from fedmf_app.methods.sonmf.residual_products import squared_residual, ut_times_residual
 
 __all__ = [
+    "RHO1_SCALES",
     "SERVER_STEPS",
     "V_UPDATES",
     "SONMFParams",
@@ -64,6 +65,8 @@ __all__ = [
 V_UPDATES = ("local-copies", "server")
 #: Step of a server-only V update: eta_g * alpha, or the effective step eta~ = eta_g * tau * alpha.
 SERVER_STEPS = ("global-times-local", "effective")
+#: What ``rho1`` is measured against: the data term's curvature in ``U`` at the current ``V``, or nothing.
+RHO1_SCALES = ("data", "absolute")
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,11 @@ class SONMFParams:
     mu : float
         Weight of ``||V||_{2,1}``.
     rho1 : float
-        Proximal weight of the basis subproblem.
+        Proximal weight of the basis subproblem: relative to the data term (``rho1_scale = "data"``)
+        or as it is (``"absolute"``); :meth:`basis_weight` gives the weight a ``U`` step uses.
+    rho1_scale : {"data", "absolute"}
+        ``"data"``: the weight is ``rho1`` times :math:`2\\|V\\|_F^2/r`, the mean eigenvalue of the
+        data term's Hessian in ``U`` (:math:`2VV^\\top \\otimes I`) at the ``V`` of that step.
     drift_correction : bool
         Apply the correction ``C_p`` (``False`` gives the uncorrected ablation variant).
     v_update : {"local-copies", "server"}
@@ -96,7 +103,8 @@ class SONMFParams:
     local_lr: float = 0.01
     global_lr: float = 1.5
     mu: float = 1e-2
-    rho1: float = 1.0
+    rho1: float = 0.01
+    rho1_scale: str = "data"
     drift_correction: bool = True
     v_update: str = "local-copies"
     server_step: str = "global-times-local"
@@ -107,6 +115,30 @@ class SONMFParams:
             raise ValueError(f"v_update must be one of {V_UPDATES}, got {self.v_update!r}")
         if self.server_step not in SERVER_STEPS:
             raise ValueError(f"server_step must be one of {SERVER_STEPS}, got {self.server_step!r}")
+        if self.rho1_scale not in RHO1_SCALES:
+            raise ValueError(f"rho1_scale must be one of {RHO1_SCALES}, got {self.rho1_scale!r}")
+
+    def basis_weight(self, v: np.ndarray) -> float:
+        """Proximal weight :math:`\\rho_1` of a ``U`` step taken at ``v``.
+
+        With ``rho1_scale = "data"``, :math:`\\rho_1 \\cdot 2\\|V\\|_F^2 / r`: on the feasible set the
+        subproblem is :math:`\\text{const} - \\langle U, 2XV^\\top + \\rho_1 U_0\\rangle`, and with
+        :math:`V \\approx U^\\top X` the data part :math:`\\langle U, 2XV^\\top\\rangle \\approx 2\\|V\\|_F^2`
+        while the proximal part :math:`\\rho_1\\langle U, U_0\\rangle \\le \\rho_1 r`; so ``rho1`` is
+        the weight of the pull towards :math:`U_0` relative to the data's, at every data scale.
+
+        Parameters
+        ----------
+        v : ndarray, shape (r, n)
+            The coefficients of the ``U`` step.
+
+        Returns
+        -------
+        float
+        """
+        if self.rho1_scale == "absolute":
+            return self.rho1
+        return self.rho1 * 2.0 * float(np.vdot(v, v)) / v.shape[0]
 
     @property
     def effective_lr(self) -> float:
@@ -261,7 +293,7 @@ def local_round(
     v_local = v
     grad_sum = np.zeros_like(v_bar)
     for k in range(params.local_steps):
-        u, _ = solve_basis(x, v_local, u, params.rho1, params.basis)
+        u, _ = solve_basis(x, v_local, u, params.basis_weight(v_local), params.basis)
         g = grad_v(x, u, v_local)
         grad_sum += g
         v_hat -= alpha * (g + corr)
@@ -322,7 +354,7 @@ def fixed_v_round(
     """
     grad_sum = np.zeros_like(v)
     for _ in range(params.local_steps):
-        u, _ = solve_basis(x, v, u, params.rho1, params.basis)
+        u, _ = solve_basis(x, v, u, params.basis_weight(v), params.basis)
         grad_sum += grad_v(x, u, v)
     return u, grad_sum / params.local_steps
 

@@ -119,7 +119,7 @@ def test_fedmavg_with_one_client_and_one_step_is_a_proximal_gradient_step():
     params = SONMFParams(local_lr=0.05, mu=0.4)
     v_local, u_next = fedmavg_local_round(x, u, v, 1, params)
     v_next = fedmavg_server_step([v_local])
-    u_expected, _ = solve_basis(x, v, u, params.rho1, params.basis)
+    u_expected, _ = solve_basis(x, v, u, params.basis_weight(v), params.basis)
     np.testing.assert_array_equal(u_next, u_expected)
     _, expected = prox_gradient_step(v, grad_v(x, u_expected, v), 0.05, 0.4)
     np.testing.assert_allclose(v_next, expected, rtol=1e-13, atol=1e-14)
@@ -141,7 +141,7 @@ def test_fixed_v_round_averages_the_gradients_of_tau_basis_steps():
     u_end, grad_avg = fixed_v_round(x, u, v, params)
     grads = []
     for _ in range(4):
-        u, _ = solve_basis(x, v, u, params.rho1, params.basis)
+        u, _ = solve_basis(x, v, u, params.basis_weight(v), params.basis)
         grads.append(grad_v(x, u, v))
     np.testing.assert_array_equal(u_end, u)
     np.testing.assert_allclose(grad_avg, np.mean(grads, axis=0), rtol=1e-14)
@@ -168,7 +168,7 @@ def test_fedvra_round_follows_its_primal_and_dual_updates():
     upload, dual_next, u_end = fedvra_local_round(x, u, v, dual, params, vra)
     v_p, u_k = v, u
     for _ in range(3):
-        u_k, _ = solve_basis(x, v_p, u_k, params.rho1, params.basis)
+        u_k, _ = solve_basis(x, v_p, u_k, params.basis_weight(v_p), params.basis)
         v_p = v_p - 0.02 * (grad_v(x, u_k, v_p) + dual + 4.0 * (v_p - v))
     np.testing.assert_array_equal(u_end, u_k)
     np.testing.assert_allclose(dual_next, dual + 0.5 * 4.0 * (v_p - v), rtol=1e-13)

@@ -7,6 +7,7 @@ import pytest
 from flwr.common import parameters_to_ndarrays
 from flwr.server import SimpleClientManager
 
+from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data import load_client_view
 from fedmf_app.federated.client import ClientStateError
 from fedmf_app.federated.results import RunRecorder
@@ -15,8 +16,13 @@ from fedmf_app.methods.sonmf.client import FedSONMFClient
 from fedmf_app.methods.sonmf.options import sonmf_params
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
+from fedmf_app.methods.sonmf.start import (
+    basis_from_coefficients,
+    coefficients_from_sketch,
+    sketch_test_matrix,
+)
 from fedmf_app.methods.sonmf.strategy import FedSONMFStrategy
-from fedmf_app.methods.sonmf.updates import server_step
+from fedmf_app.methods.sonmf.updates import local_round, server_step
 from fedmf_app.options.run_config import validate_run_config
 
 from support.federation import (
@@ -227,3 +233,28 @@ def test_handshake_replies_get_a_rounds_timeout_not_the_connect_timeout(tmp_path
         )[1]
     strategy.initialize_parameters(client_manager=manager)
     assert seen == [77.0] * 3
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_sketch_start_is_the_centralised_sketch_of_the_stacked_views(tmp_path, secure):
+    # Federated == centralised where it reduces to it: V^1 from the clients' summed shares is the
+    # sketch of the stacked views, and each client's U_p^1 is fitted to it; with secure
+    # aggregation the server decodes only the sum (fixed point, 2^-36 per entry).
+    overrides = {"sonmf.start": "sketch", "secure-aggregation": secure, "num-server-rounds": 1}
+    cfg, strategy, _, fed = _federation(tmp_path, overrides)
+    v_bar = fed.start()[0]
+    xs = [client.view.features.T for client in fed.clients]
+    omega = sketch_test_matrix(xs[0].shape[1], strategy.rank, rng_for(5, Stream.SONMF_SKETCH))
+    stacked = np.vstack(xs)
+    expected = coefficients_from_sketch(stacked.T @ (stacked @ omega), omega, strategy.rank, len(xs))
+    np.testing.assert_allclose(
+        v_bar, expected, rtol=1e-6 if secure else 1e-10, atol=1e-8 if secure else 1e-12
+    )
+    assert strategy.start_s is not None
+    fed.round(1)
+    for client in fed.clients:
+        x = client.view.features.T
+        u_start = basis_from_coefficients(x, v_bar)
+        expected_round = local_round(x, u_start, v_bar, sonmf_params(cfg), None, None)
+        u_kept = client.context.state.array_records["fedsonmf.arrays"]["u"].numpy()
+        np.testing.assert_array_equal(u_kept, expected_round.u)

@@ -1,8 +1,9 @@
 """End to end: paper A's method through Flower's simulation engine, on the embedded real data set.
 
 One ``flwr run`` (the real ServerApp and ClientApp, the FAB carrying the embedded HW views, secure
-aggregation on) and several checks on it: it completes, every client loads its view, the numbers
-are those of the same run in process, the final clustering is scored against the ground truth."""
+aggregation on, the sketch start) and several checks on it: it completes, every client loads its
+view, the numbers are those of the same run in process, the final clustering is scored against the
+ground truth."""
 
 import numpy as np
 import pytest
@@ -43,6 +44,7 @@ def test_every_client_loads_its_embedded_view(run):
     assert [c["source"] for c in result["clients"]] == [f"embedded:hw view {p}" for p in range(6)]
     assert [c["partition-id"] for c in result["clients"]] == list(range(6))
     assert result["summary"]["rank"] == 6  # auto: 10 classes, capped by the 6-feature mor view
+    assert result["summary"]["start_s"] > 0  # real data: the sketch start's masked shares went through Flower
 
 
 def test_flower_gives_the_in_process_numbers(run, tmp_path):

@@ -62,7 +62,9 @@ def test_one_local_step_equals_centralised_proximal_gradient_step(rounds_before)
     v_s, v_bar_s, us_before = fed.v.copy(), fed.v_bar.copy(), [u.copy() for u in fed.us]
     fed.round()
     # centralised: the same U step, then one pooled prox-gradient step
-    us = [solve_basis(v.x, v_s, u, params.rho1, params.basis)[0] for v, u in zip(views, us_before)]
+    us = [
+        solve_basis(v.x, v_s, u, params.basis_weight(v_s), params.basis)[0] for v, u in zip(views, us_before)
+    ]
     pooled_grad = np.mean([grad_v(v.x, u, v_s) for v, u in zip(views, us)], axis=0)
     step = params.global_lr * params.local_lr
     expected = prox_l21_nonneg(v_s - step * pooled_grad, step * params.mu)

@@ -1,0 +1,140 @@
+"""The federated start of paper A's model: ``V^1`` from a sketch of the stacked views' sample Gram
+matrix, each ``U_p`` fitted to it.
+
+The stacked views :math:`X = [X_1; \\dots; X_m]` (``D x n``) have the sample Gram matrix
+:math:`G = X^\\top X = \\sum_p X_p^\\top X_p` (``n x n``). With a test matrix :math:`\\Omega`
+(``n x l``, drawn from the run seed by every party), client ``p`` sends
+:math:`Y_p = X_p^\\top (X_p\\Omega)` (:func:`gram_sketch`); the server needs only the sum
+:math:`Y = G\\Omega` and forms the single-pass Nystrom approximation :math:`G \\approx
+Y(\\Omega^\\top Y)^{+}Y^\\top` (Halko, Martinsson & Tropp 2011, Sect. 5.4; the stabilised form of
+Tropp et al. 2017), whose top ``r`` eigenpairs :math:`(\\sigma_j^2, w_j)` are the leading singular
+values and right singular vectors of :math:`X` (exact when :math:`\\operatorname{rank} G \\le l`).
+
+:math:`V^1` (:func:`coefficients_from_sketch`) takes the NNDSVD reading of the ``V`` factor: row
+``j`` is :math:`(\\sigma_j/\\sqrt m)\\,[s_j w_j]_+` with the sign :math:`s_j` whose positive part is the
+larger (Boutsidis & Gallopoulos 2008 choose it with the left vectors too, which stay with the
+clients). With orthonormal :math:`U_p`, :math:`V \\approx U_p^\\top X_p` and a view holding a
+``1/sqrt(m)`` share of the stacked left vector gives :math:`\\sigma_j/\\sqrt m`. Client ``p`` then
+fits :math:`U_p` to :math:`V^1` (:func:`basis_from_coefficients`): the ``U`` subproblem with
+:math:`\\rho_1 = 0` on the supports obtained by giving each feature to the component it correlates
+with most.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import cholesky, solve_triangular, svd
+
+from fedmf_app.methods.sonmf.nonneg_orth import polish_on_supports
+
+__all__ = [
+    "OVERSAMPLING",
+    "basis_from_coefficients",
+    "coefficients_from_sketch",
+    "gram_sketch",
+    "sketch_test_matrix",
+]
+
+#: [A] Columns of the test matrix beyond the rank, l = r + OVERSAMPLING (capped at n).
+OVERSAMPLING = 10
+
+
+def sketch_test_matrix(n: int, rank: int, rng: np.random.Generator) -> np.ndarray:
+    """Gaussian test matrix :math:`\\Omega` of the sketch.
+
+    Parameters
+    ----------
+    n, rank : int
+        Samples and the run's rank.
+    rng : numpy.random.Generator
+        The same stream on every party (the run seed's).
+
+    Returns
+    -------
+    ndarray, shape (n, l)
+        ``l = min(rank + OVERSAMPLING, n)``.
+    """
+    return rng.standard_normal((n, min(rank + OVERSAMPLING, n)))
+
+
+def gram_sketch(x: np.ndarray, omega: np.ndarray) -> np.ndarray:
+    """One view's share of the sketch, :math:`Y_p = X_p^\\top (X_p \\Omega)`.
+
+    Parameters
+    ----------
+    x : ndarray or scipy sparse matrix, shape (d, n)
+        The view, features x samples.
+    omega : ndarray, shape (n, l)
+
+    Returns
+    -------
+    ndarray, shape (n, l)
+    """
+    return np.asarray(x.T @ np.asarray(x @ omega))
+
+
+def coefficients_from_sketch(y: np.ndarray, omega: np.ndarray, rank: int, num_views: int) -> np.ndarray:
+    """:math:`V^1` from the summed sketch :math:`Y = G\\Omega` (module docstring).
+
+    Parameters
+    ----------
+    y : ndarray, shape (n, l)
+        :math:`\\sum_p Y_p`.
+    omega : ndarray, shape (n, l)
+    rank : int
+        ``r <= l``.
+    num_views : int
+        ``m``.
+
+    Returns
+    -------
+    ndarray, shape (r, n)
+        Nonnegative; row ``j`` is :math:`(\\sigma_j/\\sqrt m)[s_j w_j]_+`.
+    """
+    n = y.shape[0]
+    nu = np.sqrt(n) * np.finfo(float).eps * np.linalg.norm(y, 2)
+    y_nu = y + nu * omega
+    core = omega.T @ y_nu
+    r_factor = cholesky(0.5 * (core + core.T), lower=False)
+    b = solve_triangular(r_factor, y_nu.T, trans="T").T  # Y_nu R^{-1}: G_nu ~ B B^T
+    w, s, _ = svd(b, full_matrices=False)
+    sigma = np.sqrt(np.maximum(s[:rank] ** 2 - nu, 0.0))
+    w = w[:, :rank]
+    positive, negative = np.maximum(w, 0.0), np.maximum(-w, 0.0)
+    flip = np.linalg.norm(negative, axis=0) > np.linalg.norm(positive, axis=0)
+    parts = np.where(flip, negative, positive)
+    return (sigma / np.sqrt(num_views))[:, None] * parts.T
+
+
+def basis_from_coefficients(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """A feasible :math:`U_p` fitted to ``v``: every feature goes to the component of its largest
+    :math:`(X_pV^\\top)_{ij}`, then the exact minimiser of :math:`\\|X_p - UV\\|_F^2` on those
+    supports (:func:`~fedmf_app.methods.sonmf.nonneg_orth.polish_on_supports`).
+
+    A component that wins no feature takes the feature that costs least to move to it (from a
+    component with more than one).
+
+    Parameters
+    ----------
+    x : ndarray or scipy sparse matrix, shape (d, n)
+    v : ndarray, shape (r, n)
+        Nonnegative coefficients, ``r <= d``.
+
+    Returns
+    -------
+    ndarray, shape (d, r)
+        ``U >= 0`` with orthonormal columns.
+    """
+    a = np.asarray(x @ v.T)
+    d, r = a.shape
+    owner = np.argmax(a, axis=1)
+    for j in range(r):
+        if np.any(owner == j):
+            continue
+        counts = np.bincount(owner, minlength=r)
+        movable = counts[owner] > 1
+        loss = np.where(movable, a[np.arange(d), owner] - a[:, j], np.inf)
+        owner[int(np.argmin(loss))] = j
+    support = np.zeros((d, r))
+    support[np.arange(d), owner] = 1.0
+    return polish_on_supports(support, 2.0 * a)

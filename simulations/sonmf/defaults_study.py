@@ -1,0 +1,147 @@
+"""Study: fedsonmf's defaults on the six development sets, several seeds, two label reads.
+
+Runs ``fedsonmf`` with every option at its default (plus the overrides of ``--config``) on each
+development set present, once per seed, through the real Strategy and NumPyClients in process
+(:func:`fedmf_app.federated.in_process.run_in_process`). Each run is scored twice from its final
+``V``: k-means on the columns as they are (the default read, ``result.json["final"]``) and on the
+columns scaled to unit norm (``sonmf.cluster-columns = "unit-norm"``, the same k-means seed), so
+the label read is compared on the same runs. Appends one JSON line per run to
+``<out>/runs.jsonl`` (a rerun skips the runs already there) and writes ``<out>/table.md``: per
+data set and configuration, ACC / NMI mean ± std over the seeds beside centralised NMF + k-means
+at rank k on the pooled views (the reference of docs/quality.md). Usage::
+
+    python -m simulations.sonmf.defaults_study --seeds 0 1 2 --out docs/sonmf/defaults_study
+    python -m simulations.sonmf.defaults_study --table-only --out docs/sonmf/defaults_study
+    python -m simulations.sonmf.defaults_study --sets Sonar Yale --name former \\
+        --config sonmf.rho1=1 sonmf.rho1-scale=absolute sonmf.start=random
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.data.multiview import load_multiview
+from fedmf_app.federated.in_process import run_in_process
+from fedmf_app.methods.sonmf.clustering import cluster_columns
+from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: ACC % of NMF + k-means at rank k on the pooled prepared views (docs/quality.md).
+NMF_REFERENCE_ACC = {
+    "HW": 83.8,
+    "ORL": 72.8,
+    "Yale": 64.2,
+    "Sonar": 50.5,
+    "3Sources": 66.9,
+    "BBCSport": 83.5,
+}
+
+
+def _value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def one_run(name: str, dataset: str, seed: int, config: dict, out: Path) -> dict:
+    """One in-process run and its scores under both label reads."""
+    views = load_multiview(dataset)
+    overrides = {"dataset": dataset, "num-clients": len(views.views), "seed": seed, **config}
+    started = time.perf_counter()
+    strategy = run_in_process(overrides, out, f"{name}-s{seed}")
+    wall = time.perf_counter() - started
+    data = strategy.recorder.data
+    truth = views.labels
+    k = strategy.num_clusters or strategy.rank
+    unit = cluster_columns(strategy.v, k, "unit-norm", rng_for(seed, Stream.FINAL_CLUSTERING))
+    return {
+        "set": name,
+        "seed": seed,
+        "config": config,
+        "rank": data["summary"]["rank"],
+        "rounds": len(data["rounds"]),
+        "stopped_early": data["summary"].get("stopped_early") is not None,
+        "objective": data["rounds"][-1]["objective"],
+        "start_s": data["summary"].get("start_s"),
+        "wall_s": wall,
+        "as-is": {k: data["final"][k] for k in ("acc", "nmi", "purity", "ari")},
+        "unit-norm": clustering_scores(truth, unit),
+    }
+
+
+def table(records: list[dict]) -> str:
+    """Markdown: per data set and configuration, ACC / NMI (%) mean ± std under each read."""
+    lines = [
+        "| data set | config | seeds | rank | rounds | s per run | ACC as-is | NMI as-is | ACC unit-norm "
+        "| NMI unit-norm | NMF + k-means ACC |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in records:
+        groups.setdefault((r["set"], r["name"]), []).append(r)
+    order = list(DEVELOPMENT_SETS)
+    for (name, config), runs in sorted(groups.items(), key=lambda g: (order.index(g[0][0]), g[0][1])):
+
+        def cell(read, key, runs=runs):
+            x = 100 * np.array([r[read][key] for r in runs])
+            return f"{x.mean():.1f} ± {x.std():.1f}"
+
+        lines.append(
+            f"| {name} | {config} | {len(runs)} | {runs[0]['rank']} | "
+            f"{np.mean([r['rounds'] for r in runs]):.0f} | {np.mean([r['wall_s'] for r in runs]):.0f} | "
+            f"{cell('as-is', 'acc')} | {cell('as-is', 'nmi')} | {cell('unit-norm', 'acc')} | "
+            f"{cell('unit-norm', 'nmi')} | {NMF_REFERENCE_ACC[name]} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", nargs="+", default=list(DEVELOPMENT_SETS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--name", default="defaults", help="label of this configuration in the table")
+    parser.add_argument("--config", nargs="*", default=[], help="run-config overrides, key=value")
+    parser.add_argument("--data-root", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "defaults_study")
+    parser.add_argument("--table-only", action="store_true", help="only write table.md from runs.jsonl")
+    args = parser.parse_args()
+    logging.getLogger("flwr").setLevel(logging.WARNING)
+    config = {k: _value(v) for k, v in (item.split("=", 1) for item in args.config)}
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "runs.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    unique: dict[tuple, dict] = {}
+    for record in map(json.loads, lines):  # two studies writing one file may both run a run
+        unique.setdefault((record["set"], record["name"], record["seed"]), record)
+    records = list(unique.values())
+    done = set(unique)
+    for name, dataset in ({} if args.table_only else available_sets(args.data_root, args.sets)).items():
+        for seed in args.seeds:
+            if (name, args.name, seed) in done:
+                continue
+            with tempfile.TemporaryDirectory() as runs:  # the run folders are not kept
+                record = {"name": args.name, **one_run(name, dataset, seed, config, Path(runs))}
+            with path.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+            records.append(record)
+            logging.getLogger(__name__).warning(
+                "%s seed %d: ACC %.3f, %.0f s", name, seed, record["as-is"]["acc"], record["wall_s"]
+            )
+    (args.out / "table.md").write_text(table(records))
+    sys.stdout.write(table(records))
+
+
+if __name__ == "__main__":
+    main()

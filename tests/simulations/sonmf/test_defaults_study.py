@@ -1,0 +1,26 @@
+"""The defaults study's table on constructed run records."""
+
+from simulations.sonmf.defaults_study import NMF_REFERENCE_ACC, table
+
+
+def _record(seed, acc, unit_acc):
+    scores = {"acc": acc, "nmi": 0.5, "purity": acc, "ari": 0.1}
+    return {
+        "name": "defaults",
+        "set": "Sonar",
+        "seed": seed,
+        "rank": 2,
+        "rounds": 50 + seed,
+        "wall_s": 2.0,
+        "as-is": scores,
+        "unit-norm": {**scores, "acc": unit_acc},
+    }
+
+
+def test_table_gives_mean_and_std_over_seeds_per_read_beside_the_reference():
+    text = table([_record(0, 0.6, 0.5), _record(1, 0.7, 0.5)])
+    row = next(line for line in text.splitlines() if line.startswith("| Sonar"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:6] == ["Sonar", "defaults", "2", "2", "50", "2"]
+    assert cells[6] == "65.0 ± 5.0" and cells[8] == "50.0 ± 0.0"
+    assert cells[-1] == str(NMF_REFERENCE_ACC["Sonar"])
