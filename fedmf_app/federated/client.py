@@ -21,6 +21,7 @@ from flwr.common import Array, ArrayRecord, ConfigRecord, Context, Scalar
 
 from fedmf_app.data import ClientView, load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
+from fedmf_app.data.preprocess import is_sparse_nonnegative
 from fedmf_app.data.sample_ids import sample_id_key
 from fedmf_app.federated.alignment import aligned_rows, answer_psi_stage
 from fedmf_app.federated.node_policy import check_node_policy
@@ -286,9 +287,11 @@ class ViewClient(NumPyClient):
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """Handshake: who this client is and the shape of its view (``sample-ids``: how many IDs
-        its data has, 0 for none); or a secure-aggregation key stage (``secagg-stage`` in
-        ``config``: :func:`~fedmf_app.federated.secure_aggregation.answer_key_stage`); or a
-        sample-ID alignment stage (``psi-stage``:
+        its data has, 0 for none; ``sparse-counts``: 1 when the view looks like counts or bag of
+        words, :func:`~fedmf_app.data.preprocess.is_sparse_nonnegative`); or a secure-aggregation
+        key stage (``secagg-stage`` in ``config``:
+        :func:`~fedmf_app.federated.secure_aggregation.answer_key_stage`); or a sample-ID alignment
+        stage (``psi-stage``:
         :func:`~fedmf_app.federated.alignment.answer_psi_stage`; after its last stage this
         client's view holds only the aligned rows)."""
         if "secagg-stage" in config:
@@ -308,6 +311,7 @@ class ViewClient(NumPyClient):
             "source": self.view.source,
             "num-classes": 0 if self.view.labels is None else int(self.view.labels.max()) + 1,
             "sample-ids": 0 if self.view.ids is None else int(self.view.ids.size),
+            "sparse-counts": int(is_sparse_nonnegative(self.view.features)),
         }
         if self.num_partitions is not None:
             props["num-partitions"] = self.num_partitions

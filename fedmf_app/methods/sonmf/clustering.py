@@ -9,8 +9,8 @@ from fedmf_app.data.preprocess import normalise_rows
 
 __all__ = ["CLUSTER_COLUMNS", "cluster_columns"]
 
-#: Allowed values of run config ``sonmf.cluster-columns``.
-CLUSTER_COLUMNS = ("as-is", "unit-norm")
+#: Allowed values of run config ``sonmf.cluster-columns`` (``auto`` is resolved by the strategy).
+CLUSTER_COLUMNS = ("auto", "as-is", "unit-norm")
 
 
 def cluster_columns(v: np.ndarray, k: int, rule: str, rng: np.random.Generator) -> np.ndarray:
@@ -33,7 +33,7 @@ def cluster_columns(v: np.ndarray, k: int, rule: str, rng: np.random.Generator) 
     ndarray, shape (n,)
         Cluster of every sample.
     """
-    if rule not in CLUSTER_COLUMNS:
-        raise ValueError(f"cluster-columns {rule!r} is not one of {CLUSTER_COLUMNS}")
+    if rule not in ("as-is", "unit-norm"):
+        raise ValueError(f"cluster-columns {rule!r} is not one of 'as-is', 'unit-norm'")
     points = normalise_rows(v.T) if rule == "unit-norm" else v.T
     return kmeans_labels(points, k, rng)

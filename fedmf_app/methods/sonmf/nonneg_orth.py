@@ -6,8 +6,10 @@ Solves, for one client,
     \\min_{U \\ge 0,\\; U^\\top U = I_r} \\; \\varphi(U) = \\|X - U V\\|_F^2
         + \\frac{\\rho_1}{2}\\|U - U_0\\|_F^2 ,
 
-by the exact-penalty method of Jiang, Meng, Wen & Chen (2023) (``EP4Orth``), as reconstructed in
-``docs/sonmf.md``:
+by one of two methods (``BasisSolverOptions.method``).
+
+``"penalty"``: the exact-penalty method of Jiang, Meng, Wen & Chen (2023) (``EP4Orth``), paper A's
+solver, as reconstructed in ``docs/sonmf.md``:
 
 * keep ``U`` on the nonnegative part of the oblique manifold (unit columns, ``U >= 0``) and penalise
   the loss of orthogonality with :math:`\\sigma(\\|Uw\\|_2^2 - 1)`, :math:`w = 1_r/\\sqrt r`
@@ -20,9 +22,19 @@ by the exact-penalty method of Jiang, Meng, Wen & Chen (2023) (``EP4Orth``), as 
   ``U`` exactly feasible, and polish: on fixed disjoint supports ``S_j`` the problem has the closed
   form ``u_j = normalise(max(A, 0) restricted to S_j)`` with :math:`A = 2XV^\\top + \\rho_1 U_0`.
 
-The solver never returns a point worse than the (feasible) warm start ``U_0``: when the rounded,
-polished point has a larger :math:`\\varphi`, ``U_0`` is returned and ``BasisSolveInfo.kept_start``
-says so. This keeps the outer alternating minimisation monotone.
+``"assignment"`` ([A]): on the feasible set :math:`U^\\top U = I`, so
+:math:`\\varphi(U) = \\text{const} - \\langle U, A\\rangle` and the subproblem is the choice of the
+disjoint supports (which column owns each feature) followed by the same closed form. Starting from
+two assignments, the supports of ``U_0`` and each feature given to the column where its normalised
+:math:`A^+` is largest, rows are moved one at a time while a move raises
+:math:`\\sum_j \\|A^+_{S_j, j}\\|` (:func:`~fedmf_app.methods.sonmf.assignment_kernel.assignment_ascent`,
+``O(d r)`` per pass), and the better end point is kept. Exactly feasible at every step, no penalty
+parameter; on the development sets it reaches the penalty method's objective in a small fraction of
+its time.
+
+Either solver never returns a point worse than the (feasible) warm start ``U_0``: when its point
+has a larger :math:`\\varphi`, ``U_0`` is returned and ``BasisSolveInfo.kept_start`` says so. This
+keeps the outer alternating minimisation monotone.
 """
 
 from __future__ import annotations
@@ -32,9 +44,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedmf_app.methods.sonmf.residual_products import residual_times_vt, squared_residual
+from fedmf_app.methods.sonmf.residual_products import residual_times_vt, squared_norm, squared_residual
 
 __all__ = [
+    "BASIS_SOLVERS",
     "BasisSolverOptions",
     "BasisSolveInfo",
     "basis_objective",
@@ -46,6 +59,9 @@ __all__ = [
     "polish_on_supports",
     "solve_basis",
 ]
+
+#: Methods of the basis subproblem (``BasisSolverOptions.method``).
+BASIS_SOLVERS = ("assignment", "penalty")
 
 
 @dataclass(frozen=True)
@@ -78,6 +94,10 @@ class BasisSolverOptions:
     scale : bool
         [A, on by default] Divide the subproblem by ``||2 X V^T + rho1 U0||_F`` so that ``sigma0``
         means the same at every data scale.
+    method : {"assignment", "penalty"}
+        [A, ``assignment``] The solver (module docstring): row-assignment ascent on the supports, or
+        paper A's exact-penalty method. ``max_outer`` bounds the assignment's passes; the other
+        fields belong to the penalty method.
     kernel : {"compiled", "numpy"}
         [A, ``compiled``] How the penalty loop runs: compiled by numba (compiled once per machine
         and app version, a few seconds; then about 1 s per process to import numba and load it) or
@@ -96,6 +116,11 @@ class BasisSolverOptions:
     polish: bool = True
     scale: bool = True
     kernel: str = "compiled"
+    method: str = "assignment"
+
+    def __post_init__(self) -> None:
+        if self.method not in BASIS_SOLVERS:
+            raise ValueError(f"method must be one of {BASIS_SOLVERS}, got {self.method!r}")
 
 
 @dataclass(frozen=True)
@@ -105,9 +130,11 @@ class BasisSolveInfo:
     Attributes
     ----------
     outer_iterations, inner_iterations : int
-        Work done by the penalty method.
+        Work done: outer (penalty) and inner iterations of the penalty method; passes of the
+        assignment ascent and 0.
     orthogonality_gap : float
-        ``||Uw||^2 - 1`` before rounding (0 means the penalty method reached disjoint supports).
+        ``||Uw||^2 - 1`` before rounding (0 means the penalty method reached disjoint supports;
+        always 0 for the assignment method, which stays feasible).
     rounded : bool
         Whether the rounding step could be applied (every column received a row).
     kept_start : bool
@@ -318,8 +345,22 @@ def solve_basis(
     info : BasisSolveInfo
     """
     r = u0.shape[1]
+    data_term = 2.0 * np.asarray(x @ v.T)
+    a = data_term + rho1 * u0
+    # Both points are feasible (U^T U = I), where ||X - UV||^2 = ||X||^2 - <U, 2XV^T> + ||V||^2.
+    offset = squared_norm(x) + float(np.vdot(v, v))
+
+    def phi(u):
+        return offset - float(np.vdot(u, data_term)) + 0.5 * rho1 * float(np.vdot(u - u0, u - u0))
+
+    phi0 = phi(u0)
+    if options.method == "assignment":
+        u, passes = _assignment(u0, a, options.max_outer)
+        value = phi(u)
+        if value <= phi0:
+            return u, BasisSolveInfo(passes, 0, 0.0, True, False, value)
+        return u0.copy(), BasisSolveInfo(passes, 0, 0.0, True, True, phi0)
     vvt = v @ v.T
-    a = 2.0 * np.asarray(x @ v.T) + rho1 * u0
     scale = float(np.linalg.norm(a)) if options.scale else 1.0
     if scale <= 0.0:
         scale = 1.0
@@ -332,12 +373,54 @@ def solve_basis(
     candidate = None
     if rounded is not None:
         candidate = polish_on_supports(rounded, a) if options.polish else rounded
-    phi0 = basis_objective(x, v, u0, u0, rho1)
     if candidate is not None:
-        phi = basis_objective(x, v, candidate, u0, rho1)
-        if phi <= phi0:
-            return candidate, BasisSolveInfo(outer, inner_total, gap, True, False, phi)
+        value = phi(candidate)
+        if value <= phi0:
+            return candidate, BasisSolveInfo(outer, inner_total, gap, True, False, value)
     return u0.copy(), BasisSolveInfo(outer, inner_total, gap, rounded is not None, True, phi0)
+
+
+def _assignment(u0, a, max_passes):
+    """Row-assignment ascent from two starts (module docstring); the better end point, polished.
+
+    Parameters
+    ----------
+    u0 : ndarray, shape (d, r)
+        Feasible warm start (its supports are the first start).
+    a : ndarray, shape (d, r)
+        Linear term ``2 X V^T + rho1 U0``.
+    max_passes : int
+        Maximum passes of each ascent.
+
+    Returns
+    -------
+    u : ndarray, shape (d, r)
+        Feasible basis on the best supports found.
+    passes : int
+        Passes of the ascent that gave it.
+    """
+    from fedmf_app.methods.sonmf.assignment_kernel import assignment_ascent  # numba: only where U is solved
+
+    d, r = u0.shape
+    positive = np.maximum(a, 0.0)
+    sq = positive * positive
+    starts = [np.where(u0.max(axis=1) > 0.0, np.argmax(u0, axis=1), -1)]
+    norms = np.sqrt(sq.sum(axis=0))
+    greedy = np.argmax(positive / np.where(norms > 0.0, norms, 1.0), axis=1)
+    greedy[positive.max(axis=1) <= 0.0] = -1
+    if np.all(np.bincount(greedy[greedy >= 0], minlength=r) > 0):
+        starts.append(greedy)
+    best = None
+    for start in starts:
+        owner = np.ascontiguousarray(start, dtype=np.int64)
+        value, passes = assignment_ascent(sq, owner, int(max_passes))
+        if best is None or value > best[0]:
+            best = (value, owner, int(passes))
+    _, owner, passes = best
+    support = np.zeros((d, r))
+    owned = np.flatnonzero(owner >= 0)
+    support[owned, owner[owned]] = 1.0
+    return polish_on_supports(support, a), passes
 
 
 def _exact_penalty(u, q, b, inv_r, options):

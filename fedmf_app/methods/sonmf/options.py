@@ -14,13 +14,23 @@ from typing import Any
 from fedmf_app.data.synthetic import AUTO_RANK_DEFAULT, planted_rank
 from fedmf_app.methods.sonmf.adapted_updates import FEDMAVG_SCHEDULES, FedVRAParams
 from fedmf_app.methods.sonmf.clustering import CLUSTER_COLUMNS
-from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions
+from fedmf_app.methods.sonmf.nonneg_orth import BASIS_SOLVERS, BasisSolverOptions
 from fedmf_app.methods.sonmf.residuals import NORMALISATIONS as RESIDUAL_NORMALISATIONS
+from fedmf_app.methods.sonmf.start import SKETCH_READINGS
 from fedmf_app.methods.sonmf.updates import RHO1_SCALES, SERVER_STEPS, V_UPDATES, SONMFParams
 from fedmf_app.options.constraints import Boolean, Interval, OneOf
 from fedmf_app.options.schema import Family, Option
 
-__all__ = ["FAMILY", "basis_init", "start", "fedmgs_params", "fedvra_params", "resolve_rank", "sonmf_params"]
+__all__ = [
+    "FAMILY",
+    "basis_init",
+    "start",
+    "fedmgs_params",
+    "fedvra_params",
+    "resolve_cluster_columns",
+    "resolve_rank",
+    "sonmf_params",
+]
 
 #: How clients start ``U_p`` under ``sonmf.start = "random"``.
 BASIS_INITS = ("auto", "random", "kmeans")
@@ -43,9 +53,17 @@ OPTIONS: tuple[Option, ...] = (
         "sonmf.rank",
         0,
         Interval(int, 0, None, closed="left", text="an integer >= 0 and <= every view's dimension"),
-        "Rank r; 0 = auto ([A]): synthetic data 6 (paper), real data the number of clusters "
-        "(num-clusters, else the ground-truth classes; paper: r = #clusters) capped at the "
+        "Rank r; 0 = auto ([A]): synthetic data 6 (paper), real data sonmf.rank-per-cluster "
+        "times the number of clusters (num-clusters, else the ground-truth classes) capped at the "
         "smallest view's dimension, since U_p^T U_p = I needs d_p >= r (6 without either).",
+    ),
+    Option(
+        "sonmf.rank-per-cluster",
+        2,
+        Interval(int, 1, None, closed="left"),
+        "Components per cluster of the auto rank on real data ([A] 2: with a nonnegative "
+        "orthonormal U_p every feature belongs to one component, and one component per cluster "
+        "puts the features common to all clusters in one of them; paper: r = #clusters, 1).",
     ),
     Option(
         "sonmf.local-steps", 10, Interval(int, 1, None, closed="left"), "Local steps tau per round ([A] 10)."
@@ -143,10 +161,19 @@ OPTIONS: tuple[Option, ...] = (
         OneOf(STARTS),
         "How V^1 and the U_p start: `sketch` (before round 1 each client sends X_p^T X_p Omega, "
         "Omega an n x (r + 10) Gaussian drawn from the seed; from their sum the server takes the "
-        "stacked views' leading singular pairs by a Nystrom sketch and sets V^1 to their NNDSVD "
-        "part; each client fits U_p to V^1), `random` (V^1 = sonmf.v-init-scale * |N(0, 1)|, "
-        "U_p from sonmf.basis-init), `auto` ([A]): random on synthetic data (paper A's "
-        "protocol), sketch on real data.",
+        "stacked views' leading singular pairs by a Nystrom sketch and reads V^1 from them as "
+        "sonmf.sketch-reading says; each client fits U_p to V^1), `random` (V^1 = "
+        "sonmf.v-init-scale * |N(0, 1)|, U_p from sonmf.basis-init), `auto` ([A]): random on "
+        "synthetic data (paper A's protocol), sketch on real data.",
+    ),
+    Option(
+        "sonmf.sketch-reading",
+        "clusters",
+        OneOf(SKETCH_READINGS),
+        "V^1 from the sketch's leading right singular vectors W (n x r): `clusters` ([A]): "
+        "k-means into r groups on W's rows scaled to unit norm, row j of V^1 the indicator of "
+        "group j (scaled to the singular values' energy); `nndsvd`: the NNDSVD part of the "
+        "singular pairs.",
     ),
     Option(
         "sonmf.basis-init",
@@ -158,16 +185,29 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "sonmf.cluster-columns",
-        "as-is",
+        "auto",
         OneOf(CLUSTER_COLUMNS),
         "Final clustering: k-means on the columns of V as they are (`as-is`) or each scaled to "
-        "unit l2 norm first (`unit-norm`; an all-zero column stays zero).",
+        "unit l2 norm first (`unit-norm`, the cosine geometry; an all-zero column stays zero); "
+        "`auto` ([A]): unit-norm when every view looks like counts or bag of words (at least 90 % "
+        "zeros, no negative entry: the rule of sample-normalisation = auto), as-is otherwise.",
     ),
     Option(
         "sonmf.v-init-scale",
         1.0,
         Interval(float, 0, None, closed="neither"),
         "Initial V = scale * |N(0, 1)| under sonmf.start = random ([A]).",
+    ),
+    Option(
+        "sonmf.basis-solver",
+        "assignment",
+        OneOf(BASIS_SOLVERS),
+        "U solver: `assignment` ([A]): on the feasible set the subproblem is the choice of which "
+        "basis column owns each feature, so features are moved one at a time between columns "
+        "while a move lowers the objective, from the start's supports and from a greedy "
+        "assignment, then each column is the exact minimiser on its features (exactly feasible, "
+        "O(d r) per pass, at most sonmf.basis-max-outer passes); `penalty`: paper A's "
+        "exact-penalty method (EP4Orth) with the sonmf.basis-* settings below.",
     ),
     Option(
         "sonmf.basis-sigma0",
@@ -179,7 +219,7 @@ OPTIONS: tuple[Option, ...] = (
         "sonmf.basis-max-outer",
         300,
         Interval(int, 1, None, closed="left"),
-        "U solver: maximum outer (penalty) iterations.",
+        "U solver: maximum outer (penalty) iterations, or passes of the assignment ascent.",
     ),
     Option(
         "sonmf.basis-inner-tol",
@@ -249,13 +289,37 @@ def resolve_rank(cfg: Mapping[str, Any], num_clusters: int | None, view_dims: li
     -------
     int
         ``sonmf.rank`` when it is set; else (auto) the planted rank for synthetic data, otherwise
-        ``min(num_clusters or AUTO_RANK_DEFAULT, min_p d_p)``.
+        ``min(sonmf.rank-per-cluster * num_clusters, min_p d_p)``, or
+        ``min(AUTO_RANK_DEFAULT, min_p d_p)`` when the clusters are not known.
     """
     if cfg["sonmf.rank"] > 0:
         return int(cfg["sonmf.rank"])
     if cfg["dataset"] == "synthetic":
         return planted_rank(cfg["sonmf.rank"])
-    return int(min(num_clusters or AUTO_RANK_DEFAULT, *view_dims))
+    if num_clusters is None:
+        return int(min(AUTO_RANK_DEFAULT, *view_dims))
+    return int(min(cfg["sonmf.rank-per-cluster"] * num_clusters, *view_dims))
+
+
+def resolve_cluster_columns(cfg: Mapping[str, Any], sparse_counts: list[bool]) -> str:
+    """How the final k-means reads the columns of ``V`` (see option ``sonmf.cluster-columns``).
+
+    Parameters
+    ----------
+    cfg : mapping
+        Validated run config.
+    sparse_counts : list of bool
+        Per view: whether it looks like counts or bag of words (the clients' handshake).
+
+    Returns
+    -------
+    {"as-is", "unit-norm"}
+        ``sonmf.cluster-columns`` when it is set; else (auto) ``"unit-norm"`` when every view
+        looks like counts, ``"as-is"`` otherwise.
+    """
+    if cfg["sonmf.cluster-columns"] != "auto":
+        return str(cfg["sonmf.cluster-columns"])
+    return "unit-norm" if sparse_counts and all(sparse_counts) else "as-is"
 
 
 def _resolve_auto(cfg: Mapping[str, Any], key: str, synthetic: str, real: str) -> str:
@@ -318,6 +382,7 @@ def sonmf_params(cfg: Mapping[str, Any]) -> SONMFParams:
             inner_tol0=cfg["sonmf.basis-inner-tol"],
             polish=cfg["sonmf.basis-polish"],
             kernel=cfg["sonmf.basis-kernel"],
+            method=cfg["sonmf.basis-solver"],
         ),
     )
 

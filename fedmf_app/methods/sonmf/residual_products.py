@@ -1,8 +1,9 @@
 """Products with the residual ``UV - X`` of one client's factorisation, for a dense or sparse ``X``.
 
-A dense ``X`` uses the residual itself (``d x n``, the size of ``X``). A sparse ``X`` never forms
-it: the expansions below need ``X`` only in products with the thin factors, so memory stays in
-proportion to the nonzeros of ``X`` plus ``(d + n) r``.
+The products with the thin factors never form the residual: the expansions below need ``X`` only
+in products with ``U`` or ``V``, so memory stays in proportion to ``X`` (its nonzeros when sparse)
+plus ``(d + n) r``, and a dense ``X`` is read once per product. The squared residual of a dense
+``X`` is the norm of the residual itself (exact where the expansion would cancel).
 
 .. math::
     \\|X - UV\\|_F^2 = \\|X\\|_F^2 - 2\\langle XV^\\top, U\\rangle + \\langle U^\\top U, VV^\\top\\rangle,
@@ -15,7 +16,22 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["squared_residual", "residual_times_vt", "ut_times_residual"]
+__all__ = ["squared_norm", "squared_residual", "residual_times_vt", "ut_times_residual"]
+
+
+def squared_norm(x: np.ndarray | sp.spmatrix) -> float:
+    """:math:`\\|X\\|_F^2`.
+
+    Parameters
+    ----------
+    x : ndarray or scipy sparse matrix, shape (d, n)
+
+    Returns
+    -------
+    float
+    """
+    data = x.data if sp.issparse(x) else x.ravel(order="K")  # a view in either memory order
+    return float(np.vdot(data, data))
 
 
 def squared_residual(x: np.ndarray | sp.spmatrix, u: np.ndarray, v: np.ndarray) -> float:
@@ -34,7 +50,7 @@ def squared_residual(x: np.ndarray | sp.spmatrix, u: np.ndarray, v: np.ndarray) 
     """
     if not sp.issparse(x):
         return float(np.linalg.norm(x - u @ v) ** 2)
-    x_sq = float(x.multiply(x).sum())
+    x_sq = squared_norm(x)
     cross = float(np.vdot(x @ v.T, u))
     return max(x_sq - 2.0 * cross + float(np.vdot(u.T @ u, v @ v.T)), 0.0)
 
@@ -52,8 +68,6 @@ def residual_times_vt(x: np.ndarray | sp.spmatrix, u: np.ndarray, v: np.ndarray)
     -------
     ndarray, shape (d, r)
     """
-    if not sp.issparse(x):
-        return (u @ v - x) @ v.T
     return u @ (v @ v.T) - np.asarray(x @ v.T)
 
 
@@ -70,6 +84,4 @@ def ut_times_residual(x: np.ndarray | sp.spmatrix, u: np.ndarray, v: np.ndarray)
     -------
     ndarray, shape (r, n)
     """
-    if not sp.issparse(x):
-        return u.T @ (u @ v - x)
     return (u.T @ u) @ v - np.asarray(x.T @ u).T

@@ -10,25 +10,37 @@ Y(\\Omega^\\top Y)^{+}Y^\\top` (Halko, Martinsson & Tropp 2011, Sect. 5.4; the s
 Tropp et al. 2017), whose top ``r`` eigenpairs :math:`(\\sigma_j^2, w_j)` are the leading singular
 values and right singular vectors of :math:`X` (exact when :math:`\\operatorname{rank} G \\le l`).
 
-:math:`V^1` (:func:`coefficients_from_sketch`) takes the NNDSVD reading of the ``V`` factor: row
-``j`` is :math:`(\\sigma_j/\\sqrt m)\\,[s_j w_j]_+` with the sign :math:`s_j` whose positive part is the
-larger (Boutsidis & Gallopoulos 2008 choose it with the left vectors too, which stay with the
-clients). With orthonormal :math:`U_p`, :math:`V \\approx U_p^\\top X_p` and a view holding a
-``1/sqrt(m)`` share of the stacked left vector gives :math:`\\sigma_j/\\sqrt m`. Client ``p`` then
-fits :math:`U_p` to :math:`V^1` (:func:`basis_from_coefficients`): the ``U`` subproblem with
-:math:`\\rho_1 = 0` on the supports obtained by giving each feature to the component it correlates
-with most.
+:math:`V^1` (:func:`coefficients_from_sketch`) is read from the leading right singular vectors
+``W`` (``n x r``) in one of two ways (``sonmf.sketch-reading``):
+
+* ``"clusters"`` ([A], the default): k-means into ``r`` groups on the rows of ``W`` scaled to unit
+  norm (the samples' directions in the stacked views' leading subspace, as in spectral
+  clustering), and row ``j`` of :math:`V^1` the indicator of group ``j`` times
+  :math:`c = (\\sum_j \\sigma_j^2 / (m n))^{1/2}`, so that :math:`\\|V^1\\|_F^2 = \\sum_j \\sigma_j^2/m`.
+  Every component starts as one group of samples, the same in every view.
+* ``"nndsvd"``: the NNDSVD reading of the ``V`` factor, row ``j`` :math:`(\\sigma_j/\\sqrt m)\\,[s_j
+  w_j]_+` with the sign :math:`s_j` whose positive part is the larger (Boutsidis & Gallopoulos 2008
+  choose it with the left vectors too, which stay with the clients). With orthonormal
+  :math:`U_p`, :math:`V \\approx U_p^\\top X_p` and a view holding a ``1/sqrt(m)`` share of the
+  stacked left vector gives :math:`\\sigma_j/\\sqrt m`. On data whose leading singular vector is
+  close to the mean sample, the first component then holds most of the mass and keeps it.
+
+Client ``p`` then fits :math:`U_p` to :math:`V^1` (:func:`basis_from_coefficients`): the ``U``
+subproblem with :math:`\\rho_1 = 0` on the supports obtained by giving each feature to the
+component it correlates with most.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular, svd
+from sklearn.cluster import KMeans
 
 from fedmf_app.methods.sonmf.nonneg_orth import polish_on_supports
 
 __all__ = [
     "OVERSAMPLING",
+    "SKETCH_READINGS",
     "basis_from_coefficients",
     "coefficients_from_sketch",
     "gram_sketch",
@@ -37,6 +49,9 @@ __all__ = [
 
 #: [A] Columns of the test matrix beyond the rank, l = r + OVERSAMPLING (capped at n).
 OVERSAMPLING = 10
+
+#: How ``V^1`` is read from the sketch's leading singular vectors (module docstring).
+SKETCH_READINGS = ("clusters", "nndsvd")
 
 
 def sketch_test_matrix(n: int, rank: int, rng: np.random.Generator) -> np.ndarray:
@@ -73,7 +88,14 @@ def gram_sketch(x: np.ndarray, omega: np.ndarray) -> np.ndarray:
     return np.asarray(x.T @ np.asarray(x @ omega))
 
 
-def coefficients_from_sketch(y: np.ndarray, omega: np.ndarray, rank: int, num_views: int) -> np.ndarray:
+def coefficients_from_sketch(
+    y: np.ndarray,
+    omega: np.ndarray,
+    rank: int,
+    num_views: int,
+    reading: str = "clusters",
+    rng: np.random.Generator | None = None,
+) -> np.ndarray:
     """:math:`V^1` from the summed sketch :math:`Y = G\\Omega` (module docstring).
 
     Parameters
@@ -85,12 +107,18 @@ def coefficients_from_sketch(y: np.ndarray, omega: np.ndarray, rank: int, num_vi
         ``r <= l``.
     num_views : int
         ``m``.
+    reading : {"clusters", "nndsvd"}
+        How ``V^1`` is read from the leading singular vectors.
+    rng : numpy.random.Generator, optional
+        Seeds the k-means of ``"clusters"`` (required there).
 
     Returns
     -------
     ndarray, shape (r, n)
-        Nonnegative; row ``j`` is :math:`(\\sigma_j/\\sqrt m)[s_j w_j]_+`.
+        Nonnegative.
     """
+    if reading not in SKETCH_READINGS:
+        raise ValueError(f"reading must be one of {SKETCH_READINGS}, got {reading!r}")
     n = y.shape[0]
     nu = np.sqrt(n) * np.finfo(float).eps * np.linalg.norm(y, 2)
     y_nu = y + nu * omega
@@ -100,6 +128,16 @@ def coefficients_from_sketch(y: np.ndarray, omega: np.ndarray, rank: int, num_vi
     w, s, _ = svd(b, full_matrices=False)
     sigma = np.sqrt(np.maximum(s[:rank] ** 2 - nu, 0.0))
     w = w[:, :rank]
+    if reading == "clusters":
+        if rng is None:
+            raise ValueError("the 'clusters' reading needs an rng for its k-means")
+        norms = np.linalg.norm(w, axis=1, keepdims=True)
+        directions = w / np.where(norms > 0.0, norms, 1.0)
+        seed = int(rng.integers(2**31 - 1))
+        groups = KMeans(rank, n_init=10, random_state=seed).fit_predict(directions)
+        v = np.zeros((rank, n))
+        v[groups, np.arange(n)] = np.sqrt(float(np.sum(sigma**2)) / (num_views * n))
+        return v
     positive, negative = np.maximum(w, 0.0), np.maximum(-w, 0.0)
     flip = np.linalg.norm(negative, axis=0) > np.linalg.norm(positive, axis=0)
     parts = np.where(flip, negative, positive)

@@ -83,7 +83,14 @@ from fedmf_app.federated.secure_aggregation import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.sonmf.adapted_updates import fedmavg_server_step, fedvra_server_step
 from fedmf_app.methods.sonmf.clustering import cluster_columns
-from fedmf_app.methods.sonmf.options import fedmgs_params, fedvra_params, resolve_rank, sonmf_params, start
+from fedmf_app.methods.sonmf.options import (
+    fedmgs_params,
+    fedvra_params,
+    resolve_cluster_columns,
+    resolve_rank,
+    sonmf_params,
+    start,
+)
 from fedmf_app.methods.sonmf.plots import plot_residuals
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residuals import (
@@ -161,6 +168,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         self.params = self.make_params(cfg)
         self.v: np.ndarray | None = None
         self.rank: int = 0
+        self.cluster_read: str = "as-is"
         self.start_s: float | None = None
         self._residuals: list[float] = []
 
@@ -184,8 +192,9 @@ class SparseONMFStrategy(ViewFederationStrategy):
 
     # ---------------------------------------------------------------------------- base hooks
     def check_clients(self, info: list[dict[str, Scalar]]) -> None:
-        """Equal sample counts; sets :attr:`rank` (option ``rank``, 0 = auto) and checks
-        ``rank <= d_p`` for every view."""
+        """Equal sample counts; sets :attr:`rank` (option ``rank``, 0 = auto) and
+        :attr:`cluster_read` (option ``cluster-columns``) and checks ``rank <= d_p`` for every
+        view."""
         super().check_clients(info)
         self.rank = resolve_rank(self.cfg, self.num_clusters, [int(i["num-features"]) for i in info])
         rank = self.rank
@@ -198,6 +207,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
                 f"run config 'sonmf.rank' = {rank} is invalid: every view needs at least {rank} features "
                 f"for a nonnegative orthonormal basis, but {detail}"
             )
+        self.cluster_read = resolve_cluster_columns(self.cfg, [bool(i["sparse-counts"]) for i in info])
 
     def initial_arrays(self) -> list[np.ndarray]:
         """:math:`\\bar V^1` from the federated sketch (``sonmf.start = "sketch"``:
@@ -263,7 +273,14 @@ class SparseONMFStrategy(ViewFederationStrategy):
             total = summed_arrays(shares, [omega.shape], self.cfg["secure-aggregation-frac-bits"], stage)[0]
         else:
             total = np.sum(shares, axis=0)
-        v_bar = coefficients_from_sketch(total, omega, self.rank, len(replies))
+        v_bar = coefficients_from_sketch(
+            total,
+            omega,
+            self.rank,
+            len(replies),
+            self.cfg["sonmf.sketch-reading"],
+            rng_for(self.cfg["seed"], Stream.SERVER_INIT),
+        )
         self.start_s = time.perf_counter() - started
         return v_bar
 
@@ -340,6 +357,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         if not self.cfg["sonmf.diagnostics"]:
             return {
                 "rank": self.rank,
+                "cluster_columns": self.cluster_read,
                 "start_s": self.start_s,
                 "final_gradient_mapping": last.get("gradient_mapping"),
             }
@@ -347,6 +365,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         min_norm = [r["residual_min"] for r in rounds]
         return {
             "rank": self.rank,
+            "cluster_columns": self.cluster_read,
             "start_s": self.start_s,
             "final": {
                 k: last[k]
@@ -370,7 +389,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
 
     def final_labels(self) -> np.ndarray | None:
         """k-means on the columns of the final :math:`V` (``k`` = :attr:`num_clusters` or the rank),
-        as they are or scaled to unit norm (``sonmf.cluster-columns``).
+        as they are or scaled to unit norm (:attr:`cluster_read`, from ``sonmf.cluster-columns``).
 
         Returns
         -------
@@ -381,7 +400,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         if k > n:
             raise FederationError(f"cannot form {k} clusters from {n} samples (run config 'num-clusters')")
         return cluster_columns(
-            self.v, k, self.cfg["sonmf.cluster-columns"], rng_for(self.cfg["seed"], Stream.FINAL_CLUSTERING)
+            self.v, k, self.cluster_read, rng_for(self.cfg["seed"], Stream.FINAL_CLUSTERING)
         )
 
     def write_plots(self) -> list[str]:

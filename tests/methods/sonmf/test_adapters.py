@@ -246,7 +246,14 @@ def test_sketch_start_is_the_centralised_sketch_of_the_stacked_views(tmp_path, s
     xs = [client.view.features.T for client in fed.clients]
     omega = sketch_test_matrix(xs[0].shape[1], strategy.rank, rng_for(5, Stream.SONMF_SKETCH))
     stacked = np.vstack(xs)
-    expected = coefficients_from_sketch(stacked.T @ (stacked @ omega), omega, strategy.rank, len(xs))
+    expected = coefficients_from_sketch(
+        stacked.T @ (stacked @ omega),
+        omega,
+        strategy.rank,
+        len(xs),
+        cfg["sonmf.sketch-reading"],
+        rng_for(5, Stream.SERVER_INIT),
+    )
     np.testing.assert_allclose(
         v_bar, expected, rtol=1e-6 if secure else 1e-10, atol=1e-8 if secure else 1e-12
     )

@@ -7,6 +7,7 @@ import pytest
 
 from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view
 from fedmf_app.methods.sonmf.nonneg_orth import (
+    BASIS_SOLVERS,
     BasisSolverOptions,
     basis_objective,
     basis_residual,
@@ -51,12 +52,13 @@ def test_rounding_is_feasible_or_declines():
     assert round_to_feasible(u) is None
 
 
+@pytest.mark.parametrize("method", BASIS_SOLVERS)
 @pytest.mark.parametrize("rho1", [0.0, 1.0, 10.0])
-def test_solver_returns_feasible_basis_without_increasing_objective(rho1):
+def test_solver_returns_feasible_basis_without_increasing_objective(rho1, method):
     rng = np.random.default_rng(3)
     for _ in range(20):
         x, v, u0 = _problem(rng)
-        u, info = solve_basis(x, v, u0, rho1)
+        u, info = solve_basis(x, v, u0, rho1, BasisSolverOptions(method=method))
         assert is_feasible_basis(u, tol=1e-12)
         assert basis_objective(x, v, u, u0, rho1) <= basis_objective(x, v, u0, u0, rho1) + 1e-12
         assert info.objective == pytest.approx(basis_objective(x, v, u, u0, rho1))
@@ -89,15 +91,16 @@ def _brute_force_minimum(x, v, u0, rho1):
     return best
 
 
-def test_solver_reaches_the_global_minimum_on_small_problems():
-    # The exact-penalty method is a heuristic for a combinatorial problem: it must find the
-    # brute-force optimum in most small random instances from a random start (rho1 = 0).
+@pytest.mark.parametrize("method", BASIS_SOLVERS)
+def test_solver_reaches_the_global_minimum_on_small_problems(method):
+    # Both solvers are heuristics for a combinatorial problem: each must find the brute-force
+    # optimum in most small random instances from a random start (rho1 = 0).
     rng = np.random.default_rng(5)
     hits = 0
     trials = 15
     for _ in range(trials):
         x, v, u0 = _problem(rng, d=6, r=2, n=15)
-        u, _ = solve_basis(x, v, u0, 0.0)
+        u, _ = solve_basis(x, v, u0, 0.0, BasisSolverOptions(method=method))
         best = _brute_force_minimum(x, v, u0, 0.0)
         value = basis_objective(x, v, u, u0, 0.0)
         assert value >= best - 1e-9
@@ -105,12 +108,13 @@ def test_solver_reaches_the_global_minimum_on_small_problems():
     assert hits >= 0.8 * trials
 
 
-def test_solver_recovers_planted_basis_given_true_coefficients():
+@pytest.mark.parametrize("method", BASIS_SOLVERS)
+def test_solver_recovers_planted_basis_given_true_coefficients(method):
     view = make_synthetic_view(SyntheticSpec(seed=7), 0)
     rng = np.random.default_rng(7)
     for _ in range(3):
         u0 = random_feasible_basis(20, 6, rng)
-        u, _ = solve_basis(view.x, view.v_true, u0, 0.0)
+        u, _ = solve_basis(view.x, view.v_true, u0, 0.0, BasisSolverOptions(method=method))
         # Same supports as the truth (V is given, so no column permutation is possible).
         np.testing.assert_array_equal(u > 0, view.u_true > 0)
         np.testing.assert_allclose(u, view.u_true, atol=0.05)
@@ -123,11 +127,38 @@ def test_basis_residual_vanishes_at_an_exact_factorisation_only():
     assert basis_residual(view.x, view.v_true, other) > 1e-3
 
 
-def test_options_reach_the_solver():
+@pytest.mark.parametrize("method", BASIS_SOLVERS)
+def test_options_reach_the_solver(method):
     rng = np.random.default_rng(9)
-    x, v, u0 = _problem(rng)
-    _, info = solve_basis(x, v, u0, 1.0, BasisSolverOptions(max_outer=2))
-    assert info.outer_iterations <= 2
+    x, v, u0 = _problem(rng, d=40, r=5)
+    _, info = solve_basis(x, v, u0, 1.0, BasisSolverOptions(max_outer=1, method=method))
+    assert info.outer_iterations == 1
+    _, info = solve_basis(x, v, u0, 1.0, BasisSolverOptions(method=method))
+    assert info.outer_iterations > 1
+
+
+@pytest.mark.parametrize("rho1", [0.0, 1.0])
+def test_assignment_ends_where_no_single_feature_move_lowers_the_objective(rho1):
+    rng = np.random.default_rng(11)
+    for _ in range(10):
+        x, v, u0 = _problem(rng, d=14, r=3, n=25)
+        u, _ = solve_basis(x, v, u0, rho1, BasisSolverOptions(method="assignment"))
+        a = 2 * x @ v.T + rho1 * u0
+        value = basis_objective(x, v, u, u0, rho1)
+        owner = np.argmax(u, axis=1)
+        owned = u.max(axis=1) > 0
+        for i in range(u.shape[0]):
+            for col in range(u.shape[1]):
+                moved = owner.copy()
+                moved[i] = col
+                keep = owned.copy()
+                keep[i] = True
+                if col == owner[i] and owned[i] or len(set(moved[keep])) < u.shape[1]:
+                    continue
+                support = np.zeros_like(u)
+                support[np.flatnonzero(keep), moved[keep]] = 1.0
+                other = polish_on_supports(support, a)
+                assert basis_objective(x, v, other, u0, rho1) >= value - 1e-12
 
 
 def test_compiled_projection_step_equals_project_oblique_nonneg():
@@ -179,8 +210,10 @@ def test_compiled_penalty_loop_equals_its_interpreted_form(seed):
 def test_the_numpy_and_the_compiled_kernel_give_the_same_basis(seed):
     rng = np.random.default_rng(100 + seed)
     x, v, u0 = _problem(rng, d=18, r=4, n=35)
-    u_numpy, info_numpy = solve_basis(x, v, u0, 0.5, BasisSolverOptions(kernel="numpy"))
-    u_compiled, info_compiled = solve_basis(x, v, u0, 0.5, BasisSolverOptions(kernel="compiled"))
+    numpy_kernel = BasisSolverOptions(method="penalty", kernel="numpy")
+    compiled_kernel = BasisSolverOptions(method="penalty", kernel="compiled")
+    u_numpy, info_numpy = solve_basis(x, v, u0, 0.5, numpy_kernel)
+    u_compiled, info_compiled = solve_basis(x, v, u0, 0.5, compiled_kernel)
     np.testing.assert_allclose(u_compiled, u_numpy, rtol=0, atol=1e-10)
     assert info_compiled.objective == pytest.approx(info_numpy.objective, rel=1e-10)
     assert (info_compiled.outer_iterations, info_compiled.kept_start) == (

@@ -87,13 +87,37 @@ def test_sketch_sum_gives_the_stacked_views_singular_pairs():
     shares = [gram_sketch(x, omega) for x in xs]
     stacked = np.vstack(xs)
     np.testing.assert_allclose(np.sum(shares, axis=0), stacked.T @ stacked @ omega, rtol=1e-12)
-    v1 = coefficients_from_sketch(np.sum(shares, axis=0), omega, r, m)
+    v1 = coefficients_from_sketch(np.sum(shares, axis=0), omega, r, m, "nndsvd")
     _, s, wt = np.linalg.svd(stacked, full_matrices=False)
     for j in range(r):
         row = v1[j] / (s[j] / np.sqrt(m))
         expected = max(np.maximum(wt[j], 0), np.maximum(-wt[j], 0), key=np.linalg.norm)
         np.testing.assert_allclose(row, expected, atol=1e-8)
     assert np.all(v1 >= 0)
+
+
+def test_clusters_reading_starts_each_component_as_one_planted_group_of_samples():
+    # Samples planted in r groups, each group a different nonnegative profile of the features of
+    # every view (plus a common part, so that the leading singular vector is the mean sample):
+    # the clusters reading gives one indicator row per planted group, the same energy as the
+    # leading singular values, and the same groups at every seed of its k-means.
+    rng = np.random.default_rng(4)
+    n, r, m = 90, 3, 2
+    groups = np.repeat(np.arange(r), n // r)
+    profiles = [np.abs(rng.standard_normal((d, r))) * 3 + 1.0 for d in (12, 15)]
+    xs = [p[:, groups] + 0.05 * np.abs(rng.standard_normal((p.shape[0], n))) for p in profiles]
+    omega = sketch_test_matrix(n, r, rng)
+    y = np.sum([gram_sketch(x, omega) for x in xs], axis=0)
+    _, s, _ = np.linalg.svd(np.vstack(xs), full_matrices=False)
+    for seed in range(3):
+        v1 = coefficients_from_sketch(y, omega, r, m, "clusters", np.random.default_rng(seed))
+        assert np.all(np.count_nonzero(v1, axis=0) == 1)  # every sample in exactly one component
+        found = np.argmax(v1, axis=0)
+        assert len(set(zip(found, groups))) == r  # the planted groups, up to their order
+        # the noise makes rank(X) > l, so the sketch's singular values are close, not exact
+        assert np.sum(v1**2) == pytest.approx(np.sum(s[:r] ** 2) / m, rel=1e-4)
+    with pytest.raises(ValueError, match="rng"):
+        coefficients_from_sketch(y, omega, r, m, "clusters")
 
 
 def test_basis_from_coefficients_is_feasible_and_recovers_planted_supports():
