@@ -33,7 +33,7 @@ from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data.multiview import load_multiview
 from fedmf_app.federated.in_process import run_in_process
-from fedmf_app.methods.sonmf.clustering import cluster_columns
+from fedmf_app.methods.sonmf.clustering import READS, cluster_columns
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +70,7 @@ def one_run(name: str, dataset: str, seed: int, config: dict, out: Path) -> dict
         read: clustering_scores(
             truth, cluster_columns(strategy.v, k, read, rng_for(seed, Stream.FINAL_CLUSTERING))
         )
-        for read in ("as-is", "unit-norm")
+        for read in READS
     }
     return {
         "set": name,

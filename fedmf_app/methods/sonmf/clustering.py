@@ -7,10 +7,12 @@ import numpy as np
 from fedmf_app.common.clustering import kmeans_labels
 from fedmf_app.data.preprocess import normalise_rows
 
-__all__ = ["CLUSTER_COLUMNS", "cluster_columns"]
+__all__ = ["CLUSTER_COLUMNS", "READS", "cluster_columns"]
 
+#: How :func:`cluster_columns` reads the columns of ``V``.
+READS = ("as-is", "unit-norm")
 #: Allowed values of run config ``sonmf.cluster-columns`` (``auto`` is resolved by the strategy).
-CLUSTER_COLUMNS = ("auto", "as-is", "unit-norm")
+CLUSTER_COLUMNS = ("auto", *READS)
 
 
 def cluster_columns(v: np.ndarray, k: int, rule: str, rng: np.random.Generator) -> np.ndarray:
@@ -33,7 +35,7 @@ def cluster_columns(v: np.ndarray, k: int, rule: str, rng: np.random.Generator) 
     ndarray, shape (n,)
         Cluster of every sample.
     """
-    if rule not in ("as-is", "unit-norm"):
-        raise ValueError(f"cluster-columns {rule!r} is not one of 'as-is', 'unit-norm'")
+    if rule not in READS:
+        raise ValueError(f"cluster-columns {rule!r} is not one of {READS}")
     points = normalise_rows(v.T) if rule == "unit-norm" else v.T
     return kmeans_labels(points, k, rng)

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular, svd
-from sklearn.cluster import KMeans
 
+from fedmf_app.common.clustering import kmeans_labels
+from fedmf_app.data.preprocess import normalise_rows
 from fedmf_app.methods.sonmf.nonneg_orth import polish_on_supports
 
 __all__ = [
@@ -131,10 +132,7 @@ def coefficients_from_sketch(
     if reading == "clusters":
         if rng is None:
             raise ValueError("the 'clusters' reading needs an rng for its k-means")
-        norms = np.linalg.norm(w, axis=1, keepdims=True)
-        directions = w / np.where(norms > 0.0, norms, 1.0)
-        seed = int(rng.integers(2**31 - 1))
-        groups = KMeans(rank, n_init=10, random_state=seed).fit_predict(directions)
+        groups = kmeans_labels(normalise_rows(w), rank, rng)
         v = np.zeros((rank, n))
         v[groups, np.arange(n)] = np.sqrt(float(np.sum(sigma**2)) / (num_views * n))
         return v
