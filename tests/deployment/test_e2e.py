@@ -156,7 +156,7 @@ def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time_and_the_run_re
         ended_at = time.monotonic()
         procs += federation_processes(federation)
     assert_all_stopped(procs)
-    assert killed_at, "round 1 never finished"
+    assert killed_at, f"round 1 never finished: {outcome.status}: {outcome.error}"
     assert ended_at - killed_at[0] < bound
     assert outcome.status == "failed"
     assert "no valid reply from partition(s) [2]" in outcome.error

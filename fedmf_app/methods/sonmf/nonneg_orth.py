@@ -99,9 +99,11 @@ class BasisSolverOptions:
         paper A's exact-penalty method. ``max_outer`` bounds the assignment's passes; the other
         fields belong to the penalty method.
     kernel : {"compiled", "numpy"}
-        [A, ``compiled``] How the penalty loop runs: compiled by numba (compiled once per machine
-        and app version, a few seconds; then about 1 s per process to import numba and load it) or
-        in numpy. The two take the same steps; rounding and polishing make their results agree.
+        [A, ``compiled``] How the solver's loop (the assignment ascent or the penalty loop) runs:
+        compiled by numba (compiled once per machine and app version, a few seconds; then about
+        1 s per process to import numba and load it) or in numpy. The two take the same steps: the
+        assignment ascent gives the same supports, and for the penalty loop rounding and polishing
+        make their results agree.
     """
 
     sigma0: float = 1e-3
@@ -355,7 +357,7 @@ def solve_basis(
 
     phi0 = phi(u0)
     if options.method == "assignment":
-        u, passes = _assignment(u0, a, options.max_outer)
+        u, passes = _assignment(u0, a, options.max_outer, options.kernel)
         value = phi(u)
         if value <= phi0:
             return u, BasisSolveInfo(passes, 0, 0.0, True, False, value)
@@ -380,7 +382,7 @@ def solve_basis(
     return u0.copy(), BasisSolveInfo(outer, inner_total, gap, rounded is not None, True, phi0)
 
 
-def _assignment(u0, a, max_passes):
+def _assignment(u0, a, max_passes, kernel):
     """Row-assignment ascent from two starts (module docstring); the better end point, polished.
 
     Parameters
@@ -391,6 +393,9 @@ def _assignment(u0, a, max_passes):
         Linear term ``2 X V^T + rho1 U0``.
     max_passes : int
         Maximum passes of each ascent.
+    kernel : {"compiled", "numpy"}
+        :func:`~fedmf_app.methods.sonmf.assignment_kernel.assignment_ascent` (numba) or
+        :func:`_assignment_ascent_numpy` (same moves, no numba import and no compilation).
 
     Returns
     -------
@@ -399,7 +404,10 @@ def _assignment(u0, a, max_passes):
     passes : int
         Passes of the ascent that gave it.
     """
-    from fedmf_app.methods.sonmf.assignment_kernel import assignment_ascent  # numba: only where U is solved
+    if kernel == "numpy":
+        assignment_ascent = _assignment_ascent_numpy
+    else:
+        from fedmf_app.methods.sonmf.assignment_kernel import assignment_ascent  # numba: only here
 
     d, r = u0.shape
     positive = np.maximum(a, 0.0)
@@ -421,6 +429,63 @@ def _assignment(u0, a, max_passes):
     owned = np.flatnonzero(owner >= 0)
     support[owned, owner[owned]] = 1.0
     return polish_on_supports(support, a), passes
+
+
+def _assignment_ascent_numpy(sq, owner, max_passes):
+    """The compiled ascent's moves in numpy, one row at a time (the same arithmetic, so the same
+    owners and value).
+
+    Parameters
+    ----------
+    sq : ndarray, shape (d, r)
+        Squared positive part of the linear term.
+    owner : ndarray of int64, shape (d,)
+        Owner column of every row (``-1``: none); updated in place.
+    max_passes : int
+        Maximum number of passes over the rows.
+
+    Returns
+    -------
+    value : float
+        :math:`\\sum_j \\sqrt{s_j}` at the returned owners.
+    passes : int
+        Passes done.
+    """
+    d, r = sq.shape
+    owned = owner >= 0
+    s = np.zeros(r)
+    for i in np.flatnonzero(owned):  # the compiled kernel's summation order
+        s[owner[i]] += sq[i, owner[i]]
+    count = np.bincount(owner[owned], minlength=r).astype(np.int64)
+    passes = 0
+    for passes in range(1, max_passes + 1):  # noqa: B007 (the count is returned)
+        moved = 0
+        for i in range(d):
+            j = int(owner[i])
+            loss = 0.0
+            if j >= 0:
+                if count[j] <= 1:
+                    continue
+                loss = math.sqrt(s[j]) - math.sqrt(max(s[j] - sq[i, j], 0.0))
+            gain = np.sqrt(s + sq[i]) - np.sqrt(s) - loss
+            if j >= 0:
+                gain[j] = -np.inf
+            best = int(np.argmax(gain))
+            if not gain[best] > 1e-14 * (1.0 + loss):
+                continue
+            if j >= 0:
+                s[j] = max(s[j] - sq[i, j], 0.0)
+                count[j] -= 1
+            s[best] += sq[i, best]
+            count[best] += 1
+            owner[i] = best
+            moved += 1
+        if moved == 0:
+            break
+    value = 0.0
+    for j in range(r):
+        value += math.sqrt(s[j])
+    return value, passes
 
 
 def _exact_penalty(u, q, b, inv_r, options):

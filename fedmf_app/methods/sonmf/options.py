@@ -235,7 +235,8 @@ OPTIONS: tuple[Option, ...] = (
         "sonmf.basis-kernel",
         "compiled",
         OneOf(BASIS_KERNELS),
-        "U solver: its penalty loop compiled by numba (`compiled`, [A]: 5-20x faster per solve; "
+        "U solver: its loop (the assignment ascent or the penalty loop) compiled by numba "
+        "(`compiled`, [A]: 5-20x faster per solve; "
         "compiled once per machine and app version, then about 1 s per process to load) or in "
         "`numpy` (no numba: better where each message starts a new process, as on a "
         "deployed SuperNode; the federation command's default).",

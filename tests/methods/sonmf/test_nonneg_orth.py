@@ -220,3 +220,31 @@ def test_the_numpy_and_the_compiled_kernel_give_the_same_basis(seed):
         info_numpy.outer_iterations,
         info_numpy.kept_start,
     )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_numpy_and_the_compiled_assignment_ascent_make_the_same_moves(seed):
+    from fedmf_app.methods.sonmf.assignment_kernel import assignment_ascent
+    from fedmf_app.methods.sonmf.nonneg_orth import _assignment_ascent_numpy
+
+    rng = np.random.default_rng(300 + seed)
+    d, r = 40, 5
+    sq = np.maximum(rng.normal(size=(d, r)), 0.0) ** 2
+    owner = rng.integers(-1, r, size=d).astype(np.int64)
+    owner[:r] = np.arange(r)  # every column owns a row
+    compiled_owner, numpy_owner = owner.copy(), owner.copy()
+    compiled = assignment_ascent(sq, compiled_owner, 50)
+    interpreted = _assignment_ascent_numpy(sq, numpy_owner, 50)
+    np.testing.assert_array_equal(compiled_owner, numpy_owner)
+    assert compiled == interpreted  # same value and pass count, bit for bit
+    assert not np.array_equal(compiled_owner, owner)  # the ascent moved rows
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_assignment_solver_gives_the_same_basis_with_either_kernel(seed):
+    rng = np.random.default_rng(400 + seed)
+    x, v, u0 = _problem(rng, d=30, r=4, n=40)
+    u_numpy, info_numpy = solve_basis(x, v, u0, 0.5, BasisSolverOptions(kernel="numpy"))
+    u_compiled, info_compiled = solve_basis(x, v, u0, 0.5, BasisSolverOptions(kernel="compiled"))
+    np.testing.assert_array_equal(u_numpy, u_compiled)
+    assert info_numpy == info_compiled

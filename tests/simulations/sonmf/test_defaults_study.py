@@ -12,6 +12,8 @@ def _record(seed, acc, unit_acc):
         "rank": 2,
         "rounds": 50 + seed,
         "wall_s": 2.0,
+        "read": "as-is",
+        "default": scores,
         "as-is": scores,
         "unit-norm": {**scores, "acc": unit_acc},
     }
@@ -22,5 +24,7 @@ def test_table_gives_mean_and_std_over_seeds_per_read_beside_the_reference():
     row = next(line for line in text.splitlines() if line.startswith("| Sonar"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[:6] == ["Sonar", "defaults", "2", "2", "50", "2"]
-    assert cells[6] == "65.0 ± 5.0" and cells[8] == "50.0 ± 0.0"
+    # the run's own read (as-is here), its NMI, then ACC under each read
+    assert cells[6] == "as-is" and cells[7] == "65.0 ± 5.0" and cells[8] == "50.0 ± 0.0"
+    assert cells[9] == "65.0 ± 5.0" and cells[10] == "50.0 ± 0.0"
     assert cells[-1] == str(NMF_REFERENCE_ACC["Sonar"])
