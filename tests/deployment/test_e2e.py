@@ -111,8 +111,10 @@ def test_tls_authentication_and_signed_secure_aggregation_give_the_in_process_nu
 @pytest.mark.parametrize(
     "round_timeout, bound",
     [
-        # the round's messages expire after round-timeout-s; the ServerApp polls every 3 s
-        (12.0, 12.0 + 15),
+        # the round's messages expire after round-timeout-s; the ServerApp polls every 3 s. The
+        # timeout also bounds each set-up message (the key agreement): 20 s leaves room for a
+        # ClientApp process to start on a busy machine
+        (20.0, 20.0 + 15),
         # Flower marks a node offline 2 x 30 s after its last heartbeat, before a long timeout
         pytest.param(600.0, 60.0 + 15, marks=pytest.mark.slow, id="heartbeat"),
     ],
@@ -123,7 +125,7 @@ def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time_and_the_run_re
     overrides = {
         "num-server-rounds": 3,
         "round-timeout-s": round_timeout,
-        # as the federation command: no numba compile in round 1 (it could outlast a 12 s timeout)
+        # as the federation command: no numba compile in round 1 (it could outlast a short timeout)
         "sonmf.basis-kernel": "numpy",
         "secure-aggregation": True,
         "secure-aggregation-signed-keys": True,
