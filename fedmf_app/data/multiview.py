@@ -8,8 +8,11 @@ Supported inputs
   first of :data:`VIEW_KEYS` present; numbered top-level keys of one family (``X1, X2, ...``,
   ``x_1``, ``view1``, ``View_1``, ``fea1``, ``data1``, any case, in numeric order: ``X10`` after
   ``X9``); a struct under that key whose fields are the views; one plain matrix under it (one
-  view); the one cell of matrices under another key. Two candidate families of numbered keys, or
-  two such cells, are refused as ambiguous. Each view is dense or sparse, integer or float, stored
+  view); the one cell of matrices under another key, or the one family of two or more numbered
+  matrices under any other stem that share a sample count (MSRC-v1's ``msr1 ... msr5`` beside
+  ``truth``). Two candidates are refused as ambiguous, with a message naming run config
+  ``views``: it may name any top-level matrices (``views = "msr1,msr3"``), which are then the
+  views, in its order. Each view is dense or sparse, integer or float, stored
   samples x features (N x d) or d x N: the orientation is decided per view against the label
   length (without labels, against the sample count the views share). Labels are under the first of
   :data:`LABEL_KEYS` present (or one of them in another case), N x 1 or 1 x N, possibly a cell of
@@ -147,7 +150,8 @@ def load_multiview(path_or_name: str, views: str = "") -> MultiViewData:
         return select_views(load_embedded(path_or_name), views)
     path = _existing_file(path_or_name)
     stat = path.stat()
-    return select_views(_load_multiview_cached(str(path.resolve()), stat.st_mtime_ns, stat.st_size), views)
+    data = _load_multiview_cached(str(path.resolve()), stat.st_mtime_ns, stat.st_size, views)
+    return select_views(data, views)
 
 
 def select_views(data: MultiViewData, views: str) -> MultiViewData:
@@ -387,14 +391,14 @@ def _existing_file(path: str) -> Path:
 
 
 @lru_cache(maxsize=2)
-def _load_multiview_cached(path: str, mtime_ns: int, size: int) -> MultiViewData:
-    """Read a file once per version (clients are rebuilt for every message)."""
+def _load_multiview_cached(path: str, mtime_ns: int, size: int, views: str = "") -> MultiViewData:
+    """Read a file once per version and ``views`` (clients are rebuilt for every message)."""
     file = Path(path)
     suffix = file.suffix.lower()
     if suffix == ".mat":
-        raw_views, names, raw_labels = read_mat(file)
+        raw_views, names, raw_labels = read_mat(file, views)
     elif suffix == ".npz":
-        raw_views, names, raw_labels = read_npz(file)
+        raw_views, names, raw_labels = read_npz(file, views)
     else:
         raise DataError(
             f"{file}: unsupported file type {suffix!r} for a multi-view data set (use .mat or .npz)"
