@@ -25,7 +25,7 @@ from fedmf_app.data.preprocess import is_sparse_nonnegative
 from fedmf_app.data.sample_ids import sample_id_key
 from fedmf_app.federated.alignment import aligned_rows, answer_psi_stage
 from fedmf_app.federated.node_policy import check_node_policy
-from fedmf_app.federated.secure_aggregation import SecureAggregationError, answer_key_stage
+from fedmf_app.federated.secure_sum_flower import SecureAggregationError, answer_key_stage
 from fedmf_app.options.run_config import validate_run_config
 
 __all__ = [
@@ -290,7 +290,7 @@ class ViewClient(NumPyClient):
         its data has, 0 for none; ``sparse-counts``: 1 when the view looks like counts or bag of
         words, :func:`~fedmf_app.data.preprocess.is_sparse_nonnegative`); or a secure-aggregation
         key stage (``secagg-stage`` in ``config``:
-        :func:`~fedmf_app.federated.secure_aggregation.answer_key_stage`); or a sample-ID alignment
+        :func:`~fedmf_app.federated.secure_sum_flower.answer_key_stage`); or a sample-ID alignment
         stage (``psi-stage``:
         :func:`~fedmf_app.federated.alignment.answer_psi_stage`; after its last stage this
         client's view holds only the aligned rows)."""

@@ -69,7 +69,6 @@ def run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
         neighbours=cfg["imk.neighbours"],
         graph=cfg["imk.graph"],
         anchors=cfg["imk.anchors"],
-        frac_bits=cfg["imk.mask-frac-bits"],
         similarity=cfg["imk.similarity"],
         client_init=cfg["imk.client-init"],
         server_init=cfg["imk.server-init"],

@@ -2,25 +2,23 @@
 
 Messages (the server drives them, see :mod:`fedmf_app.methods.imk.strategy`):
 
-* ``get_properties`` with ``imk-stage = "keys"``: draw an X25519 key pair, keep the private key in
-  ``context.state`` and answer the public key (refused on a node with a ``signing-key``: this stage
-  is unsigned);
+* before these, the run's one key agreement (:mod:`fedmf_app.federated.secure_sum_flower`, signed
+  if asked): fmvc-imk always masks its graph, so it runs whatever ``secure-aggregation`` says;
 * ``fit`` with ``imk-stage = "setup"`` (once, before round 1): build this view's graph (its anchor
   graph on the anchor samples the message names, or its kNN graph; with ``imk.missing-graph =
-  "observed"`` on the rows the run's missing-view mask says it observes), upload its masked dense
-  encoding (pair keys from the relayed public keys), the initial :math:`H^{(m)}` and, when the
-  view has labels, the labels (used by the server for scoring only);
+  "observed"`` on the rows the run's missing-view mask says it observes), upload it densely as one
+  masked fixed-point vector (:func:`~fedmf_app.federated.secure_sum_flower.masked_upload`, round 0,
+  tag ``"graph"``), the initial :math:`H^{(m)}` and, when the view has labels, the labels (used by
+  the server for scoring only);
 * ``fit`` in round ``t``: from the broadcast :math:`H`, one
   :func:`~fedmf_app.methods.imk.client_updates.client_round`; upload :math:`H^{(m)}` and three scalars.
 
-With run config ``secure-aggregation = true`` the graph is masked with the run's pair keys (agreed,
-and signed if asked, before round 1 by :mod:`fedmf_app.federated.secure_aggregation`) instead of
-the key stage above, and each round's upload is one masked vector of :math:`H^{(m)}`,
-:math:`\\|R^{(m)}\\|_F`, the orthogonality term and :math:`\\|H^{(m)}\\|_F^2` (the server needs only
-their sums; :math:`\alpha^{(m)}` is not sent).
+With run config ``secure-aggregation = true`` each round's upload is one masked vector of
+:math:`H^{(m)}`, :math:`\\|R^{(m)}\\|_F`, the orthogonality term and :math:`\\|H^{(m)}\\|_F^2` (the
+server needs only their sums; :math:`\\alpha^{(m)}` is not sent).
 
 Private state in ``context.state`` (never sent): :math:`F^{(m)}, W^{(m)}, H^{(m)}, \\Phi^{(m)},
-\\alpha^{(m)}` and the private key.
+\\alpha^{(m)}` and the pair keys.
 """
 
 from __future__ import annotations
@@ -29,20 +27,11 @@ import time
 from typing import Any
 
 import numpy as np
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from flwr.common import Array, ArrayRecord, ConfigRecord, NDArrays, Scalar
+from flwr.common import Array, ArrayRecord, NDArrays, Scalar
 
-from fedmf_app.common.secure_sum import (
-    add_pairwise_masks,
-    append_check_words,
-    derive_pair_key,
-    encode_matrix,
-    encode_upper,
-    generate_private_key,
-    public_key_bytes,
-)
+from fedmf_app.common.secure_sum_math import matrix_values, upper_values
 from fedmf_app.federated.client import ViewClient, load_state, save_state
-from fedmf_app.federated.secure_aggregation import SecureAggregationError, masked_upload, message_keys
+from fedmf_app.federated.secure_sum_flower import SecureAggregationError, masked_upload
 from fedmf_app.methods.imk.client_updates import (
     ClientState,
     View,
@@ -83,9 +72,8 @@ class FMVCIMKClient(ViewClient):
         (n,), bool) under ``imk.missing-graph = "observed"``, else ``None`` (every row)."""
         return self.observed if self.cfg["imk.missing-graph"] == "observed" else None
 
-    def _graph_encoding(self, x: View, config: dict[str, Scalar]) -> np.ndarray:
-        """This view's graph as the dense fixed-point words of the secure sum."""
-        bits = self.cfg["imk.mask-frac-bits"]
+    def _graph_values(self, x: View, config: dict[str, Scalar]) -> np.ndarray:
+        """This view's graph as the dense values of the secure sum (float64)."""
         observed = self.graph_rows
         if resolve_graph(self.cfg["imk.graph"], x.shape[0]) == "knn":
             try:
@@ -94,7 +82,7 @@ class FMVCIMKClient(ViewClient):
                 )
             except ValueError as exc:
                 raise ValueError(f"partition {self.partition_id}: {exc}") from exc
-            return encode_upper(similarity, bits)
+            return upper_values(similarity)
         n = x.shape[0]
         anchors = np.frombuffer(bytes(config["anchors"]), dtype=np.int64)
         if anchors.size <= self.cfg["imk.neighbours"] or np.unique(anchors).size != anchors.size:
@@ -108,31 +96,11 @@ class FMVCIMKClient(ViewClient):
             graph = view_anchor_graph(x, anchors, self.cfg["imk.neighbours"], observed)
         except ValueError as exc:
             raise ValueError(f"partition {self.partition_id}: {exc}") from exc
-        return encode_matrix(graph, bits)
-
-    def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
-        """The base handshake, or the key stage."""
-        if config.get("imk-stage") == "keys":
-            if self.context.node_config.get("signing-key"):
-                raise SecureAggregationError(
-                    f"partition {self.partition_id}: this node signs its keys (node config 'signing-key'), "
-                    "but fmvc-imk's own key stage is unsigned; refused (run with secure-aggregation = "
-                    "true, whose keys are signed)"
-                )
-            if f"{_NAME}.keys" in self.context.state.config_records:
-                raise SecureAggregationError(
-                    f"partition {self.partition_id}: asked for a second fmvc-imk key in this run; refused"
-                )
-            key = generate_private_key()
-            self.context.state.config_records[f"{_NAME}.keys"] = ConfigRecord(
-                {"private-key": key.private_bytes_raw()}
-            )
-            return {"public-key": public_key_bytes(key)}
-        return super().get_properties(config)
+        return matrix_values(graph)
 
     def masks_uploads(self) -> bool:
-        """Secure aggregation, or (the default) the graph's own masked sum, ``imk.secure-sum = masking``."""
-        return super().masks_uploads() or self.cfg["imk.secure-sum"] == "masking"
+        """Always: the graph travels as a masked sum."""
+        return True
 
     def fit(self, parameters: NDArrays, config: dict[str, Scalar]) -> tuple[NDArrays, int, dict[str, Any]]:
         """The setup message or one round."""
@@ -150,29 +118,11 @@ class FMVCIMKClient(ViewClient):
         x = self._view()
         k = int(config["num-clusters"])
         m = int(self.cfg["num-clients"])
-        upload = self._graph_encoding(x, config)
-        mask_s = 0.0
-        if self.cfg["imk.secure-sum"] == "masking":
-            upload = append_check_words(upload)  # the server checks that the masks cancelled
-        if self.cfg["imk.secure-sum"] == "masking" and self.cfg["secure-aggregation"]:
-            mask_started = time.perf_counter()  # the run's (authenticated) keys
-            add_pairwise_masks(
-                upload, self.partition_id, message_keys(self.context, self.partition_id, 0, "graph")
-            )
-            mask_s = time.perf_counter() - mask_started
-        elif self.cfg["imk.secure-sum"] == "masking":
-            mask_started = time.perf_counter()
-            private = X25519PrivateKey.from_private_bytes(
-                self.context.state.config_records[f"{_NAME}.keys"]["private-key"]
-            )
-            context = bytes(config["mask-context"])
-            pair_keys = {
-                j: derive_pair_key(private, bytes(config[f"public-key-{j}"]), context)
-                for j in range(m)
-                if j != self.partition_id
-            }
-            add_pairwise_masks(upload, self.partition_id, pair_keys)
-            mask_s = time.perf_counter() - mask_started
+        values = self._graph_values(x, config)
+        mask_started = time.perf_counter()
+        upload = masked_upload(self.context, self.cfg, self.partition_id, [values], 0, "graph")
+        mask_s = time.perf_counter() - mask_started
+        del values
         state = init_client(
             x,
             k,

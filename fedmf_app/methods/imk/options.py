@@ -23,9 +23,6 @@ from fedmf_app.options.schema import ConfigError, Family, Option
 
 __all__ = ["FAMILY", "imk_params"]
 
-#: How the server gets the sum of the clients' Laplacians.
-SECURE_SUMS = ("masking", "none")
-
 OPTIONS: tuple[Option, ...] = (
     Option(
         "imk.lambda",
@@ -163,35 +160,15 @@ OPTIONS: tuple[Option, ...] = (
         "gradients or a sparse LU made once (`knn` graph; an anchor graph is solved exactly by "
         "the Woodbury identity).",
     ),
-    Option(
-        "imk.secure-sum",
-        "masking",
-        OneOf(SECURE_SUMS),
-        "How the server gets the sum of the graphs: pairwise additive masking with X25519 keys "
-        "(it sees only uniformly random uploads), or `none` (plain uploads; for measuring the "
-        "masking's cost only, the server sees every graph).",
-    ),
-    Option(
-        "imk.mask-frac-bits",
-        16,
-        Interval(int, 0, 24, closed="both"),
-        "Fixed-point bits of the masked similarities or anchor weights in Z_{2^32} (non-binary "
-        "entries are rounded to 2^-bits; the sum must stay below 2^(32-bits) per entry).",
-    ),
 )
 
 
 def _check(cfg: dict[str, Any]) -> None:
-    """The masked sum needs two clients and must fit in 32 bits."""
-    if cfg["imk.secure-sum"] == "masking" and cfg["num-clients"] < 2:
+    """The masked graph sum needs two clients."""
+    if cfg["num-clients"] < 2:
         raise ConfigError(
-            "run config 'imk.secure-sum' = 'masking' needs 'num-clients' >= 2 (with one client the "
-            "sum is its own graph)"
-        )
-    if cfg["num-clients"] >= 2 ** (32 - cfg["imk.mask-frac-bits"]):
-        raise ConfigError(
-            f"run config 'imk.mask-frac-bits' = {cfg['imk.mask-frac-bits']} is invalid: with "
-            f"{cfg['num-clients']} clients the masked sum would overflow 32 bits"
+            "fmvc-imk needs 'num-clients' >= 2: the server learns only the masked sum of the graphs, "
+            "and with one client the sum is its own graph"
         )
 
 

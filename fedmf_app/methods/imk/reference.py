@@ -88,9 +88,6 @@ class IMKSettings:
         See :func:`~fedmf_app.methods.imk.client_updates.resolve_graph`.
     anchors : int
         ``a`` of the anchor graph.
-    frac_bits : int
-        Fixed-point bits of the secure sum: the anchor weights are rounded to
-        :math:`2^{-b}` as the Flower clients' encoding rounds them.
     similarity : {"binary", "heat"}
     client_init : str
         See :func:`~fedmf_app.methods.imk.client_updates.init_client`.
@@ -105,7 +102,6 @@ class IMKSettings:
     neighbours: int = 5
     graph: str = "anchor"
     anchors: int = 256
-    frac_bits: int = 16
     similarity: str = "binary"
     client_init: str = "normalised-indicator"
     server_init: str = "kmeans-concat"
@@ -200,7 +196,7 @@ def graph_laplacian(
     -------
     csr_matrix or AnchorLaplacian, shape (N, N)
         ``knn``: :math:`\\sum_m L^{(m)}/(Mp)`; ``anchor``: the Laplacian of :math:`\\sum_m Z^{(m)}/M`
-        with each :math:`Z^{(m)}` rounded as the secure sum's encoding rounds it.
+        (the masked sum of the Flower run agrees within its fixed point, :math:`M 2^{-f}` per entry).
     """
     m = len(views)
     rows = [None if observed is None else observed[:, i] for i in range(m)]
@@ -210,12 +206,7 @@ def graph_laplacian(
         ]
         return normalised_laplacian_sum(sum_laplacians(similarities), m, settings.neighbours)
     anchors = anchor_indices(settings.seed, views[0].shape[0], settings.anchors)
-    scale = float(1 << settings.frac_bits)
-    graphs = []
-    for x, r in zip(views, rows):
-        z = view_anchor_graph(x, anchors, settings.neighbours, r)
-        z.data = np.rint(z.data * scale) / scale
-        graphs.append(z)
+    graphs = [view_anchor_graph(x, anchors, settings.neighbours, r) for x, r in zip(views, rows)]
     return AnchorLaplacian(sum(graphs[1:], graphs[0]) / m)
 
 

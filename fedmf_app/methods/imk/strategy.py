@@ -1,23 +1,23 @@
 """Server side of paper B's FMVC-IMK (``algorithm = "fmvc-imk"``): a Flower Strategy.
 
-Before round 1 (inside :meth:`initialize_parameters`, after the base handshake) the strategy runs
-the secure sum of the clients' graphs (:mod:`fedmf_app.common.secure_sum`):
+Before round 1 (inside :meth:`initialize_parameters`, after the base handshake and the run's one
+key agreement, which fmvc-imk always needs: :meth:`FMVCIMKStrategy.masks_sums`) the strategy runs
+the secure sum of the clients' graphs on the shared path (:mod:`fedmf_app.common.secure_sum_math`,
+:mod:`fedmf_app.federated.secure_sum_flower`):
 
-1. ``get_properties(imk-stage = "keys")`` to every client: each answers an X25519 public key;
-2. ``fit(imk-stage = "setup")`` to every client with all public keys (and, for ``imk.graph =
-   anchor``, the shared anchor sample indices drawn from the run seed): each answers its masked
-   graph encoding (dense ``N x a`` anchor graph, or the kNN similarity's upper triangle), its
+1. ``fit(imk-stage = "setup")`` to every client (with, for ``imk.graph = anchor``, the shared
+   anchor sample indices drawn from the run seed): each answers its graph as one masked
+   fixed-point vector (dense ``N x a`` anchor graph, or the kNN similarity's upper triangle), its
    initial :math:`H^{(m)}` and (if it has them) its labels;
-3. the server adds the masked uploads mod :math:`2^{32}` (only the sum is ever decoded), forms
+2. the server adds the masked uploads mod :math:`2^{64}` (only the sum is ever decoded), forms
    :math:`\\tilde L` (:class:`~fedmf_app.methods.imk.server_updates.AnchorLaplacian` of
    :math:`\\sum_m Z^{(m)}/M`, or the sparse :math:`\\sum_m L^{(m)}/(Mp)`) and the first :math:`H`
    (:func:`~fedmf_app.methods.imk.client_updates.initial_global_h`).
 
-With ``secure-aggregation = true`` step 1 is replaced by the run's key agreement (before this,
-:mod:`fedmf_app.federated.secure_aggregation`; authenticated keys if asked) and each round's
-upload is one masked vector whose sum the server decodes (:meth:`FMVCIMKStrategy._aggregate_sums`):
-it then keeps :math:`\\sum_m\\Phi^{(m)}` instead of every :math:`\\Phi^{(m)}`. The initial
-:math:`H^{(m)}` (for ``server-init = kmeans-concat``) and the labels still travel in the clear.
+With ``secure-aggregation = true`` (keys signed if asked) each round's upload is also one masked
+vector whose sum the server decodes (:meth:`FMVCIMKStrategy._aggregate_sums`): it then keeps
+:math:`\\sum_m\\Phi^{(m)}` instead of every :math:`\\Phi^{(m)}`. The initial :math:`H^{(m)}` (for
+``server-init = kmeans-concat``) and the labels still travel in the clear.
 
 Each round: down :math:`H` (``N x k``); up :math:`H^{(m)}` (``N x k``) and three scalars
 (:math:`\\|R^{(m)}\\|_F`, :math:`\\|H^{(m)\\top}H^{(m)} - I\\|_F^2`, :math:`\\alpha^{(m)}`). The
@@ -31,9 +31,8 @@ skipped (no client is contacted).
 from __future__ import annotations
 
 import concurrent.futures
-import os
 import time
-from logging import INFO, WARNING
+from logging import INFO
 from typing import Any
 
 import numpy as np
@@ -48,18 +47,10 @@ from flwr.common.logger import log
 from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.common.graphs import laplacian
-from fedmf_app.common.secure_sum import (
-    CHECK_WORDS,
-    MaskIntegrityError,
-    decode_matrix,
-    decode_upper,
-    split_check_words,
-    sum_uploads,
-)
-from fedmf_app.federated.handshake import ask
+from fedmf_app.common.secure_sum_math import CHECK_WORDS, matrix_from_values, triu_size, upper_from_values
 from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays
 from fedmf_app.federated.results import RunRecorder
-from fedmf_app.federated.secure_aggregation import summed_arrays
+from fedmf_app.federated.secure_sum_flower import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.imk.client_updates import multiplier_step, resolve_graph
 from fedmf_app.methods.imk.options import imk_params
@@ -159,18 +150,11 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         if self.graph == "anchor":
             anchors = anchor_indices(self.cfg["seed"], self.num_samples, self.cfg["imk.anchors"])
             config["anchors"] = anchors.tobytes()
-        if self.cfg["imk.secure-sum"] == "masking" and self.cfg["secure-aggregation"]:
-            pass  # the clients mask with the run's pair keys, agreed before this
-        elif self.cfg["imk.secure-sum"] == "masking":
-            keys = self._parallel(lambda p: self._properties_stage(p, {"imk-stage": "keys"}))
-            config.update({f"public-key-{i}": bytes(info["public-key"]) for i, info in enumerate(keys)})
-            config["mask-context"] = os.urandom(16)
-        else:
-            log(WARNING, "fmvc-imk: imk-secure-sum = none: the server receives every client's graph")
         replies = self._parallel(lambda p: self._fit_stage(p, config))
         n = self.num_samples
+        size = triu_size(n) if anchors is None else n * anchors.size
         specs = [
-            ArraySpec("graph words", (None,), "u"),
+            ArraySpec("masked graph", (size + CHECK_WORDS,), "u"),
             ArraySpec("initial H^(m)", (n, self.k)),
             ArraySpec("ground truth", (n,), "iu", optional=True),
         ]
@@ -180,22 +164,19 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             except ReplyError as exc:
                 raise FederationError(f"set-up: partition {partition} sent an invalid reply: {exc}") from exc
         m = len(replies)
-        bits = self.cfg["imk.mask-frac-bits"]
         sum_started = time.perf_counter()
-        summed = sum_uploads([arrays[0] for arrays, _ in replies])
-        if self.cfg["imk.secure-sum"] == "masking":
-            try:
-                summed = split_check_words(summed, m)
-            except MaskIntegrityError as exc:
-                raise FederationError(
-                    f"fmvc-imk set-up, masked graph sum: the sum is refused: {exc}"
-                ) from exc
+        (summed,) = summed_arrays(
+            [arrays[0] for arrays, _ in replies],
+            [(size,)],
+            self.cfg["secure-aggregation-frac-bits"],
+            "fmvc-imk set-up, masked graph",
+        )
         if anchors is None:
-            total = decode_upper(summed, n, bits)
+            total = upper_from_values(summed, n)
             self.laplacian = normalised_laplacian_sum(laplacian(total), m, self.cfg["imk.neighbours"])
             edges = int(total.nnz // 2)
         else:
-            total = decode_matrix(summed, (n, anchors.size), bits)
+            total = matrix_from_values(summed, (n, anchors.size))
             self.laplacian = AnchorLaplacian(total / m)
             edges = int(total.nnz)
         del summed
@@ -210,7 +191,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         for reply in replies:
             reply[0].clear()  # drop the masked uploads (N a or N^2/2 words each)
         self.setup = {
-            "secure_sum": self.cfg["imk.secure-sum"],
             "graph": self.graph,
             "upload_bytes_per_client": int(replies[0][1]["upload_bytes"]),
             "client_mask_s_max": max(float(r[1]["mask_s"]) for r in replies),
@@ -223,6 +203,10 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         }
         log(INFO, "fmvc-imk setup: %s", self.setup)
         return [self.h]
+
+    def masks_sums(self) -> bool:
+        """Always: the server learns only the sum of the graphs, so every run agrees keys."""
+        return True
 
     def after_restore(self) -> None:
         """Resume: rebuild the solver of (20) from the restored Laplacian."""
@@ -340,11 +324,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         """``call(proxy)`` for every client at once; results in partition order."""
         with concurrent.futures.ThreadPoolExecutor(max_workers=len(self.clients)) as pool:
             return list(pool.map(call, self.clients))
-
-    def _properties_stage(self, proxy: ClientProxy, config: dict[str, Scalar]) -> dict[str, Scalar]:
-        return ask(
-            proxy, config, float(self.cfg["round-timeout-s"]), f"SuperNode {proxy.cid} failed the key stage"
-        )
 
     def _fit_stage(self, proxy: ClientProxy, config: dict[str, Scalar]) -> tuple[list[np.ndarray], dict]:
         ins = FitIns(parameters=ndarrays_to_parameters([]), config=config)
