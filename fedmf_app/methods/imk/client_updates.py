@@ -136,8 +136,6 @@ class IMKParams:
     ridge : float
         :math:`\\epsilon` of the ``W`` update.
     ortho_placement : {"local", "global"}
-    ortho_curvature : bool
-        Add the majoriser :math:`\\ell` to the ``H`` step (false: the literal, unsafe reading).
     nonneg : bool
         [A] project :math:`H^{(m)} \\leftarrow \\max(H^{(m)}, 0)` after the step (FedMVL).
     """
@@ -149,7 +147,6 @@ class IMKParams:
     sigma: float = 1.0
     ridge: float = 1e-8
     ortho_placement: str = "local"
-    ortho_curvature: bool = True
     nonneg: bool = False
 
     @property
@@ -472,7 +469,7 @@ def h_step(
     grad_orth = 4.0 * mu * h @ (gram - np.eye(k))
     numerator = 2.0 * alpha * rbt - grad_orth - state.phi + params.rho * (h_global - h)
     curvature = 0.0
-    if params.ortho_curvature and mu > 0:
+    if mu > 0:  # the majoriser ell: without it the literal step diverges for mu >= 1
         curvature = max(4.0 * mu * (3.0 * np.linalg.norm(h, 2) ** 2 - 1.0), 0.0)
     denominator = 2.0 * alpha * params.sigma * (w @ w.T) + (params.rho + curvature) * np.eye(k)
     return np.linalg.solve(denominator, numerator.T).T  # denominator is symmetric

@@ -105,13 +105,6 @@ OPTIONS: tuple[Option, ...] = (
         "linearised at the previous H) ([A] local).",
     ),
     Option(
-        "imk.ortho-curvature",
-        True,
-        Boolean(),
-        "Add the majoriser 4 mu (3 ||H^(m)||_2^2 - 1)_+ to the H step (false: the "
-        "literal step, which diverges for mu >= 1).",
-    ),
-    Option(
         "imk.nonneg",
         False,
         Boolean(),
@@ -202,6 +195,5 @@ def imk_params(cfg: Mapping[str, Any]) -> IMKParams:
         beta=cfg["imk.beta"],
         sigma=cfg["imk.sigma"],
         ortho_placement=cfg["imk.ortho-placement"],
-        ortho_curvature=cfg["imk.ortho-curvature"],
         nonneg=cfg["imk.nonneg"],
     )

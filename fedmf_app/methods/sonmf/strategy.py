@@ -384,7 +384,6 @@ class SparseONMFStrategy(ViewFederationStrategy):
                 "running-average": rounds_to_target([r["normalized_residual"] for r in rounds]),
                 "min-norm ratio": rounds_to_target([x / max(min_norm[0], eps) for x in min_norm]),
             },
-            "headline_normalisation": self.cfg["sonmf.residual-normalisation"],
         }
 
     def final_labels(self) -> np.ndarray | None:
