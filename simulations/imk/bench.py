@@ -53,15 +53,9 @@ from fedmf_app.common.secure_sum_math import (
     upper_from_values,
     upper_values,
 )
-from fedmf_app.methods.imk.client_updates import (
-    IMKParams,
-    client_round,
-    init_client,
-    multiplier_step,
-    preprocess_view,
-    view_anchor_graph,
-)
-from fedmf_app.methods.imk.reference import anchor_indices, client_rng, server_rng
+from fedmf_app.methods.imk.client_updates import client_round, init_client, preprocess_view, view_anchor_graph
+from fedmf_app.methods.imk.model import anchor_indices, client_rng, multiplier_step, server_rng
+from fedmf_app.methods.imk.params import IMKParams
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
     initial_global_h,

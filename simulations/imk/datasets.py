@@ -34,8 +34,9 @@ from sklearn.decomposition import PCA
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data.multiview import load_multiview
 from fedmf_app.methods.imk.client_updates import preprocess_view
-from fedmf_app.methods.imk.options import imk_params
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings, label_rng
+from fedmf_app.methods.imk.model import label_rng
+from fedmf_app.methods.imk.params import imk_params
+from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.server_updates import extract_labels
 from fedmf_app.options.run_config import validate_run_config
 from simulations.imk.figures import GRID, describe, grid_figure

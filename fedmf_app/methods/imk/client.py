@@ -24,6 +24,7 @@ Private state in ``context.state`` (never sent): :math:`F^{(m)}, W^{(m)}, H^{(m)
 from __future__ import annotations
 
 import time
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -34,16 +35,14 @@ from fedmf_app.federated.client import ViewClient, load_state, save_state
 from fedmf_app.federated.secure_sum_flower import SecureAggregationError, masked_upload
 from fedmf_app.methods.imk.client_updates import (
     ClientState,
-    View,
     client_round,
     init_client,
     preprocess_view,
-    resolve_graph,
     view_anchor_graph,
     view_knn_graph,
 )
-from fedmf_app.methods.imk.options import imk_params
-from fedmf_app.methods.imk.reference import client_rng
+from fedmf_app.methods.imk.model import View, client_rng
+from fedmf_app.methods.imk.params import IMKOptions, imk_options, resolve_graph
 
 __all__ = ["FMVCIMKClient"]
 
@@ -63,29 +62,32 @@ def _unpack(arrays: dict[str, np.ndarray]) -> ClientState:
 class FMVCIMKClient(ViewClient):
     """One view of FMVC-IMK: its graph, its factors and its copy of the indicator."""
 
+    @cached_property
+    def options(self) -> IMKOptions:
+        """The run's ``imk.*`` keys, typed (built once per message: Flower rebuilds the client)."""
+        return imk_options(self.cfg)
+
     def _view(self) -> View:
-        return preprocess_view(self.view.features, self.cfg["imk.standardise"], self.cfg["imk.unit-norm"])
+        return preprocess_view(self.view.features, self.options.standardise, self.options.unit_norm)
 
     @property
     def graph_rows(self) -> np.ndarray | None:
         """The rows this view's graph may link: its observed rows (the run's seeded mask, shape
         (n,), bool) under ``imk.missing-graph = "observed"``, else ``None`` (every row)."""
-        return self.observed if self.cfg["imk.missing-graph"] == "observed" else None
+        return self.observed if self.options.missing_graph == "observed" else None
 
     def _graph_values(self, x: View, config: dict[str, Scalar]) -> np.ndarray:
         """This view's graph as the dense values of the secure sum (float64)."""
         observed = self.graph_rows
-        if resolve_graph(self.cfg["imk.graph"], x.shape[0]) == "knn":
+        if resolve_graph(self.options.graph, x.shape[0]) == "knn":
             try:
-                similarity = view_knn_graph(
-                    x, self.cfg["imk.neighbours"], self.cfg["imk.similarity"], observed
-                )
+                similarity = view_knn_graph(x, self.options.neighbours, self.options.similarity, observed)
             except ValueError as exc:
                 raise ValueError(f"partition {self.partition_id}: {exc}") from exc
             return upper_values(similarity)
         n = x.shape[0]
         anchors = np.frombuffer(bytes(config["anchors"]), dtype=np.int64)
-        if anchors.size <= self.cfg["imk.neighbours"] or np.unique(anchors).size != anchors.size:
+        if anchors.size <= self.options.neighbours or np.unique(anchors).size != anchors.size:
             raise ValueError(
                 f"partition {self.partition_id}: the setup message names {anchors.size} anchors "
                 f"({np.unique(anchors).size} distinct); 'imk.neighbours' + 1 distinct ones are needed"
@@ -93,7 +95,7 @@ class FMVCIMKClient(ViewClient):
         if anchors.min() < 0 or anchors.max() >= n:
             raise ValueError(f"partition {self.partition_id}: an anchor index is outside 0..{n - 1}")
         try:
-            graph = view_anchor_graph(x, anchors, self.cfg["imk.neighbours"], observed)
+            graph = view_anchor_graph(x, anchors, self.options.neighbours, observed)
         except ValueError as exc:
             raise ValueError(f"partition {self.partition_id}: {exc}") from exc
         return matrix_values(graph)
@@ -126,10 +128,10 @@ class FMVCIMKClient(ViewClient):
         state = init_client(
             x,
             k,
-            self.cfg["imk.latent-dim"] or k,
+            self.options.latent_dim or k,
             m,
-            self.cfg["imk.client-init"],
-            imk_params(self.cfg),
+            self.options.client_init,
+            self.options.steps,
             client_rng(self.cfg["seed"], self.partition_id),
         )
         self.context.state.array_records[f"{_NAME}.init"] = ArrayRecord(
@@ -153,7 +155,7 @@ class FMVCIMKClient(ViewClient):
             stored = {k: v.numpy() for k, v in self.context.state.array_records[f"{_NAME}.init"].items()}
         x = self._view()
         state, stats = client_round(
-            x, _unpack(stored), parameters[0], imk_params(self.cfg), first=server_round == 1
+            x, _unpack(stored), parameters[0], self.options.steps, first=server_round == 1
         )
         save_state(self.context, _NAME, server_round, _pack(state))
         metrics = {

@@ -1,13 +1,12 @@
-"""Run-config keys of paper B's FMVC-IMK (``[tool.flwr.app.config.imk]``) and the kernel
-parameters built from them."""
+"""Run-config keys of paper B's FMVC-IMK (``[tool.flwr.app.config.imk]``): defaults, constraints,
+help; the typed parameters built from them are :mod:`fedmf_app.methods.imk.params`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from fedmf_app.common.graphs import SIMILARITIES
-from fedmf_app.methods.imk.client_updates import (
+from fedmf_app.methods.imk.params import (
     CLIENT_INITS,
     GRAPHS,
     LABEL_RULES,
@@ -16,12 +15,11 @@ from fedmf_app.methods.imk.client_updates import (
     SERVER_INITS,
     SERVER_SOLVERS,
     STANDARDISATIONS,
-    IMKParams,
 )
 from fedmf_app.options.constraints import Boolean, Interval, OneOf
 from fedmf_app.options.schema import ConfigError, Family, Option
 
-__all__ = ["FAMILY", "imk_params"]
+__all__ = ["FAMILY"]
 
 OPTIONS: tuple[Option, ...] = (
     Option(
@@ -174,26 +172,3 @@ FAMILY = Family(
     check=_check,
     reads_sparse_views=True,
 )
-
-
-def imk_params(cfg: Mapping[str, Any]) -> IMKParams:
-    """Steps and weights of FMVC-IMK from a validated run config.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Output of :func:`fedmf_app.options.validate_run_config`.
-
-    Returns
-    -------
-    IMKParams
-    """
-    return IMKParams(
-        lam=cfg["imk.lambda"],
-        mu=cfg["imk.mu"],
-        rho=cfg["imk.rho"],
-        beta=cfg["imk.beta"],
-        sigma=cfg["imk.sigma"],
-        ortho_placement=cfg["imk.ortho-placement"],
-        nonneg=cfg["imk.nonneg"],
-    )

@@ -52,10 +52,9 @@ from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_sum_flower import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
-from fedmf_app.methods.imk.client_updates import multiplier_step, resolve_graph
-from fedmf_app.methods.imk.options import imk_params
+from fedmf_app.methods.imk.model import anchor_indices, label_rng, multiplier_step, server_rng
+from fedmf_app.methods.imk.params import imk_options, resolve_graph
 from fedmf_app.methods.imk.plots import plot_convergence
-from fedmf_app.methods.imk.reference import anchor_indices, label_rng, server_rng
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
     ServerSolver,
@@ -103,7 +102,8 @@ class FMVCIMKStrategy(ViewFederationStrategy):
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)
-        self.params = imk_params(cfg)
+        self.options = imk_options(cfg)
+        self.params = self.options.steps
         self.k = 0
         self.h: np.ndarray | None = None
         self.laplacian = None
@@ -122,17 +122,17 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         super().check_clients(info)
         n = int(info[0]["num-samples"])
         self.num_samples = n
-        self.graph = resolve_graph(self.cfg["imk.graph"], n)
+        self.graph = resolve_graph(self.options.graph, n)
         if self.graph == "anchor":
-            a = min(self.cfg["imk.anchors"], n)
-            if not self.cfg["imk.neighbours"] < a:
+            a = min(self.options.anchors, n)
+            if not self.options.neighbours < a:
                 raise FederationError(
-                    f"run config 'imk.neighbours' = {self.cfg['imk.neighbours']} must be below the "
+                    f"run config 'imk.neighbours' = {self.options.neighbours} must be below the "
                     f"number of anchors (min('imk.anchors', N) = {a})"
                 )
-        elif not self.cfg["imk.neighbours"] < n:
+        elif not self.options.neighbours < n:
             raise FederationError(
-                f"run config 'imk.neighbours' = {self.cfg['imk.neighbours']} must be below the "
+                f"run config 'imk.neighbours' = {self.options.neighbours} must be below the "
                 f"number of samples ({n})"
             )
 
@@ -148,7 +148,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         config: dict[str, Scalar] = {"imk-stage": "setup", "num-clusters": self.k}
         anchors = None
         if self.graph == "anchor":
-            anchors = anchor_indices(self.cfg["seed"], self.num_samples, self.cfg["imk.anchors"])
+            anchors = anchor_indices(self.cfg["seed"], self.num_samples, self.options.anchors)
             config["anchors"] = anchors.tobytes()
         replies = self._parallel(lambda p: self._fit_stage(p, config))
         n = self.num_samples
@@ -173,17 +173,17 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         )
         if anchors is None:
             total = upper_from_values(summed, n)
-            self.laplacian = normalised_laplacian_sum(laplacian(total), m, self.cfg["imk.neighbours"])
+            self.laplacian = normalised_laplacian_sum(laplacian(total), m, self.options.neighbours)
             edges = int(total.nnz // 2)
         else:
             total = matrix_from_values(summed, (n, anchors.size))
             self.laplacian = AnchorLaplacian(total / m)
             edges = int(total.nnz)
         del summed
-        self.solver = make_solver(self.laplacian, m, self.params, self.cfg["imk.server-solver"])
+        self.solver = make_solver(self.laplacian, m, self.params, self.options.server_solver)
         sum_s = time.perf_counter() - sum_started
         h_inits = [arrays[1] for arrays, _ in replies]
-        self.h = initial_global_h(h_inits, self.cfg["imk.server-init"], server_rng(self.cfg["seed"]))
+        self.h = initial_global_h(h_inits, self.options.server_init, server_rng(self.cfg["seed"]))
         self.h_locals = h_inits
         self.phis = [np.zeros_like(self.h) for _ in replies]
         truths = [arrays[2] for arrays, _ in replies if len(arrays) > 2]
@@ -211,14 +211,14 @@ class FMVCIMKStrategy(ViewFederationStrategy):
     def after_restore(self) -> None:
         """Resume: rebuild the solver of (20) from the restored Laplacian."""
         m = len(self.client_info)
-        self.solver = make_solver(self.laplacian, m, self.params, self.cfg["imk.server-solver"])
+        self.solver = make_solver(self.laplacian, m, self.params, self.options.server_solver)
 
     # ---------------------------------------------------------------------------------- rounds
     def converged(self, record: dict[str, Any]) -> str | None:
         """The stopping rule of :meth:`aggregate` (relative change of the objective <= ``imk.tol``)."""
         if self.converged_round != record["round"]:
             return None
-        return f"relative change of the objective <= {self.cfg['imk.tol']:g}"
+        return f"relative change of the objective <= {self.options.tol:g}"
 
     def expected_reply(self, server_round: int) -> list[ArraySpec]:
         """:math:`H^{(m)}` (``N x k``); with secure aggregation one masked vector of it and three scalars."""
@@ -253,7 +253,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         if self.truth is not None:
             record.update(self._scores(self._labels(server_round)))
         previous = self.recorder.data["rounds"][-1]["objective"] if self.recorder.data["rounds"] else None
-        tol = self.cfg["imk.tol"]
+        tol = self.options.tol
         if previous is not None and tol > 0 and abs(record["objective"] - previous) <= tol * abs(previous):
             self.converged_round = server_round
         return [self.h], record
@@ -289,7 +289,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         return record
 
     def _labels(self, server_round: int) -> np.ndarray:
-        return extract_labels(self.h, self.cfg["imk.labels"], label_rng(self.cfg["seed"], server_round))
+        return extract_labels(self.h, self.options.labels, label_rng(self.cfg["seed"], server_round))
 
     def _scores(self, labels: np.ndarray) -> dict[str, float]:
         from fedmf_app.common.metrics import clustering_scores

@@ -21,8 +21,9 @@ from fedmf_app.common.secure_sum_math import (
 from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph, view_knn_graph
-from fedmf_app.methods.imk.options import imk_params
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings, anchor_indices
+from fedmf_app.methods.imk.model import anchor_indices
+from fedmf_app.methods.imk.params import imk_params
+from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.server_updates import AnchorLaplacian
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
 from fedmf_app.options.run_config import validate_run_config

@@ -10,16 +10,15 @@ import fedmf_app.methods.imk.client_updates as client_updates
 from fedmf_app.common.graphs import knn_similarity, laplacian
 from fedmf_app.methods.imk.client_updates import (
     ClientState,
-    IMKParams,
     h_step,
     init_client,
-    normalised_indicator,
-    ortho_penalty,
     preprocess_view,
     update_alpha,
     update_f,
     update_w,
 )
+from fedmf_app.methods.imk.model import normalised_indicator, ortho_penalty
+from fedmf_app.methods.imk.params import IMKParams
 from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.server_updates import ServerSolver, extract_labels, graph_term, initial_global_h
 
