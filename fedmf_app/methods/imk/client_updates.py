@@ -47,7 +47,8 @@ import scipy.sparse as sp
 
 from fedmf_app.common.clustering import kmeans_labels
 from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_similarity
-from fedmf_app.data.preprocess import SPARSE_ZERO_FRACTION, is_sparse_nonnegative, normalise_rows
+from fedmf_app.common.scaling import normalise_rows
+from fedmf_app.data.preprocess import SPARSE_ZERO_FRACTION, is_sparse_nonnegative
 from fedmf_app.methods.imk.model import View, multiplier_step, normalised_indicator, ortho_penalty
 from fedmf_app.methods.imk.params import CLIENT_INITS, STANDARDISATIONS, IMKParams
 
