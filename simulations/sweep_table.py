@@ -33,6 +33,7 @@ from fedmf_app.data.multiview import load_multiview, require_labels
 from fedmf_app.methods.sonmf.options import resolve_rank
 from fedmf_app.options.run_config import family_of, validate_run_config
 from simulations.quality.datasets import DEVELOPMENT_SETS
+from simulations.spread import header, mean_spread
 
 __all__ = ["PAPERS", "completed_runs", "display_name", "markdown", "references_for", "row_label"]
 
@@ -124,11 +125,7 @@ def references_for(dataset: str, cfg: dict[str, Any], seeds: list[int]) -> dict[
 
 
 def _cell(scores: list[dict[str, float]]) -> str:
-    parts = []
-    for m in METRICS:
-        values = 100 * np.array([s[m] for s in scores])
-        parts.append(f"{values.mean():.1f}±{values.std():.1f}")
-    return " / ".join(parts)
+    return " / ".join(mean_spread((s[m] for s in scores), scale=100) for m in METRICS)
 
 
 def markdown(runs: list[dict[str, Any]], references: dict[str, dict[str, Any]], paper: str | None) -> str:
@@ -189,11 +186,11 @@ def markdown(runs: list[dict[str, Any]], references: dict[str, dict[str, Any]], 
         job = f"{np.mean(jobs):.1f}" if jobs else "n/a"
         cost.append(
             f"| {display_name(d)} | {ref['n']} | {len(ref['dims'])} ({dims}) | {ref['k']} | {len(mine)} | "
-            f"{', '.join(map(str, rounds))} | {wall.mean():.1f}±{wall.std():.1f} | {job} | "
+            f"{', '.join(map(str, rounds))} | {mean_spread(wall)} | {job} | "
             f"{server:.0f} / {client:.0f} | {ref['wall_s']:.1f} |"
         )
     note = (
-        "Cells: ACC / NMI / purity / ARI in %, mean ± std over the seeds (federated: the final "
+        "Cells: " + header("ACC / NMI / purity / ARI in %") + " (federated: the final "
         "clustering of each run; references: the same seeds, on the views as the clients prepare "
         "them; the best single view is chosen with the labels). Paper rows: as reported (no ARI)."
     )

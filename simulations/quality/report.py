@@ -30,6 +30,7 @@ from fedmf_app.methods.sonmf.options import resolve_rank
 from fedmf_app.options.run_config import defaults, validate_run_config
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
 from simulations.quality.study import ALGORITHMS, line_key
+from simulations.spread import header, mean_spread
 
 __all__ = ["mean_ranks", "reference_points", "render_family"]
 
@@ -119,11 +120,7 @@ def _mean(runs: list[dict[str, Any]], key: str) -> float:
 
 
 def _cell(runs: list[dict[str, Any]]) -> str:
-    parts = []
-    for key in METRICS:
-        values = 100 * np.array([r[key] for r in runs])
-        parts.append(f"{values.mean():.1f}" + (f"±{values.std():.1f}" if len(values) > 1 else ""))
-    return " / ".join(parts)
+    return " / ".join(mean_spread((r[key] for r in runs), scale=100) for key in METRICS)
 
 
 def render_family(family: str, records: list[dict[str, Any]], refs: dict[str, dict[str, Any]]) -> str:
@@ -155,7 +152,7 @@ def render_family(family: str, records: list[dict[str, Any]], refs: dict[str, di
         "",
         f"### {ALGORITHMS[family]}: defaults beside the best of the grid",
         "",
-        "ACC / NMI / ARI %, mean ± std over the seeds. *Best of grid* picks, per data set, the "
+        header("ACC / NMI / ARI in %") + ". *Best of grid* picks, per data set, the "
         "configuration with the best ACC there: tuned with the labels, as the papers' tables were. "
         f"The goal: defaults >= {TARGET[family]}.",
         "",
