@@ -26,7 +26,7 @@ from fedmf_app.data.sample_ids import sample_id_key
 from fedmf_app.federated.alignment import aligned_rows, answer_psi_stage
 from fedmf_app.federated.node_policy import check_node_policy
 from fedmf_app.federated.secure_sum_flower import SecureAggregationError, answer_key_stage
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.options.run_config import data_needs, validate_run_config
 
 __all__ = [
     "NOT_IDENTIFYING",
@@ -300,7 +300,11 @@ class ViewClient(NumPyClient):
             answer = answer_psi_stage(self.context, self.cfg, self.partition_id, self.view, config)
             if config["psi-stage"] == "keep":
                 self.view = load_client_view(
-                    self.cfg, self.partition_id, self.context.node_config, rows=aligned_rows(self.context)
+                    self.cfg,
+                    self.partition_id,
+                    self.context.node_config,
+                    rows=aligned_rows(self.context),
+                    needs=data_needs(self.cfg),
                 )
             return answer
         n, d = self.view.features.shape

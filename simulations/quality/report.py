@@ -27,7 +27,7 @@ from fedmf_app.common.references import REFERENCES, reference_scores
 from fedmf_app.data import load_client_view
 from fedmf_app.data.multiview import load_multiview, require_labels
 from fedmf_app.methods.sonmf.options import resolve_rank
-from fedmf_app.options.run_config import defaults, validate_run_config
+from fedmf_app.options.run_config import data_needs, defaults, validate_run_config
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
 from simulations.quality.study import ALGORITHMS, line_key
 from simulations.spread import header, mean_spread
@@ -109,7 +109,10 @@ def reference_points(dataset: str, algorithm: str, seeds: list[int]) -> dict[str
     data = load_multiview(dataset)
     m = len(data.views)
     cfg = validate_run_config({"algorithm": algorithm, "dataset": dataset, "num-clients": m})
-    views = [load_client_view(cfg, p, {"partition-id": p, "num-partitions": m}).features for p in range(m)]
+    views = [
+        load_client_view(cfg, p, {"partition-id": p, "num-partitions": m}, needs=data_needs(cfg)).features
+        for p in range(m)
+    ]
     truth = require_labels(data)
     k = int(np.unique(truth).size)
     return reference_scores(views, truth, k, seeds, resolve_rank(cfg, k, [v.shape[1] for v in views]))

@@ -262,6 +262,7 @@ FAMILY = Family(
     num_server_rounds=100,
     options=OPTIONS,
     reads_sparse_views=True,
+    synthetic_rank=lambda cfg: planted_rank(cfg["sonmf.rank"]),
 )
 
 

@@ -204,8 +204,8 @@ def test_sparse_views_run_through_the_flower_client_with_the_dense_numbers(tmp_p
     _, dense, _ = run_imk(tmp_path / "dense", **overrides)
     original = in_process.load_client_view
 
-    def as_csr(cfg, p, node_config=None):
-        view = original(cfg, p, node_config)
+    def as_csr(cfg, p, node_config=None, **kwargs):
+        view = original(cfg, p, node_config, **kwargs)
         return dataclasses.replace(view, features=sp.csr_matrix(view.features))
 
     monkeypatch.setattr(in_process, "load_client_view", as_csr)
