@@ -43,7 +43,7 @@ GRAPHS = ("auto", "anchor", "knn")
 #: row, the mean-filled ones included (``filled``), or only the rows the view observes (``observed``).
 MISSING_GRAPHS = ("filled", "observed")
 #: [A] ``imk.graph = "auto"`` takes the exact kNN graphs up to this many samples (a secure-sum upload
-#: of at most 50 MB per client) and the anchor graphs above.
+#: of at most 100 MB per client) and the anchor graphs above.
 KNN_MAX_SAMPLES = 5000
 
 
