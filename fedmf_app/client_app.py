@@ -17,7 +17,7 @@ from flwr.common import Context
 
 from fedmf_app.data import DataError, load_client_view, partition_from_node_config
 from fedmf_app.federated.alignment import aligned_rows
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.options.run_config import data_needs, validate_run_config
 from fedmf_app.registry import client_class
 
 __all__ = ["app", "client_fn"]
@@ -43,7 +43,9 @@ def client_fn(context: Context) -> Client:
     cfg = validate_run_config(context.run_config)
     try:
         partition_id, num_partitions = partition_from_node_config(context.node_config)
-        view = load_client_view(cfg, partition_id, context.node_config, rows=aligned_rows(context))
+        view = load_client_view(
+            cfg, partition_id, context.node_config, rows=aligned_rows(context), needs=data_needs(cfg)
+        )
     except DataError as exc:
         node = " ".join(f"{k}={v!r}" for k, v in context.node_config.items())
         raise DataError(f"SuperNode {context.node_id} (node config: {node}): {exc}") from exc

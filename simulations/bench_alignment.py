@@ -30,7 +30,7 @@ from fedmf_app.data import load_client_view
 from fedmf_app.federated.alignment import align_samples
 from fedmf_app.federated.client import ViewClient
 from fedmf_app.federated.in_process import InProcessProxy
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.options.run_config import data_needs, validate_run_config
 
 _START, _END = "<!-- alignment-cost:start -->", "<!-- alignment-cost:end -->"
 
@@ -91,7 +91,7 @@ def measure(n: int, m: int, seed: int = 0) -> dict[str, float]:
         for p in range(m):
             node = {"partition-id": p, "num-partitions": m, "data-file": str(paths[p])}
             context = Context(run_id=1, node_id=p, node_config=node, state=RecordDict(), run_config=cfg)
-            client = ViewClient(context, cfg, p, m, load_client_view(cfg, p, node))
+            client = ViewClient(context, cfg, p, m, load_client_view(cfg, p, node, needs=data_needs(cfg)))
             proxies.append(_Timed(f"node-{p}", client))
         info = [{"partition-id": p, "source": str(paths[p])} for p in range(m)]
         started = time.perf_counter()

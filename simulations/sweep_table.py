@@ -31,8 +31,9 @@ from fedmf_app.data import load_client_view
 from fedmf_app.data.embedded import EMBEDDED
 from fedmf_app.data.multiview import load_multiview, require_labels
 from fedmf_app.methods.sonmf.options import resolve_rank
-from fedmf_app.options.run_config import family_of, validate_run_config
+from fedmf_app.options.run_config import data_needs, family_of, validate_run_config
 from simulations.quality.datasets import DEVELOPMENT_SETS
+from simulations.spread import header, mean_spread
 
 __all__ = ["PAPERS", "completed_runs", "display_name", "markdown", "references_for", "row_label"]
 
@@ -108,7 +109,10 @@ def references_for(dataset: str, cfg: dict[str, Any], seeds: list[int]) -> dict[
     data = load_multiview(dataset)
     m = len(data.views)
     base = validate_run_config({k: v for k, v in _own(cfg).items() if k not in ("out-dir", "run-name")})
-    views = [load_client_view(base, p, {"partition-id": p, "num-partitions": m}).features for p in range(m)]
+    views = [
+        load_client_view(base, p, {"partition-id": p, "num-partitions": m}, needs=data_needs(base)).features
+        for p in range(m)
+    ]
     truth = require_labels(data)
     k = base["num-clusters"] or int(np.unique(truth).size)
     rank = resolve_rank(base, k, [v.shape[1] for v in views])
@@ -124,11 +128,7 @@ def references_for(dataset: str, cfg: dict[str, Any], seeds: list[int]) -> dict[
 
 
 def _cell(scores: list[dict[str, float]]) -> str:
-    parts = []
-    for m in METRICS:
-        values = 100 * np.array([s[m] for s in scores])
-        parts.append(f"{values.mean():.1f}±{values.std():.1f}")
-    return " / ".join(parts)
+    return " / ".join(mean_spread((s[m] for s in scores), scale=100) for m in METRICS)
 
 
 def markdown(runs: list[dict[str, Any]], references: dict[str, dict[str, Any]], paper: str | None) -> str:
@@ -189,11 +189,11 @@ def markdown(runs: list[dict[str, Any]], references: dict[str, dict[str, Any]], 
         job = f"{np.mean(jobs):.1f}" if jobs else "n/a"
         cost.append(
             f"| {display_name(d)} | {ref['n']} | {len(ref['dims'])} ({dims}) | {ref['k']} | {len(mine)} | "
-            f"{', '.join(map(str, rounds))} | {wall.mean():.1f}±{wall.std():.1f} | {job} | "
+            f"{', '.join(map(str, rounds))} | {mean_spread(wall)} | {job} | "
             f"{server:.0f} / {client:.0f} | {ref['wall_s']:.1f} |"
         )
     note = (
-        "Cells: ACC / NMI / purity / ARI in %, mean ± std over the seeds (federated: the final "
+        "Cells: " + header("ACC / NMI / purity / ARI in %") + " (federated: the final "
         "clustering of each run; references: the same seeds, on the views as the clients prepare "
         "them; the best single view is chosen with the labels). Paper rows: as reported (no ARI)."
     )

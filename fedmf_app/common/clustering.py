@@ -15,6 +15,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from fedmf_app.common.scaling import normalise_rows
+
 __all__ = ["KMEANS_MAX_ITER", "KMEANS_REPLICATES", "kmeans_basis", "kmeans_labels"]
 
 #: Replicates (k-means++ restarts) of the final k-means (paper A: 10).
@@ -75,8 +77,6 @@ def kmeans_basis(x: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
     """
     from sklearn.cluster import KMeans
     from sklearn.exceptions import ConvergenceWarning
-
-    from fedmf_app.data.preprocess import normalise_rows
 
     d = x.shape[0]
     if d < r:

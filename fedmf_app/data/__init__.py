@@ -17,13 +17,15 @@ import scipy.sparse
 from fedmf_app.data.errors import DataError
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
 from fedmf_app.data.multiview import load_multiview, load_single_view
+from fedmf_app.data.needs import DataNeeds
 from fedmf_app.data.preprocess import prepare_view
 from fedmf_app.data.sample_ids import id_origin, read_id_array, sample_id_key
-from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view, planted_rank
+from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view
 
 __all__ = [
     "ClientView",
     "DataError",
+    "DataNeeds",
     "dataset_view_count",
     "load_client_view",
     "partition_from_node_config",
@@ -39,8 +41,8 @@ class ClientView:
     ----------
     features : ndarray or scipy.sparse.csr_matrix, shape (n, d)
         Samples x features, float64; a CSR matrix when the file stores the view sparse, the
-        algorithm's family reads sparse views (:attr:`fedmf_app.options.Family.reads_sparse_views`)
-        and the dense form would exceed run config ``sparse-view-min-mb``.
+        algorithm's family reads sparse views (:attr:`DataNeeds.sparse_views`) and the dense form
+        would exceed run config ``sparse-view-min-mb``.
     source : str
         Where the view came from, for messages and logs.
     labels : ndarray, shape (n,), or None
@@ -91,13 +93,15 @@ def partition_from_node_config(node_config: Mapping[str, Any]) -> tuple[int, int
     return pid, (int(num) if num is not None else None)
 
 
-def synthetic_spec(cfg: Mapping[str, Any]) -> SyntheticSpec:
+def synthetic_spec(cfg: Mapping[str, Any], rank: int) -> SyntheticSpec:
     """Synthetic-data parameters from a validated run config.
 
     Parameters
     ----------
     cfg : mapping
         Output of :func:`fedmf_app.options.validate_run_config`.
+    rank : int
+        The rank to plant (:attr:`DataNeeds.synthetic_rank`).
 
     Returns
     -------
@@ -106,7 +110,7 @@ def synthetic_spec(cfg: Mapping[str, Any]) -> SyntheticSpec:
     return SyntheticSpec(
         num_samples=cfg["num-samples"],
         view_dim=cfg["view-dim"],
-        rank=planted_rank(cfg["sonmf.rank"]),
+        rank=rank,
         heterogeneity=cfg["heterogeneity"],
         noise=cfg["noise"],
         seed=cfg["seed"],
@@ -146,6 +150,7 @@ def load_client_view(
     partition_id: int,
     node_config: Mapping[str, Any] | None = None,
     rows: np.ndarray | None = None,
+    needs: DataNeeds | None = None,
 ) -> ClientView:
     """Load the view of client ``partition_id`` (and nothing else).
 
@@ -173,6 +178,10 @@ def load_client_view(
         ``context.node_config``.
     rows : ndarray of int, shape (n_aligned,), optional
         The file rows to keep, in the aligned order (needs sample IDs).
+    needs : DataNeeds, optional
+        What the run's family needs (:func:`fedmf_app.options.run_config.data_needs`); the app's
+        callers pass it. Omitted, it is asked of the run's family (a fallback kept for the test
+        callers that do not pass it yet; it is the data layer's one import from above).
 
     Returns
     -------
@@ -185,6 +194,10 @@ def load_client_view(
         ``views`` names a view the file does not have, the data cannot be read, or the sample
         IDs are missing or malformed (the message names the file, the view or key and the problem).
     """
+    if needs is None:
+        from fedmf_app.options.run_config import data_needs
+
+        needs = data_needs(dict(cfg))
     m = cfg["num-clients"]
     if partition_id >= m:
         raise DataError(
@@ -201,12 +214,13 @@ def load_client_view(
     elif cfg["dataset"] == "synthetic":
         if key:
             raise DataError(f"{origin}: synthetic data has no sample IDs (give the node a data-file)")
-        view = make_synthetic_view(synthetic_spec(cfg), partition_id)
+        view = make_synthetic_view(synthetic_spec(cfg, needs.synthetic_rank), partition_id)
         source = (
             f"synthetic view {partition_id} (seed={cfg['seed']}, h={cfg['heterogeneity']}, "
             f"n={cfg['num-samples']}, d={cfg['view-dim']})"
         )
-        return ClientView(features=_fill_missing(view.x.T, cfg, partition_id, source), source=source)
+        features = _fill_missing(view.x.T, cfg, partition_id, source, needs)
+        return ClientView(features=features, source=source)
     else:
         views = cfg["views"]
         data = load_multiview(cfg["dataset"], views)
@@ -235,28 +249,28 @@ def load_client_view(
         features, ids = features[rows], ids[rows]
         if labels is not None:
             labels = np.unique(labels[rows], return_inverse=True)[1].astype(np.int64).reshape(-1)
-    features = _fill_missing(features, cfg, partition_id, source)
+    features = _fill_missing(features, cfg, partition_id, source, needs)
     prepared = prepare_view(
         features, cfg["negative-values"], cfg["view-normalisation"], source, cfg["sample-normalisation"]
     )
-    if scipy.sparse.issparse(prepared) and not _keeps_sparse(prepared.shape, cfg):
+    if scipy.sparse.issparse(prepared) and not _keeps_sparse(prepared.shape, cfg, needs):
         prepared = prepared.toarray()
     return ClientView(features=prepared, source=source, labels=labels, ids=ids, rows=rows)
 
 
-def _keeps_sparse(shape: tuple[int, int], cfg: Mapping[str, Any]) -> bool:
+def _keeps_sparse(shape: tuple[int, int], cfg: Mapping[str, Any], needs: DataNeeds) -> bool:
     """Whether a view stored sparse reaches the client sparse (run config ``sparse-view-min-mb``)."""
-    from fedmf_app.options.run_config import family_of
-
     dense_mb = shape[0] * shape[1] * 8 / 2**20
-    return family_of(cfg["algorithm"]).reads_sparse_views and dense_mb > cfg["sparse-view-min-mb"]
+    return needs.sparse_views and dense_mb > cfg["sparse-view-min-mb"]
 
 
-def _fill_missing(features: np.ndarray, cfg: Mapping[str, Any], partition_id: int, source: str) -> np.ndarray:
+def _fill_missing(
+    features: np.ndarray, cfg: Mapping[str, Any], partition_id: int, source: str, needs: DataNeeds
+) -> np.ndarray:
     """The view with its missing rows filled, for algorithms that need complete views.
 
     Unchanged when ``missing-rate`` is 0 or the algorithm reads the mask itself
-    (:attr:`fedmf_app.options.Family.reads_missing_mask`); otherwise the rows the run's seeded mask
+    (:attr:`DataNeeds.fill_missing_rows` false); otherwise the rows the run's seeded mask
     marks missing for this view are replaced per ``missing-fill``
     (:func:`fedmf_app.data.missing_views.fill_missing_rows`).
 
@@ -269,6 +283,7 @@ def _fill_missing(features: np.ndarray, cfg: Mapping[str, Any], partition_id: in
         The view's index (its column of the mask).
     source : str
         For error messages.
+    needs : DataNeeds
 
     Returns
     -------
@@ -279,9 +294,7 @@ def _fill_missing(features: np.ndarray, cfg: Mapping[str, Any], partition_id: in
     DataError
         When the run's mask cannot be built for this data (e.g. fewer than 2 views).
     """
-    from fedmf_app.options.run_config import family_of
-
-    if cfg["missing-rate"] == 0 or family_of(cfg["algorithm"]).reads_missing_mask:
+    if cfg["missing-rate"] == 0 or not needs.fill_missing_rows:
         return features
     try:
         observed = missing_view_mask(

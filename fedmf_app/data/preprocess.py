@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from fedmf_app.common.scaling import normalise_rows
 from fedmf_app.data.errors import DataError
 
 __all__ = [
@@ -72,28 +73,6 @@ def is_sparse_nonnegative(x: np.ndarray | sp.spmatrix) -> bool:
         return size > 0 and nonneg and 1.0 - np.count_nonzero(data) / size >= SPARSE_ZERO_FRACTION
     x = np.asarray(x)
     return x.size > 0 and bool(x.min() >= 0) and float(np.mean(x == 0)) >= SPARSE_ZERO_FRACTION
-
-
-def normalise_rows(x: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
-    """Each row divided by its l2 norm (all-zero rows kept).
-
-    Parameters
-    ----------
-    x : ndarray or scipy sparse matrix, shape (n, d)
-
-    Returns
-    -------
-    ndarray or scipy.sparse.csr_matrix, shape (n, d), float64
-        Sparse when ``x`` is.
-    """
-    if sp.issparse(x):
-        out = sp.csr_matrix(x, dtype=np.float64, copy=True)
-        norms = np.sqrt(np.asarray(out.multiply(out).sum(axis=1)).ravel())
-        out.data /= np.repeat(np.where(norms > 0, norms, 1.0), np.diff(out.indptr))
-        return out
-    x = np.asarray(x, dtype=np.float64)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(norms > 0, norms, 1.0)
 
 
 def prepare_view(

@@ -54,6 +54,15 @@ LABEL_KEYS: tuple[str, ...] = (
 
 #: A view as a numbered top-level key: ``X1``, ``x_2``, ``view3``, ``View_4``, ``fea5``, ``data6``...
 _NUMBERED = re.compile(r"^(x|views?|fea|feat|features?|data)_?(\d+)$", re.IGNORECASE)
+#: Any stem and a number (``msr1``, ``Mfeat_2``): views when two or more share a sample count.
+_ANY_NUMBERED = re.compile(r"^([a-z][a-z_]*?)_?(\d+)$", re.IGNORECASE)
+
+
+def _way_out(example: list[str] | tuple[str, ...] = ("X1", "X2")) -> str:
+    """The way out of an ambiguous layout, said in every such message."""
+    keys = ",".join(example[:2])
+    return f"name the views with run config 'views', e.g. views = \"{keys}\" (top-level keys, in order)"
+
 
 #: What a stored value is: a MATLAB cell (a list), a struct (a dict of fields), a numeric
 #: matrix (dense or sparse), or anything else (text, scalars of other types).
@@ -82,14 +91,17 @@ def label_key(keys: list[str]) -> str | None:
 
 
 def locate_views(
-    file: Path, kinds: dict[str, str], get: Callable[[str], Any]
+    file: Path, kinds: dict[str, str], get: Callable[[str], Any], views: str = ""
 ) -> tuple[RawViews, tuple[str, ...], RawLabels]:
     """Find the views and labels among a file's top-level keys.
 
-    In order: a cell under the first of :data:`VIEW_KEYS` present; views as numbered top-level keys
-    of one family (``X1, X2, ...``, any case, with or without ``_``, ordered by number); a struct
-    under that key (its fields are the views, in stored order); one matrix under it (one view);
-    the one cell of matrices under another key. Labels: :func:`label_key`.
+    When ``views`` (run config ``views``) names top-level matrices only, those are the views, in
+    its order. Otherwise, in order: a cell under the first of :data:`VIEW_KEYS` present; views as
+    numbered top-level keys of one family (``X1, X2, ...``, any case, with or without ``_``,
+    ordered by number); a struct under that key (its fields are the views, in stored order); one
+    matrix under it (one view); then the one candidate among the cells of matrices under another
+    key and the families of two or more numbered matrices under any other stem (``msr1 ... msr5``)
+    that share a sample count. Labels: :func:`label_key`.
 
     Parameters
     ----------
@@ -100,6 +112,9 @@ def locate_views(
         :data:`ARRAY` or :data:`OTHER`.
     get : callable
         ``get(key)``: the value in MATLAB's orientation (a cell as a list, a struct as a dict).
+    views : str
+        Run config ``views`` (comma-separated); taken here only when every entry is a top-level
+        matrix key (exactly, or but for case when that is the only match).
 
     Returns
     -------
@@ -117,25 +132,19 @@ def locate_views(
     keys = list(kinds)
     lkey = label_key(keys)
     raw_labels = None if lkey is None else (lkey, get(lkey))
+    named = _named_keys(views, keys, kinds)
+    if named:
+        return [(f"view {i} ('{k}')", get(k)) for i, k in enumerate(named)], tuple(named), raw_labels
     vkey = pick_key(keys, VIEW_KEYS)
-    groups: dict[str, list[tuple[int, str]]] = {}
-    for k in keys:
-        match = _NUMBERED.match(k)
-        if match and kinds[k] == ARRAY and k != lkey:
-            groups.setdefault(match.group(1).lower(), []).append((int(match.group(2)), k))
+    groups = _numbered_families(keys, kinds, lkey, _NUMBERED)
     if len(groups) > 1:
-        found = "; ".join(", ".join(k for _, k in sorted(g)) for g in groups.values())
+        found = "; ".join(", ".join(k for _, k in g) for g in groups.values())
         raise DataError(
             f"{file}: ambiguous layout: more than one family of numbered keys could hold the views "
-            f"({found}); keep one family (e.g. X1, X2, ...)"
+            f"({found}); {_way_out([k for _, k in next(iter(groups.values()))])}"
         )
-    numbered = sorted(next(iter(groups.values()), []))
-    numbers = [i for i, _ in numbered]
-    if len(set(numbers)) < len(numbers):
-        raise DataError(
-            f"{file}: ambiguous layout: numbered view keys {', '.join(k for _, k in numbered)} "
-            "repeat a number"
-        )
+    numbered = next(iter(groups.values()), [])
+    _check_numbers(file, numbered)
     if vkey is not None and kinds[vkey] == CELL:
         cells = get(vkey)
         raw = [(f"view {i} ('{vkey}'{{{i + 1}}})", c) for i, c in enumerate(cells)]
@@ -153,19 +162,89 @@ def locate_views(
     if vkey is not None:
         return [(f"view 0 ('{vkey}')", get(vkey))], (vkey,), raw_labels
     cells = [k for k in keys if kinds[k] == CELL and k != lkey and _holds_matrices(get(k))]
-    if len(cells) > 1:
+    stems = {
+        stem: family
+        for stem, family in _numbered_families(keys, kinds, lkey, _ANY_NUMBERED).items()
+        if len(family) >= 2 and _share_sample_count([get(k) for _, k in family], raw_labels)
+    }
+    candidates = [f"the cell {k}" for k in cells] + [
+        ", ".join(k for _, k in family) for family in stems.values()
+    ]
+    if len(candidates) > 1:
         raise DataError(
             f"{file}: ambiguous layout: no views under any of the keys {', '.join(VIEW_KEYS)} and "
-            f"several cells of matrices could hold them ({', '.join(cells)})"
+            f"several cells of matrices or numbered families could hold them ({'; '.join(candidates)}); "
+            f"{_way_out([k for _, k in next(iter(stems.values()))] if stems else ('X1', 'X2'))}"
         )
     if cells:
         raw = [(f"view {i} ('{cells[0]}'{{{i + 1}}})", c) for i, c in enumerate(get(cells[0]))]
         return raw, (), raw_labels
+    if stems:
+        family = next(iter(stems.values()))
+        _check_numbers(file, family)
+        return (
+            [(f"view {i} ('{k}')", get(k)) for i, (_, k) in enumerate(family)],
+            tuple(k for _, k in family),
+            raw_labels,
+        )
     raise DataError(
         f"{file}: no views under any of the keys {', '.join(VIEW_KEYS)} "
         f"(keys found: {', '.join(keys) or 'none'}); nor numbered keys (X1, X2, ...; x_1, view1, "
-        "fea1, data1, ...) nor one cell of matrices under another key"
+        "fea1, data1, msr1, ...) sharing a sample count, nor one cell of matrices under another key; "
+        f"{_way_out()}"
     )
+
+
+def _named_keys(views: str, keys: list[str], kinds: dict[str, str]) -> list[str]:
+    """The top-level matrix keys run config ``views`` names, in its order; empty when ``views``
+    is empty or one of its entries is not such a key (a view name or index of another layout)."""
+    entries = [e.strip() for e in views.split(",") if e.strip()]
+    found = []
+    for entry in entries:
+        if entry in kinds:
+            key = entry
+        else:
+            folded = [k for k in keys if k.lower() == entry.lower()]
+            key = folded[0] if len(folded) == 1 else None
+        if key is None or kinds[key] != ARRAY:
+            return []
+        found.append(key)
+    return found
+
+
+def _numbered_families(
+    keys: list[str], kinds: dict[str, str], lkey: str | None, pattern: re.Pattern
+) -> dict[str, list[tuple[int, str]]]:
+    """Top-level matrix keys that ``pattern`` reads as stem + number, grouped by stem (any case),
+    each family ordered by number."""
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for k in keys:
+        match = pattern.match(k)
+        if match and kinds[k] == ARRAY and k != lkey:
+            groups.setdefault(match.group(1).lower(), []).append((int(match.group(2)), k))
+    return {stem: sorted(family) for stem, family in groups.items()}
+
+
+def _check_numbers(file: Path, numbered: list[tuple[int, str]]) -> None:
+    numbers = [i for i, _ in numbered]
+    if len(set(numbers)) < len(numbers):
+        raise DataError(
+            f"{file}: ambiguous layout: numbered view keys {', '.join(k for _, k in numbered)} "
+            f"repeat a number; {_way_out([k for _, k in numbered])}"
+        )
+
+
+def _share_sample_count(values: list[Any], raw_labels: RawLabels) -> bool:
+    """Whether matrices (not vectors) could be views of the same samples: one dimension common to
+    all of them (the label length, when there are labels)."""
+    shapes = [v.shape if scipy.sparse.issparse(v) else np.shape(v) for v in values]
+    if any(len(s) != 2 or min(s) < 2 for s in shapes):
+        return False
+    common = set(shapes[0]).intersection(*map(set, shapes[1:]))
+    if raw_labels is not None:
+        n = np.size(raw_labels[1]) if not isinstance(raw_labels[1], list) else None
+        return n in common if n is not None else bool(common)
+    return bool(common)
 
 
 def _holds_matrices(cells: list[Any]) -> bool:
@@ -179,20 +258,21 @@ def _holds_matrices(cells: list[Any]) -> bool:
     return bool(cells) and all(matrix(c) for c in cells)
 
 
-def read_mat(file: Path) -> tuple[RawViews, tuple[str, ...], RawLabels]:
-    """Views, their names and labels of a MATLAB file (v7.3 files go to :func:`read_mat_v73`)."""
+def read_mat(file: Path, views: str = "") -> tuple[RawViews, tuple[str, ...], RawLabels]:
+    """Views, their names and labels of a MATLAB file (v7.3 files go to :func:`read_mat_v73`);
+    ``views`` as :func:`locate_views`."""
     import h5py
 
     if h5py.is_hdf5(file):
-        return read_mat_v73(file)
+        return read_mat_v73(file, views)
     try:
         contents = scipy.io.loadmat(str(file))
     except NotImplementedError:  # a v7.3 file h5py did not recognise
-        return read_mat_v73(file)
+        return read_mat_v73(file, views)
     except Exception as exc:  # scipy raises several types on a corrupt file
         raise DataError(f"{file}: not a readable MATLAB file ({exc})") from exc
     values = {k: _v5_value(v) for k, v in contents.items() if not k.startswith("__")}
-    return locate_views(file, {k: _kind(v) for k, v in values.items()}, values.__getitem__)
+    return locate_views(file, {k: _kind(v) for k, v in values.items()}, values.__getitem__, views)
 
 
 def _v5_value(value: Any) -> Any:
@@ -214,7 +294,7 @@ def _kind(value: Any) -> str:
     return OTHER
 
 
-def read_mat_v73(file: Path) -> tuple[RawViews, tuple[str, ...], RawLabels]:
+def read_mat_v73(file: Path, views: str = "") -> tuple[RawViews, tuple[str, ...], RawLabels]:
     """Views, their names and labels of a MATLAB v7.3 (HDF5) file, in MATLAB's orientation."""
     import h5py
 
@@ -228,7 +308,7 @@ def read_mat_v73(file: Path) -> tuple[RawViews, tuple[str, ...], RawLabels]:
                     return [_h5_leaf(v, file, key) for v in value]
                 return value
 
-            return locate_views(file, kinds, get)
+            return locate_views(file, kinds, get, views)
     except OSError as exc:
         raise DataError(f"{file}: not a readable MATLAB v7.3 (HDF5) file ({exc})") from exc
 
@@ -275,8 +355,8 @@ def _h5_value(f: Any, node: Any) -> Any:
     return value.T
 
 
-def read_npz(file: Path) -> tuple[RawViews, tuple[str, ...], RawLabels]:
-    """Views, their names and labels of an ``.npz`` archive.
+def read_npz(file: Path, views: str = "") -> tuple[RawViews, tuple[str, ...], RawLabels]:
+    """Views, their names and labels of an ``.npz`` archive (``views`` as :func:`locate_views`).
 
     An archive written by ``scipy.sparse.save_npz`` is one sparse view (samples x features) without
     labels.
@@ -288,7 +368,7 @@ def read_npz(file: Path) -> tuple[RawViews, tuple[str, ...], RawLabels]:
             return [("sparse matrix", scipy.sparse.load_npz(file))], ("sparse matrix",), None
     except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:  # corrupt or truncated
         raise DataError(f"{file}: not a readable .npz archive ({exc})") from exc
-    return locate_views(file, {k: _kind(v) for k, v in arrays.items()}, arrays.__getitem__)
+    return locate_views(file, {k: _kind(v) for k, v in arrays.items()}, arrays.__getitem__, views)
 
 
 def read_csv(

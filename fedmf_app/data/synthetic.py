@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedmf_app.common.feasible_basis import random_feasible_basis
 from fedmf_app.common.seeding import Stream, rng_for
-from fedmf_app.methods.sonmf.nonneg_orth import random_feasible_basis
 
 __all__ = ["AUTO_RANK_DEFAULT", "SyntheticSpec", "SyntheticView", "make_synthetic_view", "planted_rank"]
 

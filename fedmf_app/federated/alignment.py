@@ -16,7 +16,7 @@ after the handshake and before anything else (:func:`align_samples`), the ring o
 
 The server sees blinded points only, never an ID or the hash of one. Each stage is answered once
 per run. With ``secure-aggregation-signed-keys = true`` (and always on a node with a ``signing-key``,
-:func:`~fedmf_app.federated.secure_aggregation.signs`) every client signs the points it hands on
+:func:`~fedmf_app.federated.secure_sum_flower.signs`) every client signs the points it hands on
 (:func:`~fedmf_app.common.key_signing.points_statement`, its node config ``signing-key``) and
 checks the signature of the party that blinded them before it (node config ``peer-keys``), so the
 server cannot have a client blind points of its own choosing.
@@ -43,7 +43,7 @@ from fedmf_app.common.key_signing import verify as verify_signature
 from fedmf_app.common.psi import Blinder, aligned_order, blind_own_ids, common_positions, pack, unpack
 from fedmf_app.data import ClientView
 from fedmf_app.federated.handshake import FederationError, ask_all
-from fedmf_app.federated.secure_aggregation import node_key_path, peer_public_key, signs
+from fedmf_app.federated.secure_sum_flower import node_key_path, peer_public_key, signs
 
 __all__ = ["AlignmentError", "align_samples", "aligned_rows", "answer_psi_stage"]
 

@@ -25,8 +25,8 @@ from fedmf_app.data.preprocess import is_sparse_nonnegative
 from fedmf_app.data.sample_ids import sample_id_key
 from fedmf_app.federated.alignment import aligned_rows, answer_psi_stage
 from fedmf_app.federated.node_policy import check_node_policy
-from fedmf_app.federated.secure_aggregation import SecureAggregationError, answer_key_stage
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.federated.secure_sum_flower import SecureAggregationError, answer_key_stage
+from fedmf_app.options.run_config import data_needs, validate_run_config
 
 __all__ = [
     "NOT_IDENTIFYING",
@@ -290,7 +290,7 @@ class ViewClient(NumPyClient):
         its data has, 0 for none; ``sparse-counts``: 1 when the view looks like counts or bag of
         words, :func:`~fedmf_app.data.preprocess.is_sparse_nonnegative`); or a secure-aggregation
         key stage (``secagg-stage`` in ``config``:
-        :func:`~fedmf_app.federated.secure_aggregation.answer_key_stage`); or a sample-ID alignment
+        :func:`~fedmf_app.federated.secure_sum_flower.answer_key_stage`); or a sample-ID alignment
         stage (``psi-stage``:
         :func:`~fedmf_app.federated.alignment.answer_psi_stage`; after its last stage this
         client's view holds only the aligned rows)."""
@@ -300,7 +300,11 @@ class ViewClient(NumPyClient):
             answer = answer_psi_stage(self.context, self.cfg, self.partition_id, self.view, config)
             if config["psi-stage"] == "keep":
                 self.view = load_client_view(
-                    self.cfg, self.partition_id, self.context.node_config, rows=aligned_rows(self.context)
+                    self.cfg,
+                    self.partition_id,
+                    self.context.node_config,
+                    rows=aligned_rows(self.context),
+                    needs=data_needs(self.cfg),
                 )
             return answer
         n, d = self.view.features.shape

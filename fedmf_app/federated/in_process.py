@@ -52,7 +52,7 @@ from flwr.server.client_proxy import ClientProxy
 from fedmf_app.data import load_client_view
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.server import ViewServer
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.options.run_config import data_needs, validate_run_config
 from fedmf_app.registry import client_class, strategy_class
 
 __all__ = ["InProcessFederation", "InProcessProxy", "node_context", "run_in_process"]
@@ -183,7 +183,7 @@ class InProcessFederation:
         for p in range(m):
             context = node_context(cfg, p, m, node_config(p) if node_config else None)
             client = client_class(cfg["algorithm"])(
-                context, cfg, p, m, load_client_view(cfg, p, context.node_config)
+                context, cfg, p, m, load_client_view(cfg, p, context.node_config, needs=data_needs(cfg))
             )
             chosen = proxy_class.get(p, InProcessProxy) if isinstance(proxy_class, dict) else proxy_class
             self.proxies.append(chosen(f"node-{p}", client))

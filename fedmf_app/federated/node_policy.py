@@ -4,8 +4,7 @@ The run config comes from whoever submits the run; the node config belongs to th
 Node-config keys (all optional; a node without them follows the run config):
 
 ``require-secure-aggregation`` (bool)
-    The run must set ``secure-aggregation = true`` (and, for ``fmvc-imk``, ``imk.secure-sum =
-    "masking"``) and have at least 2 clients.
+    The run must set ``secure-aggregation = true`` and have at least 2 clients.
 ``require-signed-keys`` (bool)
     With secure aggregation on, the run must set ``secure-aggregation-signed-keys = true`` (every
     key-agreement key signed and checked against the peers' long-term keys).
@@ -16,7 +15,7 @@ Node-config keys (all optional; a node without them follows the run config):
     The run's ``num-clients`` must be at least this.
 
 Independently of any policy, a node whose node config has ``signing-key`` always signs its keys
-and points and verifies its peers' (:func:`~fedmf_app.federated.secure_aggregation.signs`),
+and points and verifies its peers' (:func:`~fedmf_app.federated.secure_sum_flower.signs`),
 whatever the run config says. :func:`check_node_policy` runs when
 the ClientApp is built for a message, before the node's data is loaded or anything is answered, so
 a run asking less is refused by every message, with a message naming the node, the key and its
@@ -99,8 +98,6 @@ def check_node_policy(
         policy = "(node config 'require-secure-aggregation' = true)"
         if not secure:
             refuse(policy, "'secure-aggregation' = true", "'secure-aggregation' = false")
-        if cfg["algorithm"] == "fmvc-imk" and cfg["imk.secure-sum"] != "masking":
-            refuse(policy, "'imk.secure-sum' = \"masking\"", f"'imk.secure-sum' = {cfg['imk.secure-sum']!r}")
         min_clients = max(min_clients, 2)
     if m < min_clients:
         refuse(

@@ -1,20 +1,75 @@
 """The results a run leaves behind: ``<out-dir>/<run-name>/result.json`` (and plots beside it).
 
-``result.json`` holds ``{"config": {...}, "status": ..., "clients": [...], "rounds": [...],
-"summary": {...}, "final": {...}}`` (``final``: the end-of-run clustering, see
-:meth:`RunRecorder.finish`) and is rewritten atomically after every round, so an interrupted run keeps the
-rounds it finished and a reader never sees a half-written file.
+``result.json`` holds ``{"code_version": {...}, "config": {...}, "status": ..., "clients": [...],
+"rounds": [...], "summary": {...}, "final": {...}}`` (``code_version``: which code made it, see
+:func:`code_version`; ``config``: every run-config value, defaults included; ``final``: the
+end-of-run clustering, see :meth:`RunRecorder.finish`) and is rewritten atomically after every
+round, so an interrupted run keeps the rounds it finished and a reader never sees a half-written
+file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import subprocess
 import time
+from functools import lru_cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunRecorder", "default_run_name", "load_result", "main", "run_status"]
+__all__ = ["RunRecorder", "code_version", "default_run_name", "load_result", "main", "run_status"]
+
+#: The package folder whose source a run record names.
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+@lru_cache(maxsize=1)
+def code_version() -> dict[str, Any]:
+    """Which code a run ran: the package version, the hash of its source and, in a git checkout,
+    ``git describe``.
+
+    Returns
+    -------
+    dict
+        ``package`` (the installed ``fedmf-app`` version, or ``None``), ``source_sha256`` (SHA-256
+        over the path and bytes of every ``.py`` file of the ``fedmf_app`` package, in path order:
+        the same for the same code however it was shipped, e.g. inside a FAB) and ``git``
+        (``git describe --always --dirty --tags`` of the checkout holding the package, ``None``
+        when it is not in one).
+    """
+    try:
+        package = metadata.version("fedmf-app")
+    except metadata.PackageNotFoundError:
+        package = None
+    digest = hashlib.sha256()
+    for path in sorted(_PACKAGE.rglob("*.py")):
+        digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    git = None
+    try:  # only a checkout that tracks this very package (not a FAB unpacked inside another repo)
+        tracked = subprocess.run(
+            ["git", "ls-files", "--error-unmatch", "__init__.py"],
+            cwd=_PACKAGE,
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+        if tracked.returncode == 0:
+            described = subprocess.run(
+                ["git", "describe", "--always", "--dirty", "--tags"],
+                cwd=_PACKAGE,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            )
+            git = described.stdout.strip() if described.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        git = None
+    return {"package": package, "source_sha256": digest.hexdigest(), "git": git or None}
 
 
 def default_run_name(algorithm: str, seed: int) -> str:
@@ -54,6 +109,7 @@ class RunRecorder:
         self.run_dir = Path(out_dir).expanduser().resolve() / run_name
         self.path = self.run_dir / "result.json"
         self.data: dict[str, Any] = {
+            "code_version": code_version(),
             "config": dict(config),
             "status": "pending",
             "error": None,
@@ -87,7 +143,11 @@ class RunRecorder:
             rounds=kept,
             resumed=[
                 *previous.get("resumed", []),
-                {"after_round": after_round, "status": previous["status"]},
+                {
+                    "after_round": after_round,
+                    "status": previous["status"],
+                    "code_version": previous.get("code_version"),
+                },
             ],
         )
         return recorder

@@ -6,8 +6,8 @@ and every client takes part in every round. :class:`ViewFederationStrategy` does
 * before round 1: the handshake of :mod:`fedmf_app.federated.handshake` (exactly ``num-clients``
   SuperNodes, each telling its partition id and the shape of its view), when the clients' data
   has sample IDs the alignment of :mod:`fedmf_app.federated.alignment`, the algorithm's checks,
-  with ``secure-aggregation = true`` the key agreement of
-  :mod:`fedmf_app.federated.secure_aggregation`, and only then the run folder;
+  when the run masks sums (:meth:`~ViewFederationStrategy.masks_sums`) the one key agreement of
+  :mod:`fedmf_app.federated.secure_sum_flower`, and only then the run folder;
 * each round: sends the same instructions to every client, maps the replies to partition ids,
   checks every reply against the algorithm's :meth:`~ViewFederationStrategy.expected_reply`
   (:mod:`fedmf_app.federated.replies`: count, shapes, dtypes, finite values in range), hands them
@@ -61,7 +61,7 @@ from fedmf_app.federated.handshake import (
 )
 from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays, check_finite_state, check_metrics
 from fedmf_app.federated.results import RunRecorder
-from fedmf_app.federated.secure_aggregation import agree_keys
+from fedmf_app.federated.secure_sum_flower import agree_keys
 
 __all__ = ["ClientReply", "FederationError", "ViewFederationStrategy"]
 
@@ -98,8 +98,8 @@ class ViewFederationStrategy(Strategy):
         Clusters of the final clustering, set before round 1: run config ``num-clusters``, or
         (when that is 0) the number of ground-truth classes the clients report, else ``None``.
     key_agreement : dict
-        With ``secure-aggregation = true``: the cost of the key agreement before round 1
-        (:func:`~fedmf_app.federated.secure_aggregation.agree_keys`); else empty.
+        When the run masks sums (:meth:`masks_sums`): the cost of the key agreement before round 1
+        (:func:`~fedmf_app.federated.secure_sum_flower.agree_keys`); else empty.
     alignment : dict
         When the clients' data has sample IDs: the outcome and cost of the sample-ID alignment
         before round 1 (:func:`~fedmf_app.federated.alignment.align_samples`); else empty.
@@ -240,6 +240,12 @@ class ViewFederationStrategy(Strategy):
         """
         return None
 
+    def masks_sums(self) -> bool:
+        """Whether the run sends masked sums, and so runs the key agreement before round 1
+        (default: run config ``secure-aggregation``; a method whose server needs some sum masked
+        in every run says so here)."""
+        return bool(self.cfg["secure-aggregation"])
+
     def write_plots(self) -> list[str]:
         """Write the run's figures into the run folder; return their file names.
 
@@ -261,7 +267,7 @@ class ViewFederationStrategy(Strategy):
             self._align_samples()
             self.num_clusters = resolve_num_clusters(int(self.cfg["num-clusters"]), self.client_info)
             self.check_clients(self.client_info)
-            if self.cfg["secure-aggregation"]:
+            if self.masks_sums():
                 self.key_agreement = agree_keys(self.clients, self.cfg)
                 log(INFO, "secure aggregation: keys agreed (%s)", self.key_agreement)
             arrays = self.initial_arrays() if self._resume is None else self._restore()

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fedmf_app.data.needs import DataNeeds
 from fedmf_app.data.synthetic import planted_rank
 from fedmf_app.methods.iai.options import FAMILY as IAI
 from fedmf_app.methods.imk.options import FAMILY as IMK
@@ -35,6 +36,7 @@ __all__ = [
     "Family",
     "Option",
     "defaults",
+    "data_needs",
     "family_of",
     "markdown_table",
     "nested_defaults",
@@ -55,6 +57,21 @@ OPTIONS: tuple[Option, ...] = (
 
 _BY_KEY = {o.key: o for o in OPTIONS}
 _FAMILY_OF_KEY = {o.key: f for f in FAMILIES for o in f.options}
+
+
+def data_needs(cfg: dict[str, Any]) -> DataNeeds:
+    """What the run's family needs from the data layer (:meth:`Family.data_needs`).
+
+    Parameters
+    ----------
+    cfg : dict
+        Validated run config.
+
+    Returns
+    -------
+    DataNeeds
+    """
+    return family_of(cfg["algorithm"]).data_needs(cfg)
 
 
 def family_of(algorithm: str) -> Family:

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fedmf_app.data.needs import DataNeeds
+from fedmf_app.data.synthetic import AUTO_RANK_DEFAULT
 from fedmf_app.options.constraints import Constraint
 
 __all__ = ["ConfigError", "Family", "Option", "convert", "flatten"]
@@ -89,6 +91,9 @@ class Family:
     reads_sparse_views : bool
         Whether its clients take a view stored sparse as a ``scipy.sparse`` CSR matrix (memory
         proportional to the nonzeros); otherwise such a view is handed over dense.
+    synthetic_rank : callable, optional
+        The rank the synthetic generator plants for a validated config (default:
+        :data:`~fedmf_app.data.synthetic.AUTO_RANK_DEFAULT`).
     """
 
     name: str
@@ -99,6 +104,17 @@ class Family:
     check: Callable[[dict[str, Any]], None] | None = None
     reads_missing_mask: bool = False
     reads_sparse_views: bool = False
+    synthetic_rank: Callable[[dict[str, Any]], int] | None = None
+
+    def data_needs(self, cfg: dict[str, Any]) -> DataNeeds:
+        """What this family's clients need of their view, for the data layer
+        (:func:`fedmf_app.data.load_client_view`)."""
+        rank = AUTO_RANK_DEFAULT if self.synthetic_rank is None else self.synthetic_rank(cfg)
+        return DataNeeds(
+            sparse_views=self.reads_sparse_views,
+            fill_missing_rows=not self.reads_missing_mask,
+            synthetic_rank=rank,
+        )
 
     def __post_init__(self) -> None:
         stray = [o.key for o in self.options if not o.key.startswith(self.name + ".")]

@@ -45,7 +45,7 @@ from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.methods.iai.options import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.options.run_config import data_needs, validate_run_config
 
 #: Options that give the kernels of earlier versions (exact global kNN, PyG message passing and
 #: negative sampling, scikit-learn's shift-invert spectral clustering).
@@ -133,7 +133,7 @@ def benchmark(overrides: dict[str, Any]) -> dict[str, Any]:
 
 def _benchmark(cfg: dict[str, Any]) -> dict[str, Any]:
     m, seed = cfg["num-clients"], cfg["seed"]
-    views = [load_client_view(cfg, p) for p in range(m)]
+    views = [load_client_view(cfg, p, needs=data_needs(cfg)) for p in range(m)]
     truth = views[0].labels
     n = views[0].features.shape[0]
     k = cfg["num-clusters"] or int(truth.max()) + 1

@@ -37,26 +37,25 @@ from pathlib import Path
 import numpy as np
 
 from fedmf_app.common.graphs import knn_similarity, laplacian
-from fedmf_app.common.secure_sum import (
-    add_pairwise_masks,
-    decode_matrix,
-    decode_upper,
+from fedmf_app.common.secure_sum_math import (
+    append_check_words,
+    decode_fixed,
     derive_pair_key,
-    encode_matrix,
-    encode_upper,
+    encode_fixed,
     generate_private_key,
+    mask_words,
+    matrix_from_values,
+    matrix_values,
+    message_key,
     public_key_bytes,
-    sum_uploads,
+    split_check_words,
+    sum_words,
+    upper_from_values,
+    upper_values,
 )
-from fedmf_app.methods.imk.client_updates import (
-    IMKParams,
-    client_round,
-    init_client,
-    multiplier_step,
-    preprocess_view,
-    view_anchor_graph,
-)
-from fedmf_app.methods.imk.reference import anchor_indices, client_rng, server_rng
+from fedmf_app.methods.imk.client_updates import client_round, init_client, preprocess_view, view_anchor_graph
+from fedmf_app.methods.imk.model import anchor_indices, client_rng, multiplier_step, server_rng
+from fedmf_app.methods.imk.params import IMKParams
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
     initial_global_h,
@@ -128,33 +127,41 @@ def bench_flower(
 
 
 def secure_sum(
-    views: list[np.ndarray], neighbours: int, anchors: np.ndarray | None, frac_bits: int = 16
+    views: list[np.ndarray], neighbours: int, anchors: np.ndarray | None, frac_bits: int = 36
 ) -> tuple[dict, object]:
-    """Masked graph sum as the clients and the server run it; costs and the server's Laplacian.
+    """Masked graph sum as the clients and the server run it (the app's one secure-sum path:
+    fixed point mod 2^64, run config ``secure-aggregation-frac-bits``); costs and the server's
+    Laplacian.
 
     ``anchors`` None: the kNN graphs (upper triangles); else the anchor graphs on those samples.
     """
     keys = [generate_private_key() for _ in views]
     public = [public_key_bytes(k) for k in keys]
+    m = len(views)
     uploads, graph_s, mask_s = [], [], []
     for i, x in enumerate(views):
         t0 = time.perf_counter()
         if anchors is None:
-            enc = encode_upper(knn_similarity(x, neighbours), frac_bits)
+            values = upper_values(knn_similarity(x, neighbours))
         else:
-            enc = encode_matrix(view_anchor_graph(x, anchors, neighbours), frac_bits)
+            values = matrix_values(view_anchor_graph(x, anchors, neighbours))
         t1 = time.perf_counter()
-        pair = {j: derive_pair_key(keys[i], pk, b"bench") for j, pk in enumerate(public) if j != i}
-        uploads.append(add_pairwise_masks(enc, i, pair))
+        pair = {
+            j: message_key(derive_pair_key(keys[i], pk, b"bench"), 0, "graph")
+            for j, pk in enumerate(public)
+            if j != i
+        }
+        words = append_check_words(encode_fixed(values, frac_bits, m, np.random.default_rng(i)))
+        uploads.append(mask_words(words, i, pair))
         graph_s.append(t1 - t0)
         mask_s.append(time.perf_counter() - t1)
     t0 = time.perf_counter()
-    n, m = views[0].shape[0], len(views)
+    n = views[0].shape[0]
+    total = decode_fixed(split_check_words(sum_words(uploads), m), frac_bits)
     if anchors is None:
-        total = decode_upper(sum_uploads(uploads), n, frac_bits)
-        lap = normalised_laplacian_sum(laplacian(total), m, neighbours)
+        lap = normalised_laplacian_sum(laplacian(upper_from_values(total, n)), m, neighbours)
     else:
-        lap = AnchorLaplacian(decode_matrix(sum_uploads(uploads), (n, anchors.size), frac_bits) / m)
+        lap = AnchorLaplacian(matrix_from_values(total, (n, anchors.size)) / m)
     server_s = time.perf_counter() - t0
     costs = {
         "upload_mb_per_client": uploads[0].nbytes / 2**20,

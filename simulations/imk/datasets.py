@@ -34,11 +34,13 @@ from sklearn.decomposition import PCA
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data.multiview import load_multiview
 from fedmf_app.methods.imk.client_updates import preprocess_view
-from fedmf_app.methods.imk.options import imk_params
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings, label_rng
+from fedmf_app.methods.imk.model import label_rng
+from fedmf_app.methods.imk.params import imk_params
+from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.server_updates import extract_labels
 from fedmf_app.options.run_config import validate_run_config
 from simulations.imk.figures import GRID, describe, grid_figure
+from simulations.spread import header, mean_spread
 
 METRICS = ("acc", "nmi", "purity")
 
@@ -69,7 +71,6 @@ def run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
         neighbours=cfg["imk.neighbours"],
         graph=cfg["imk.graph"],
         anchors=cfg["imk.anchors"],
-        frac_bits=cfg["imk.mask-frac-bits"],
         similarity=cfg["imk.similarity"],
         client_init=cfg["imk.client-init"],
         server_init=cfg["imk.server-init"],
@@ -111,15 +112,12 @@ def label(name: str) -> str:
 
 
 def summarise(runs: list[dict[str, float]]) -> str:
-    """``mean ± std`` in % of ACC, NMI and purity."""
-    cells = []
-    for key in METRICS:
-        values = 100 * np.array([r[key] for r in runs])
-        cells.append(f"{values.mean():.1f} ± {values.std():.1f}")
-    return " | ".join(cells)
+    """:func:`~simulations.spread.mean_spread` in % of ACC, NMI and purity."""
+    return " | ".join(mean_spread((r[key] for r in runs), scale=100) for key in METRICS)
 
 
 def table(datasets: list[str], seeds: int, overrides: dict) -> None:
+    print(header("ACC / NMI / PUR in %") + ":\n")
     print("| data set | seeds | ACC % | NMI % | PUR % | rounds (mean) |")
     print("|---|---|---|---|---|---|")
     for name in datasets:

@@ -27,9 +27,10 @@ from fedmf_app.common.references import REFERENCES, reference_scores
 from fedmf_app.data import load_client_view
 from fedmf_app.data.multiview import load_multiview, require_labels
 from fedmf_app.methods.sonmf.options import resolve_rank
-from fedmf_app.options.run_config import defaults, validate_run_config
+from fedmf_app.options.run_config import data_needs, defaults, validate_run_config
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
 from simulations.quality.study import ALGORITHMS, line_key
+from simulations.spread import header, mean_spread
 
 __all__ = ["mean_ranks", "reference_points", "render_family"]
 
@@ -108,7 +109,10 @@ def reference_points(dataset: str, algorithm: str, seeds: list[int]) -> dict[str
     data = load_multiview(dataset)
     m = len(data.views)
     cfg = validate_run_config({"algorithm": algorithm, "dataset": dataset, "num-clients": m})
-    views = [load_client_view(cfg, p, {"partition-id": p, "num-partitions": m}).features for p in range(m)]
+    views = [
+        load_client_view(cfg, p, {"partition-id": p, "num-partitions": m}, needs=data_needs(cfg)).features
+        for p in range(m)
+    ]
     truth = require_labels(data)
     k = int(np.unique(truth).size)
     return reference_scores(views, truth, k, seeds, resolve_rank(cfg, k, [v.shape[1] for v in views]))
@@ -119,11 +123,7 @@ def _mean(runs: list[dict[str, Any]], key: str) -> float:
 
 
 def _cell(runs: list[dict[str, Any]]) -> str:
-    parts = []
-    for key in METRICS:
-        values = 100 * np.array([r[key] for r in runs])
-        parts.append(f"{values.mean():.1f}" + (f"±{values.std():.1f}" if len(values) > 1 else ""))
-    return " / ".join(parts)
+    return " / ".join(mean_spread((r[key] for r in runs), scale=100) for key in METRICS)
 
 
 def render_family(family: str, records: list[dict[str, Any]], refs: dict[str, dict[str, Any]]) -> str:
@@ -155,7 +155,7 @@ def render_family(family: str, records: list[dict[str, Any]], refs: dict[str, di
         "",
         f"### {ALGORITHMS[family]}: defaults beside the best of the grid",
         "",
-        "ACC / NMI / ARI %, mean ± std over the seeds. *Best of grid* picks, per data set, the "
+        header("ACC / NMI / ARI in %") + ". *Best of grid* picks, per data set, the "
         "configuration with the best ACC there: tuned with the labels, as the papers' tables were. "
         f"The goal: defaults >= {TARGET[family]}.",
         "",

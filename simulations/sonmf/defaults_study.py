@@ -35,6 +35,7 @@ from fedmf_app.data.multiview import load_multiview
 from fedmf_app.federated.in_process import run_in_process
 from fedmf_app.methods.sonmf.clustering import READS, cluster_columns
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
+from simulations.spread import header, mean_spread
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,6 +93,8 @@ def table(records: list[dict]) -> str:
     """Markdown: per data set and configuration, ACC / NMI (%) mean ± std (ddof = 0) of the run's
     own read, and ACC under each read."""
     lines = [
+        header("ACC / NMI in %") + "; NMF + k-means ACC: the centralised reference.",
+        "",
         "| data set | config | seeds | rank | rounds | s per run | read | ACC | NMI | ACC as-is "
         "| ACC unit-norm | NMF + k-means ACC |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -103,8 +106,7 @@ def table(records: list[dict]) -> str:
     for (name, config), runs in sorted(groups.items(), key=lambda g: (order.index(g[0][0]), g[0][1])):
 
         def cell(read, key, runs=runs):
-            x = 100 * np.array([r[read][key] for r in runs])
-            return f"{x.mean():.1f} ± {x.std():.1f}"
+            return mean_spread((r[read][key] for r in runs), scale=100)
 
         lines.append(
             f"| {name} | {config} | {len(runs)} | {runs[0]['rank']} | "

@@ -167,11 +167,12 @@ def test_a_cell_under_x_still_comes_first(tmp_path):
         (
             {"X1": VIEWS[0], "X2": VIEWS[1], "fea1": VIEWS[2], "fea2": VIEWS[0]},
             r"d\.\w+: ambiguous layout: more than one family of numbered keys could hold the views "
-            r"\(X1, X2; fea1, fea2\)",
+            r"\(X1, X2; fea1, fea2\); name the views with run config 'views'",
         ),
         (
             {"X1": VIEWS[0], "x1": VIEWS[1], "X2": VIEWS[2]},
-            r"d\.\w+: ambiguous layout: numbered view keys .*X1.* repeat a number",
+            r"d\.\w+: ambiguous layout: numbered view keys .*X1.* repeat a number; name the views with run "
+            r"config 'views'",
         ),
         (
             {"Z": VIEWS[0], "Y": CLASSES},
@@ -187,7 +188,11 @@ def test_ambiguous_or_missing_views_are_refused_naming_the_keys(tmp_path, fmt, a
 
 def test_two_cells_of_matrices_are_ambiguous(tmp_path):
     scipy.io.savemat(tmp_path / "d.mat", {"A": _cell(STORED), "B": _cell(STORED), "Y": CLASSES})
-    with pytest.raises(DataError, match=r"d\.mat: ambiguous layout: .*several cells of matrices .*\(A, B\)"):
+    with pytest.raises(
+        DataError,
+        match=r"d\.mat: ambiguous layout: .*several cells of matrices .*\(the cell A; the cell B\); name the "
+        r"views with run config 'views'",
+    ):
         load_multiview(str(tmp_path / "d.mat"))
 
 
@@ -197,3 +202,53 @@ def test_v73_numbered_views_are_transposed_back_as_matlab_stores_them(tmp_path):
     data = load_multiview(str(tmp_path / "d.mat"))
     _same(data, _reference(tmp_path, [square, VIEWS[1]]))
     np.testing.assert_array_equal(data.views[0], square)
+
+
+# MSRC-v1 as widely shared: views msr1 ... msr5 (d x N here for two of them) beside truth
+MSRC_DIMS = (24, 576, 512, 256, 254)
+
+
+def _msrc(fmt, tmp_path, extra=None):
+    rng = np.random.default_rng(3)
+    truth = np.repeat(np.arange(1, 4), 5)  # 15 samples, classes 1..3
+    views = [rng.random((truth.size, d)) for d in MSRC_DIMS]
+    arrays = {"truth": truth[:, None], **{f"msr{i + 1}": v if i % 2 else v.T for i, v in enumerate(views)}}
+    path = _write(fmt, tmp_path / f"MSRC-v1.{'npz' if fmt == 'npz' else 'mat'}", {**arrays, **(extra or {})})
+    return path, views, truth
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_views_under_any_numbered_stem_with_one_sample_count_are_read(tmp_path, fmt):
+    path, views, truth = _msrc(fmt, tmp_path)
+    data = load_multiview(path)
+    assert data.view_names == ("msr1", "msr2", "msr3", "msr4", "msr5")
+    for got, want in zip(data.views, views):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(data.labels, truth - 1)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_views_may_name_any_top_level_keys_in_their_order(tmp_path, fmt):
+    path, views, _ = _msrc(fmt, tmp_path, extra={"X1": np.ones((15, 2)), "fea1": np.ones((15, 3))})
+    data = load_multiview(path, views="msr1,msr2,msr3,msr4,msr5")
+    assert [v.shape[1] for v in data.views] == list(MSRC_DIMS)
+    data = load_multiview(path, views="MSR3,msr1")  # any case, any order, a subset
+    assert data.view_names == ("msr3", "msr1")
+    np.testing.assert_array_equal(data.views[0], views[2])
+
+
+def test_two_numbered_stems_are_ambiguous_and_the_message_names_views(tmp_path):
+    path, _, _ = _msrc("v5", tmp_path, extra={"hist1": np.ones((15, 4)), "hist2": np.ones((15, 6))})
+    with pytest.raises(
+        DataError,
+        match=r"ambiguous layout: .*\(msr1, msr2, msr3, msr4, msr5; hist1, hist2\); name the views with run "
+        r"config 'views', e.g. views = \"msr1,msr2\"",
+    ):
+        load_multiview(path)
+    assert len(load_multiview(path, views="hist1,hist2").views) == 2
+
+
+def test_numbered_matrices_of_different_sample_counts_are_no_views(tmp_path):
+    arrays = {"a1": np.ones((4, 5)), "a2": np.ones((6, 7)), "Y": np.arange(4)}
+    with pytest.raises(DataError, match=r"no views under any of the keys .*run config 'views'"):
+        load_multiview(_write("v5", tmp_path / "d.mat", arrays))

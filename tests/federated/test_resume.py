@@ -79,7 +79,7 @@ def test_a_resumed_run_ends_with_the_numbers_of_an_uninterrupted_run(tmp_path, c
     result = json.loads((run_dir / "result.json").read_text())
     expected = reference.recorder.data
     assert result["status"] == "completed" and result["resumed"] == [
-        {"after_round": stop, "status": "running"}
+        {"after_round": stop, "status": "running", "code_version": result["code_version"]}
     ]
     assert [r["round"] for r in result["rounds"]] == [r["round"] for r in expected["rounds"]]
     timing = {"wall_s", "elapsed_s", "server_s", "client_kernel_s_max", "client_kernel_s_sum"}

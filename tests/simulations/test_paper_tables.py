@@ -99,14 +99,15 @@ def test_sweep_table_rows_are_methods_and_settings_beside_references_and_the_pap
     refs = {dataset: references_for(dataset, runs[0]["config"], [0, 1])}
     assert [s["acc"] for s in refs[dataset]["scores"]["k-means, concatenated views"]] == [1.0, 1.0]
     text = markdown(runs, refs, "A")
-    assert "| fedsonmf (federated) | 60.0±10.0 / 50.0±0.0 / 60.0±10.0 / 10.0±0.0 |" in text
-    assert "| fedmgs (federated) | 90.0±0.0 / 50.0±0.0 / 90.0±0.0 / 10.0±0.0 |" in text
+    assert "| fedsonmf (federated) | 60.0 ± 10.0 / 50.0 ± 0.0 / 60.0 ± 10.0 / 10.0 ± 0.0 |" in text
+    assert "| fedmgs (federated) | 90.0 ± 0.0 / 50.0 ± 0.0 / 90.0 ± 0.0 / 10.0 ± 0.0 |" in text
     assert (
-        "| k-means, concatenated views (centralised) | 100.0±0.0 / 100.0±0.0 / 100.0±0.0 / 100.0±0.0 |"
-        in text
+        "| k-means, concatenated views (centralised) | "
+        "100.0 ± 0.0 / 100.0 ± 0.0 / 100.0 ± 0.0 / 100.0 ± 0.0 |" in text
     )
     assert "| fedsonmf, paper A (reported) | 56.9 / 56.9 / 72.6 / – |" in text
-    assert "| 3Sources | 30 | 2 (3, 4) | 2 | 4 | 4 | 3.5±0.5 | 10.0 | 100 / 121 |" in text
+    assert "| 3Sources | 30 | 2 (3, 4) | 2 | 4 | 4 | 3.5 ± 0.5 | 10.0 | 100 / 121 |" in text
+    assert "mean ± sd over the seeds (population sd, ddof = 0)" in text  # the statistic is named
 
 
 def test_sweep_table_splits_an_algorithm_by_the_settings_the_sweep_varies(tmp_path):

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from fedmf_app.data.assemble import MultiViewData, assemble_views
 from fedmf_app.data.errors import DataError
 
 __all__ = ["EMBEDDED", "embedded_metadata", "encode_payload", "load_embedded"]
@@ -81,7 +82,7 @@ def embedded_metadata(name: str) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=2)
-def load_embedded(name: str) -> Any:
+def load_embedded(name: str) -> MultiViewData:
     """Decode an embedded data set.
 
     Parameters
@@ -91,11 +92,9 @@ def load_embedded(name: str) -> Any:
 
     Returns
     -------
-    fedmf_app.data.multiview.MultiViewData
+    fedmf_app.data.assemble.MultiViewData
         ``source`` is ``"embedded:<name>"``.
     """
-    from fedmf_app.data.multiview import assemble_views
-
     meta = _read_json(name)
     raw = lzma.decompress(base64.b64decode(meta["payload"]))
     with np.load(io.BytesIO(raw), allow_pickle=False) as archive:

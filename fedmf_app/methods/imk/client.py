@@ -2,59 +2,47 @@
 
 Messages (the server drives them, see :mod:`fedmf_app.methods.imk.strategy`):
 
-* ``get_properties`` with ``imk-stage = "keys"``: draw an X25519 key pair, keep the private key in
-  ``context.state`` and answer the public key (refused on a node with a ``signing-key``: this stage
-  is unsigned);
+* before these, the run's one key agreement (:mod:`fedmf_app.federated.secure_sum_flower`, signed
+  if asked): fmvc-imk always masks its graph, so it runs whatever ``secure-aggregation`` says;
 * ``fit`` with ``imk-stage = "setup"`` (once, before round 1): build this view's graph (its anchor
   graph on the anchor samples the message names, or its kNN graph; with ``imk.missing-graph =
-  "observed"`` on the rows the run's missing-view mask says it observes), upload its masked dense
-  encoding (pair keys from the relayed public keys), the initial :math:`H^{(m)}` and, when the
-  view has labels, the labels (used by the server for scoring only);
+  "observed"`` on the rows the run's missing-view mask says it observes), upload it densely as one
+  masked fixed-point vector (:func:`~fedmf_app.federated.secure_sum_flower.masked_upload`, round 0,
+  tag ``"graph"``), the initial :math:`H^{(m)}` and, when the view has labels, the labels (used by
+  the server for scoring only);
 * ``fit`` in round ``t``: from the broadcast :math:`H`, one
   :func:`~fedmf_app.methods.imk.client_updates.client_round`; upload :math:`H^{(m)}` and three scalars.
 
-With run config ``secure-aggregation = true`` the graph is masked with the run's pair keys (agreed,
-and signed if asked, before round 1 by :mod:`fedmf_app.federated.secure_aggregation`) instead of
-the key stage above, and each round's upload is one masked vector of :math:`H^{(m)}`,
-:math:`\\|R^{(m)}\\|_F`, the orthogonality term and :math:`\\|H^{(m)}\\|_F^2` (the server needs only
-their sums; :math:`\alpha^{(m)}` is not sent).
+With run config ``secure-aggregation = true`` each round's upload is one masked vector of
+:math:`H^{(m)}`, :math:`\\|R^{(m)}\\|_F`, the orthogonality term and :math:`\\|H^{(m)}\\|_F^2` (the
+server needs only their sums; :math:`\\alpha^{(m)}` is not sent).
 
 Private state in ``context.state`` (never sent): :math:`F^{(m)}, W^{(m)}, H^{(m)}, \\Phi^{(m)},
-\\alpha^{(m)}` and the private key.
+\\alpha^{(m)}` and the pair keys.
 """
 
 from __future__ import annotations
 
 import time
+from functools import cached_property
 from typing import Any
 
 import numpy as np
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from flwr.common import Array, ArrayRecord, ConfigRecord, NDArrays, Scalar
+from flwr.common import Array, ArrayRecord, NDArrays, Scalar
 
-from fedmf_app.common.secure_sum import (
-    add_pairwise_masks,
-    append_check_words,
-    derive_pair_key,
-    encode_matrix,
-    encode_upper,
-    generate_private_key,
-    public_key_bytes,
-)
+from fedmf_app.common.secure_sum_math import matrix_values, upper_values
 from fedmf_app.federated.client import ViewClient, load_state, save_state
-from fedmf_app.federated.secure_aggregation import SecureAggregationError, masked_upload, message_keys
+from fedmf_app.federated.secure_sum_flower import SecureAggregationError, masked_upload
 from fedmf_app.methods.imk.client_updates import (
     ClientState,
-    View,
     client_round,
     init_client,
     preprocess_view,
-    resolve_graph,
     view_anchor_graph,
     view_knn_graph,
 )
-from fedmf_app.methods.imk.options import imk_params
-from fedmf_app.methods.imk.reference import client_rng
+from fedmf_app.methods.imk.model import View, client_rng
+from fedmf_app.methods.imk.params import IMKOptions, imk_options, resolve_graph
 
 __all__ = ["FMVCIMKClient"]
 
@@ -74,30 +62,32 @@ def _unpack(arrays: dict[str, np.ndarray]) -> ClientState:
 class FMVCIMKClient(ViewClient):
     """One view of FMVC-IMK: its graph, its factors and its copy of the indicator."""
 
+    @cached_property
+    def options(self) -> IMKOptions:
+        """The run's ``imk.*`` keys, typed (built once per message: Flower rebuilds the client)."""
+        return imk_options(self.cfg)
+
     def _view(self) -> View:
-        return preprocess_view(self.view.features, self.cfg["imk.standardise"], self.cfg["imk.unit-norm"])
+        return preprocess_view(self.view.features, self.options.standardise, self.options.unit_norm)
 
     @property
     def graph_rows(self) -> np.ndarray | None:
         """The rows this view's graph may link: its observed rows (the run's seeded mask, shape
         (n,), bool) under ``imk.missing-graph = "observed"``, else ``None`` (every row)."""
-        return self.observed if self.cfg["imk.missing-graph"] == "observed" else None
+        return self.observed if self.options.missing_graph == "observed" else None
 
-    def _graph_encoding(self, x: View, config: dict[str, Scalar]) -> np.ndarray:
-        """This view's graph as the dense fixed-point words of the secure sum."""
-        bits = self.cfg["imk.mask-frac-bits"]
+    def _graph_values(self, x: View, config: dict[str, Scalar]) -> np.ndarray:
+        """This view's graph as the dense values of the secure sum (float64)."""
         observed = self.graph_rows
-        if resolve_graph(self.cfg["imk.graph"], x.shape[0]) == "knn":
+        if resolve_graph(self.options.graph, x.shape[0]) == "knn":
             try:
-                similarity = view_knn_graph(
-                    x, self.cfg["imk.neighbours"], self.cfg["imk.similarity"], observed
-                )
+                similarity = view_knn_graph(x, self.options.neighbours, self.options.similarity, observed)
             except ValueError as exc:
                 raise ValueError(f"partition {self.partition_id}: {exc}") from exc
-            return encode_upper(similarity, bits)
+            return upper_values(similarity)
         n = x.shape[0]
         anchors = np.frombuffer(bytes(config["anchors"]), dtype=np.int64)
-        if anchors.size <= self.cfg["imk.neighbours"] or np.unique(anchors).size != anchors.size:
+        if anchors.size <= self.options.neighbours or np.unique(anchors).size != anchors.size:
             raise ValueError(
                 f"partition {self.partition_id}: the setup message names {anchors.size} anchors "
                 f"({np.unique(anchors).size} distinct); 'imk.neighbours' + 1 distinct ones are needed"
@@ -105,34 +95,14 @@ class FMVCIMKClient(ViewClient):
         if anchors.min() < 0 or anchors.max() >= n:
             raise ValueError(f"partition {self.partition_id}: an anchor index is outside 0..{n - 1}")
         try:
-            graph = view_anchor_graph(x, anchors, self.cfg["imk.neighbours"], observed)
+            graph = view_anchor_graph(x, anchors, self.options.neighbours, observed)
         except ValueError as exc:
             raise ValueError(f"partition {self.partition_id}: {exc}") from exc
-        return encode_matrix(graph, bits)
-
-    def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
-        """The base handshake, or the key stage."""
-        if config.get("imk-stage") == "keys":
-            if self.context.node_config.get("signing-key"):
-                raise SecureAggregationError(
-                    f"partition {self.partition_id}: this node signs its keys (node config 'signing-key'), "
-                    "but fmvc-imk's own key stage is unsigned; refused (run with secure-aggregation = "
-                    "true, whose keys are signed)"
-                )
-            if f"{_NAME}.keys" in self.context.state.config_records:
-                raise SecureAggregationError(
-                    f"partition {self.partition_id}: asked for a second fmvc-imk key in this run; refused"
-                )
-            key = generate_private_key()
-            self.context.state.config_records[f"{_NAME}.keys"] = ConfigRecord(
-                {"private-key": key.private_bytes_raw()}
-            )
-            return {"public-key": public_key_bytes(key)}
-        return super().get_properties(config)
+        return matrix_values(graph)
 
     def masks_uploads(self) -> bool:
-        """Secure aggregation, or (the default) the graph's own masked sum, ``imk.secure-sum = masking``."""
-        return super().masks_uploads() or self.cfg["imk.secure-sum"] == "masking"
+        """Always: the graph travels as a masked sum."""
+        return True
 
     def fit(self, parameters: NDArrays, config: dict[str, Scalar]) -> tuple[NDArrays, int, dict[str, Any]]:
         """The setup message or one round."""
@@ -150,36 +120,18 @@ class FMVCIMKClient(ViewClient):
         x = self._view()
         k = int(config["num-clusters"])
         m = int(self.cfg["num-clients"])
-        upload = self._graph_encoding(x, config)
-        mask_s = 0.0
-        if self.cfg["imk.secure-sum"] == "masking":
-            upload = append_check_words(upload)  # the server checks that the masks cancelled
-        if self.cfg["imk.secure-sum"] == "masking" and self.cfg["secure-aggregation"]:
-            mask_started = time.perf_counter()  # the run's (authenticated) keys
-            add_pairwise_masks(
-                upload, self.partition_id, message_keys(self.context, self.partition_id, 0, "graph")
-            )
-            mask_s = time.perf_counter() - mask_started
-        elif self.cfg["imk.secure-sum"] == "masking":
-            mask_started = time.perf_counter()
-            private = X25519PrivateKey.from_private_bytes(
-                self.context.state.config_records[f"{_NAME}.keys"]["private-key"]
-            )
-            context = bytes(config["mask-context"])
-            pair_keys = {
-                j: derive_pair_key(private, bytes(config[f"public-key-{j}"]), context)
-                for j in range(m)
-                if j != self.partition_id
-            }
-            add_pairwise_masks(upload, self.partition_id, pair_keys)
-            mask_s = time.perf_counter() - mask_started
+        values = self._graph_values(x, config)
+        mask_started = time.perf_counter()
+        upload = masked_upload(self.context, self.cfg, self.partition_id, [values], 0, "graph")
+        mask_s = time.perf_counter() - mask_started
+        del values
         state = init_client(
             x,
             k,
-            self.cfg["imk.latent-dim"] or k,
+            self.options.latent_dim or k,
             m,
-            self.cfg["imk.client-init"],
-            imk_params(self.cfg),
+            self.options.client_init,
+            self.options.steps,
             client_rng(self.cfg["seed"], self.partition_id),
         )
         self.context.state.array_records[f"{_NAME}.init"] = ArrayRecord(
@@ -203,7 +155,7 @@ class FMVCIMKClient(ViewClient):
             stored = {k: v.numpy() for k, v in self.context.state.array_records[f"{_NAME}.init"].items()}
         x = self._view()
         state, stats = client_round(
-            x, _unpack(stored), parameters[0], imk_params(self.cfg), first=server_round == 1
+            x, _unpack(stored), parameters[0], self.options.steps, first=server_round == 1
         )
         save_state(self.context, _NAME, server_round, _pack(state))
         metrics = {

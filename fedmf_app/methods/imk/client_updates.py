@@ -1,4 +1,6 @@
-"""FMVC-IMK (paper B): the model, its parameters and the client's updates (numpy/scipy only).
+"""FMVC-IMK (paper B): the model and the client's updates (numpy/scipy only; the parameters are
+:mod:`fedmf_app.methods.imk.params`, the pieces client and server share
+:mod:`fedmf_app.methods.imk.model`).
 
 Model (``docs/imk.md``) for ``M`` clients, client ``m`` holding the
 view :math:`X^{(m)}` (``N x d_m``, samples x features):
@@ -45,27 +47,17 @@ import scipy.sparse as sp
 
 from fedmf_app.common.clustering import kmeans_labels
 from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_similarity
-from fedmf_app.data.preprocess import SPARSE_ZERO_FRACTION, is_sparse_nonnegative, normalise_rows
+from fedmf_app.common.scaling import normalise_rows
+from fedmf_app.data.preprocess import SPARSE_ZERO_FRACTION, is_sparse_nonnegative
+from fedmf_app.methods.imk.model import View, multiplier_step, normalised_indicator, ortho_penalty
+from fedmf_app.methods.imk.params import CLIENT_INITS, STANDARDISATIONS, IMKParams
 
 __all__ = [
-    "CLIENT_INITS",
-    "GRAPHS",
-    "LABEL_RULES",
-    "MISSING_GRAPHS",
-    "ORTHO_PLACEMENTS",
-    "SERVER_INITS",
-    "SERVER_SOLVERS",
-    "STANDARDISATIONS",
     "ClientState",
     "ClientStats",
-    "IMKParams",
-    "View",
     "client_round",
     "h_step",
     "init_client",
-    "multiplier_step",
-    "normalised_indicator",
-    "ortho_penalty",
     "preprocess_view",
     "residual_norm",
     "update_alpha",
@@ -76,86 +68,6 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger(__name__)
-
-#: A view as the client holds it: dense, or sparse (CSR) when its file stores it sparse.
-View = np.ndarray | sp.csr_matrix
-
-ORTHO_PLACEMENTS = ("local", "global")
-CLIENT_INITS = ("normalised-indicator", "onehot-plus-0.2")
-SERVER_INITS = ("kmeans-concat", "mean")
-LABEL_RULES = ("argmax", "kmeans")
-SERVER_SOLVERS = ("cg", "splu")
-STANDARDISATIONS = ("auto", "zscore", "row-l2", "none")
-#: The graph term's graph: shared-anchor graphs (O(N a)) or the exact kNN graphs (O(N^2) secure sum),
-#: or ``auto`` (:func:`resolve_graph`).
-GRAPHS = ("auto", "anchor", "knn")
-#: Which rows a view's graph links under missing views (run config ``imk.missing-graph``): every
-#: row, the mean-filled ones included (``filled``), or only the rows the view observes (``observed``).
-MISSING_GRAPHS = ("filled", "observed")
-#: [A] ``imk.graph = "auto"`` takes the exact kNN graphs up to this many samples (a secure-sum upload
-#: of at most 50 MB per client) and the anchor graphs above.
-KNN_MAX_SAMPLES = 5000
-
-
-def resolve_graph(graph: str, num_samples: int) -> str:
-    """The graph a run uses: ``graph``, or for ``auto`` kNN up to :data:`KNN_MAX_SAMPLES` samples.
-
-    Parameters
-    ----------
-    graph : str
-        Run config ``imk.graph``, one of :data:`GRAPHS`.
-    num_samples : int
-        ``N``.
-
-    Returns
-    -------
-    str
-        ``"anchor"`` or ``"knn"``.
-    """
-    if graph != "auto":
-        return graph
-    return "knn" if num_samples <= KNN_MAX_SAMPLES else "anchor"
-
-
-@dataclass(frozen=True)
-class IMKParams:
-    """Steps and weights of FMVC-IMK (defaults: see docs/imk.md).
-
-    Attributes
-    ----------
-    lam : float
-        :math:`\\lambda`, weight of the graph term (0 switches it off).
-    mu : float
-        :math:`\\mu`, weight of the orthogonality penalty.
-    rho : float
-        :math:`\\rho`, ADMM penalty of :math:`H^{(m)} = H`.
-    beta : float
-        :math:`\\beta`, step on :math:`\\Delta H^{(m)}`.
-    sigma : float
-        :math:`\\sigma'`, CoCoA's curvature factor (1; the literal reading is ``M``).
-    ridge : float
-        :math:`\\epsilon` of the ``W`` update.
-    ortho_placement : {"local", "global"}
-    ortho_curvature : bool
-        Add the majoriser :math:`\\ell` to the ``H`` step (false: the literal, unsafe reading).
-    nonneg : bool
-        [A] project :math:`H^{(m)} \\leftarrow \\max(H^{(m)}, 0)` after the step (FedMVL).
-    """
-
-    lam: float = 0.1
-    mu: float = 0.1
-    rho: float = 5.0
-    beta: float = 1.0
-    sigma: float = 1.0
-    ridge: float = 1e-8
-    ortho_placement: str = "local"
-    ortho_curvature: bool = True
-    nonneg: bool = False
-
-    @property
-    def local_mu(self) -> float:
-        """:math:`\\mu` as the clients see it (0 when the penalty sits on the global ``H``)."""
-        return self.mu if self.ortho_placement == "local" else 0.0
 
 
 @dataclass
@@ -435,12 +347,6 @@ def _alpha(residual: float) -> float:
     return 1.0 / (2.0 * max(residual, 1e-12))
 
 
-def ortho_penalty(h: np.ndarray) -> float:
-    """:math:`\\|H^\\top H - I\\|_F^2`."""
-    g = h.T @ h
-    return float(np.linalg.norm(g - np.eye(g.shape[0])) ** 2)
-
-
 def h_step(
     x: np.ndarray,
     state: ClientState,
@@ -472,15 +378,10 @@ def h_step(
     grad_orth = 4.0 * mu * h @ (gram - np.eye(k))
     numerator = 2.0 * alpha * rbt - grad_orth - state.phi + params.rho * (h_global - h)
     curvature = 0.0
-    if params.ortho_curvature and mu > 0:
+    if mu > 0:  # the majoriser ell: without it the literal step diverges for mu >= 1
         curvature = max(4.0 * mu * (3.0 * np.linalg.norm(h, 2) ** 2 - 1.0), 0.0)
     denominator = 2.0 * alpha * params.sigma * (w @ w.T) + (params.rho + curvature) * np.eye(k)
     return np.linalg.solve(denominator, numerator.T).T  # denominator is symmetric
-
-
-def multiplier_step(phi: np.ndarray, h_local: np.ndarray, h_global: np.ndarray, rho: float) -> np.ndarray:
-    """[A] ADMM multiplier step :math:`\\Phi + \\rho(H^{(m)} - H)` (same on client and server)."""
-    return phi + rho * (h_local - h_global)
 
 
 def client_round(
@@ -523,26 +424,6 @@ def client_round(
 
 
 # ------------------------------------------------------------------------------- initialisation
-def normalised_indicator(labels: np.ndarray, k: int) -> np.ndarray:
-    """Column-normalised indicator, entries :math:`1/\\sqrt{n_j}` (corrects the paper's literal reading).
-
-    Parameters
-    ----------
-    labels : ndarray of int, shape (N,)
-        Values in ``0..k-1``.
-    k : int
-
-    Returns
-    -------
-    ndarray, shape (N, k)
-        Orthonormal columns (empty clusters give zero columns).
-    """
-    h = np.zeros((labels.size, k))
-    h[np.arange(labels.size), labels] = 1.0
-    counts = h.sum(axis=0)
-    return h / np.sqrt(np.where(counts > 0, counts, 1.0))
-
-
 def init_client(
     x: np.ndarray,
     k: int,

@@ -1,13 +1,12 @@
-"""Run-config keys of paper B's FMVC-IMK (``[tool.flwr.app.config.imk]``) and the kernel
-parameters built from them."""
+"""Run-config keys of paper B's FMVC-IMK (``[tool.flwr.app.config.imk]``): defaults, constraints,
+help; the typed parameters built from them are :mod:`fedmf_app.methods.imk.params`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from fedmf_app.common.graphs import SIMILARITIES
-from fedmf_app.methods.imk.client_updates import (
+from fedmf_app.methods.imk.params import (
     CLIENT_INITS,
     GRAPHS,
     LABEL_RULES,
@@ -16,15 +15,11 @@ from fedmf_app.methods.imk.client_updates import (
     SERVER_INITS,
     SERVER_SOLVERS,
     STANDARDISATIONS,
-    IMKParams,
 )
 from fedmf_app.options.constraints import Boolean, Interval, OneOf
 from fedmf_app.options.schema import ConfigError, Family, Option
 
-__all__ = ["FAMILY", "imk_params"]
-
-#: How the server gets the sum of the clients' Laplacians.
-SECURE_SUMS = ("masking", "none")
+__all__ = ["FAMILY"]
 
 OPTIONS: tuple[Option, ...] = (
     Option(
@@ -108,13 +103,6 @@ OPTIONS: tuple[Option, ...] = (
         "linearised at the previous H) ([A] local).",
     ),
     Option(
-        "imk.ortho-curvature",
-        True,
-        Boolean(),
-        "Add the majoriser 4 mu (3 ||H^(m)||_2^2 - 1)_+ to the H step (false: the "
-        "literal step, which diverges for mu >= 1).",
-    ),
-    Option(
         "imk.nonneg",
         False,
         Boolean(),
@@ -163,35 +151,15 @@ OPTIONS: tuple[Option, ...] = (
         "gradients or a sparse LU made once (`knn` graph; an anchor graph is solved exactly by "
         "the Woodbury identity).",
     ),
-    Option(
-        "imk.secure-sum",
-        "masking",
-        OneOf(SECURE_SUMS),
-        "How the server gets the sum of the graphs: pairwise additive masking with X25519 keys "
-        "(it sees only uniformly random uploads), or `none` (plain uploads; for measuring the "
-        "masking's cost only, the server sees every graph).",
-    ),
-    Option(
-        "imk.mask-frac-bits",
-        16,
-        Interval(int, 0, 24, closed="both"),
-        "Fixed-point bits of the masked similarities or anchor weights in Z_{2^32} (non-binary "
-        "entries are rounded to 2^-bits; the sum must stay below 2^(32-bits) per entry).",
-    ),
 )
 
 
 def _check(cfg: dict[str, Any]) -> None:
-    """The masked sum needs two clients and must fit in 32 bits."""
-    if cfg["imk.secure-sum"] == "masking" and cfg["num-clients"] < 2:
+    """The masked graph sum needs two clients."""
+    if cfg["num-clients"] < 2:
         raise ConfigError(
-            "run config 'imk.secure-sum' = 'masking' needs 'num-clients' >= 2 (with one client the "
-            "sum is its own graph)"
-        )
-    if cfg["num-clients"] >= 2 ** (32 - cfg["imk.mask-frac-bits"]):
-        raise ConfigError(
-            f"run config 'imk.mask-frac-bits' = {cfg['imk.mask-frac-bits']} is invalid: with "
-            f"{cfg['num-clients']} clients the masked sum would overflow 32 bits"
+            "fmvc-imk needs 'num-clients' >= 2: the server learns only the masked sum of the graphs, "
+            "and with one client the sum is its own graph"
         )
 
 
@@ -204,27 +172,3 @@ FAMILY = Family(
     check=_check,
     reads_sparse_views=True,
 )
-
-
-def imk_params(cfg: Mapping[str, Any]) -> IMKParams:
-    """Steps and weights of FMVC-IMK from a validated run config.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Output of :func:`fedmf_app.options.validate_run_config`.
-
-    Returns
-    -------
-    IMKParams
-    """
-    return IMKParams(
-        lam=cfg["imk.lambda"],
-        mu=cfg["imk.mu"],
-        rho=cfg["imk.rho"],
-        beta=cfg["imk.beta"],
-        sigma=cfg["imk.sigma"],
-        ortho_placement=cfg["imk.ortho-placement"],
-        ortho_curvature=cfg["imk.ortho-curvature"],
-        nonneg=cfg["imk.nonneg"],
-    )

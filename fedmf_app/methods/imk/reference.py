@@ -2,8 +2,9 @@
 
 Used by the tests (the Flower run must give the same numbers) and by the benchmark. Every
 client's randomness comes from its own seeded stream, as in the Flower clients
-(:func:`client_rng`), the server's from :func:`server_rng`, and the shared anchor samples from
-:func:`anchor_indices`.
+(:func:`~fedmf_app.methods.imk.model.client_rng`), the server's from
+:func:`~fedmf_app.methods.imk.model.server_rng`, and the shared anchor samples from
+:func:`~fedmf_app.methods.imk.model.anchor_indices`.
 """
 
 from __future__ import annotations
@@ -14,17 +15,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedmf_app.common.graphs import laplacian
-from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.methods.imk.client_updates import (
     ClientState,
-    IMKParams,
     client_round,
     init_client,
-    multiplier_step,
-    resolve_graph,
     view_anchor_graph,
     view_knn_graph,
 )
+from fedmf_app.methods.imk.model import anchor_indices, client_rng, multiplier_step, server_rng
+from fedmf_app.methods.imk.params import IMKParams, resolve_graph
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
     initial_global_h,
@@ -33,43 +32,7 @@ from fedmf_app.methods.imk.server_updates import (
     objective,
 )
 
-__all__ = ["IMKSettings", "IMKReference", "anchor_indices", "client_rng", "label_rng", "server_rng"]
-
-
-def client_rng(seed: int, partition_id: int) -> np.random.Generator:
-    """Client ``partition_id``'s random stream (k-means and ``F`` initialisation)."""
-    return rng_for(seed, Stream.CLIENT_INIT, partition_id)
-
-
-def server_rng(seed: int) -> np.random.Generator:
-    """The server's random stream for the initial ``H``."""
-    return rng_for(seed, Stream.SERVER_INIT, 0)
-
-
-def label_rng(seed: int, server_round: int) -> np.random.Generator:
-    """The stream for extracting labels after ``server_round`` (the final labels: the last round)."""
-    return rng_for(seed, Stream.SERVER_INIT, 1 + server_round)
-
-
-def anchor_indices(seed: int, num_samples: int, num_anchors: int) -> np.ndarray:
-    """[A] The shared anchor samples: ``min(a, N)`` distinct indices drawn from the run seed.
-
-    Parameters
-    ----------
-    seed : int
-    num_samples : int
-        ``N``.
-    num_anchors : int
-        ``a`` (run config ``imk.anchors``); at most ``N`` are drawn.
-
-    Returns
-    -------
-    ndarray of int64, shape (min(a, N),)
-        Sorted.
-    """
-    rng = rng_for(seed, Stream.IMK_ANCHORS)
-    drawn = rng.choice(num_samples, size=min(num_anchors, num_samples), replace=False)
-    return np.sort(drawn).astype(np.int64)
+__all__ = ["IMKSettings", "IMKReference", "graph_laplacian", "sum_laplacians"]
 
 
 @dataclass(frozen=True)
@@ -88,9 +51,6 @@ class IMKSettings:
         See :func:`~fedmf_app.methods.imk.client_updates.resolve_graph`.
     anchors : int
         ``a`` of the anchor graph.
-    frac_bits : int
-        Fixed-point bits of the secure sum: the anchor weights are rounded to
-        :math:`2^{-b}` as the Flower clients' encoding rounds them.
     similarity : {"binary", "heat"}
     client_init : str
         See :func:`~fedmf_app.methods.imk.client_updates.init_client`.
@@ -105,7 +65,6 @@ class IMKSettings:
     neighbours: int = 5
     graph: str = "anchor"
     anchors: int = 256
-    frac_bits: int = 16
     similarity: str = "binary"
     client_init: str = "normalised-indicator"
     server_init: str = "kmeans-concat"
@@ -200,7 +159,7 @@ def graph_laplacian(
     -------
     csr_matrix or AnchorLaplacian, shape (N, N)
         ``knn``: :math:`\\sum_m L^{(m)}/(Mp)`; ``anchor``: the Laplacian of :math:`\\sum_m Z^{(m)}/M`
-        with each :math:`Z^{(m)}` rounded as the secure sum's encoding rounds it.
+        (the masked sum of the Flower run agrees within its fixed point, :math:`M 2^{-f}` per entry).
     """
     m = len(views)
     rows = [None if observed is None else observed[:, i] for i in range(m)]
@@ -210,12 +169,7 @@ def graph_laplacian(
         ]
         return normalised_laplacian_sum(sum_laplacians(similarities), m, settings.neighbours)
     anchors = anchor_indices(settings.seed, views[0].shape[0], settings.anchors)
-    scale = float(1 << settings.frac_bits)
-    graphs = []
-    for x, r in zip(views, rows):
-        z = view_anchor_graph(x, anchors, settings.neighbours, r)
-        z.data = np.rint(z.data * scale) / scale
-        graphs.append(z)
+    graphs = [view_anchor_graph(x, anchors, settings.neighbours, r) for x, r in zip(views, rows)]
     return AnchorLaplacian(sum(graphs[1:], graphs[0]) / m)
 
 

@@ -34,14 +34,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from fedmf_app.common.clustering import kmeans_labels
-from fedmf_app.methods.imk.client_updates import (
-    LABEL_RULES,
-    SERVER_INITS,
-    SERVER_SOLVERS,
-    IMKParams,
-    normalised_indicator,
-    ortho_penalty,
-)
+from fedmf_app.methods.imk.model import normalised_indicator, ortho_penalty
+from fedmf_app.methods.imk.params import LABEL_RULES, SERVER_INITS, SERVER_SOLVERS, IMKParams
 
 __all__ = [
     "AnchorLaplacian",

@@ -1,23 +1,23 @@
 """Server side of paper B's FMVC-IMK (``algorithm = "fmvc-imk"``): a Flower Strategy.
 
-Before round 1 (inside :meth:`initialize_parameters`, after the base handshake) the strategy runs
-the secure sum of the clients' graphs (:mod:`fedmf_app.common.secure_sum`):
+Before round 1 (inside :meth:`initialize_parameters`, after the base handshake and the run's one
+key agreement, which fmvc-imk always needs: :meth:`FMVCIMKStrategy.masks_sums`) the strategy runs
+the secure sum of the clients' graphs on the shared path (:mod:`fedmf_app.common.secure_sum_math`,
+:mod:`fedmf_app.federated.secure_sum_flower`):
 
-1. ``get_properties(imk-stage = "keys")`` to every client: each answers an X25519 public key;
-2. ``fit(imk-stage = "setup")`` to every client with all public keys (and, for ``imk.graph =
-   anchor``, the shared anchor sample indices drawn from the run seed): each answers its masked
-   graph encoding (dense ``N x a`` anchor graph, or the kNN similarity's upper triangle), its
+1. ``fit(imk-stage = "setup")`` to every client (with, for ``imk.graph = anchor``, the shared
+   anchor sample indices drawn from the run seed): each answers its graph as one masked
+   fixed-point vector (dense ``N x a`` anchor graph, or the kNN similarity's upper triangle), its
    initial :math:`H^{(m)}` and (if it has them) its labels;
-3. the server adds the masked uploads mod :math:`2^{32}` (only the sum is ever decoded), forms
+2. the server adds the masked uploads mod :math:`2^{64}` (only the sum is ever decoded), forms
    :math:`\\tilde L` (:class:`~fedmf_app.methods.imk.server_updates.AnchorLaplacian` of
    :math:`\\sum_m Z^{(m)}/M`, or the sparse :math:`\\sum_m L^{(m)}/(Mp)`) and the first :math:`H`
    (:func:`~fedmf_app.methods.imk.client_updates.initial_global_h`).
 
-With ``secure-aggregation = true`` step 1 is replaced by the run's key agreement (before this,
-:mod:`fedmf_app.federated.secure_aggregation`; authenticated keys if asked) and each round's
-upload is one masked vector whose sum the server decodes (:meth:`FMVCIMKStrategy._aggregate_sums`):
-it then keeps :math:`\\sum_m\\Phi^{(m)}` instead of every :math:`\\Phi^{(m)}`. The initial
-:math:`H^{(m)}` (for ``server-init = kmeans-concat``) and the labels still travel in the clear.
+With ``secure-aggregation = true`` (keys signed if asked) each round's upload is also one masked
+vector whose sum the server decodes (:meth:`FMVCIMKStrategy._aggregate_sums`): it then keeps
+:math:`\\sum_m\\Phi^{(m)}` instead of every :math:`\\Phi^{(m)}`. The initial :math:`H^{(m)}` (for
+``server-init = kmeans-concat``) and the labels still travel in the clear.
 
 Each round: down :math:`H` (``N x k``); up :math:`H^{(m)}` (``N x k``) and three scalars
 (:math:`\\|R^{(m)}\\|_F`, :math:`\\|H^{(m)\\top}H^{(m)} - I\\|_F^2`, :math:`\\alpha^{(m)}`). The
@@ -31,9 +31,8 @@ skipped (no client is contacted).
 from __future__ import annotations
 
 import concurrent.futures
-import os
 import time
-from logging import INFO, WARNING
+from logging import INFO
 from typing import Any
 
 import numpy as np
@@ -48,23 +47,14 @@ from flwr.common.logger import log
 from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.common.graphs import laplacian
-from fedmf_app.common.secure_sum import (
-    CHECK_WORDS,
-    MaskIntegrityError,
-    decode_matrix,
-    decode_upper,
-    split_check_words,
-    sum_uploads,
-)
-from fedmf_app.federated.handshake import ask
+from fedmf_app.common.secure_sum_math import CHECK_WORDS, matrix_from_values, triu_size, upper_from_values
 from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays
 from fedmf_app.federated.results import RunRecorder
-from fedmf_app.federated.secure_aggregation import summed_arrays
+from fedmf_app.federated.secure_sum_flower import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
-from fedmf_app.methods.imk.client_updates import multiplier_step, resolve_graph
-from fedmf_app.methods.imk.options import imk_params
+from fedmf_app.methods.imk.model import anchor_indices, label_rng, multiplier_step, server_rng
+from fedmf_app.methods.imk.params import imk_options, resolve_graph
 from fedmf_app.methods.imk.plots import plot_convergence
-from fedmf_app.methods.imk.reference import anchor_indices, label_rng, server_rng
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
     ServerSolver,
@@ -112,7 +102,8 @@ class FMVCIMKStrategy(ViewFederationStrategy):
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)
-        self.params = imk_params(cfg)
+        self.options = imk_options(cfg)
+        self.params = self.options.steps
         self.k = 0
         self.h: np.ndarray | None = None
         self.laplacian = None
@@ -131,17 +122,17 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         super().check_clients(info)
         n = int(info[0]["num-samples"])
         self.num_samples = n
-        self.graph = resolve_graph(self.cfg["imk.graph"], n)
+        self.graph = resolve_graph(self.options.graph, n)
         if self.graph == "anchor":
-            a = min(self.cfg["imk.anchors"], n)
-            if not self.cfg["imk.neighbours"] < a:
+            a = min(self.options.anchors, n)
+            if not self.options.neighbours < a:
                 raise FederationError(
-                    f"run config 'imk.neighbours' = {self.cfg['imk.neighbours']} must be below the "
+                    f"run config 'imk.neighbours' = {self.options.neighbours} must be below the "
                     f"number of anchors (min('imk.anchors', N) = {a})"
                 )
-        elif not self.cfg["imk.neighbours"] < n:
+        elif not self.options.neighbours < n:
             raise FederationError(
-                f"run config 'imk.neighbours' = {self.cfg['imk.neighbours']} must be below the "
+                f"run config 'imk.neighbours' = {self.options.neighbours} must be below the "
                 f"number of samples ({n})"
             )
 
@@ -157,20 +148,13 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         config: dict[str, Scalar] = {"imk-stage": "setup", "num-clusters": self.k}
         anchors = None
         if self.graph == "anchor":
-            anchors = anchor_indices(self.cfg["seed"], self.num_samples, self.cfg["imk.anchors"])
+            anchors = anchor_indices(self.cfg["seed"], self.num_samples, self.options.anchors)
             config["anchors"] = anchors.tobytes()
-        if self.cfg["imk.secure-sum"] == "masking" and self.cfg["secure-aggregation"]:
-            pass  # the clients mask with the run's pair keys, agreed before this
-        elif self.cfg["imk.secure-sum"] == "masking":
-            keys = self._parallel(lambda p: self._properties_stage(p, {"imk-stage": "keys"}))
-            config.update({f"public-key-{i}": bytes(info["public-key"]) for i, info in enumerate(keys)})
-            config["mask-context"] = os.urandom(16)
-        else:
-            log(WARNING, "fmvc-imk: imk-secure-sum = none: the server receives every client's graph")
         replies = self._parallel(lambda p: self._fit_stage(p, config))
         n = self.num_samples
+        size = triu_size(n) if anchors is None else n * anchors.size
         specs = [
-            ArraySpec("graph words", (None,), "u"),
+            ArraySpec("masked graph", (size + CHECK_WORDS,), "u"),
             ArraySpec("initial H^(m)", (n, self.k)),
             ArraySpec("ground truth", (n,), "iu", optional=True),
         ]
@@ -180,29 +164,26 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             except ReplyError as exc:
                 raise FederationError(f"set-up: partition {partition} sent an invalid reply: {exc}") from exc
         m = len(replies)
-        bits = self.cfg["imk.mask-frac-bits"]
         sum_started = time.perf_counter()
-        summed = sum_uploads([arrays[0] for arrays, _ in replies])
-        if self.cfg["imk.secure-sum"] == "masking":
-            try:
-                summed = split_check_words(summed, m)
-            except MaskIntegrityError as exc:
-                raise FederationError(
-                    f"fmvc-imk set-up, masked graph sum: the sum is refused: {exc}"
-                ) from exc
+        (summed,) = summed_arrays(
+            [arrays[0] for arrays, _ in replies],
+            [(size,)],
+            self.cfg["secure-aggregation-frac-bits"],
+            "fmvc-imk set-up, masked graph",
+        )
         if anchors is None:
-            total = decode_upper(summed, n, bits)
-            self.laplacian = normalised_laplacian_sum(laplacian(total), m, self.cfg["imk.neighbours"])
+            total = upper_from_values(summed, n)
+            self.laplacian = normalised_laplacian_sum(laplacian(total), m, self.options.neighbours)
             edges = int(total.nnz // 2)
         else:
-            total = decode_matrix(summed, (n, anchors.size), bits)
+            total = matrix_from_values(summed, (n, anchors.size))
             self.laplacian = AnchorLaplacian(total / m)
             edges = int(total.nnz)
         del summed
-        self.solver = make_solver(self.laplacian, m, self.params, self.cfg["imk.server-solver"])
+        self.solver = make_solver(self.laplacian, m, self.params, self.options.server_solver)
         sum_s = time.perf_counter() - sum_started
         h_inits = [arrays[1] for arrays, _ in replies]
-        self.h = initial_global_h(h_inits, self.cfg["imk.server-init"], server_rng(self.cfg["seed"]))
+        self.h = initial_global_h(h_inits, self.options.server_init, server_rng(self.cfg["seed"]))
         self.h_locals = h_inits
         self.phis = [np.zeros_like(self.h) for _ in replies]
         truths = [arrays[2] for arrays, _ in replies if len(arrays) > 2]
@@ -210,7 +191,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         for reply in replies:
             reply[0].clear()  # drop the masked uploads (N a or N^2/2 words each)
         self.setup = {
-            "secure_sum": self.cfg["imk.secure-sum"],
             "graph": self.graph,
             "upload_bytes_per_client": int(replies[0][1]["upload_bytes"]),
             "client_mask_s_max": max(float(r[1]["mask_s"]) for r in replies),
@@ -224,17 +204,21 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         log(INFO, "fmvc-imk setup: %s", self.setup)
         return [self.h]
 
+    def masks_sums(self) -> bool:
+        """Always: the server learns only the sum of the graphs, so every run agrees keys."""
+        return True
+
     def after_restore(self) -> None:
         """Resume: rebuild the solver of (20) from the restored Laplacian."""
         m = len(self.client_info)
-        self.solver = make_solver(self.laplacian, m, self.params, self.cfg["imk.server-solver"])
+        self.solver = make_solver(self.laplacian, m, self.params, self.options.server_solver)
 
     # ---------------------------------------------------------------------------------- rounds
     def converged(self, record: dict[str, Any]) -> str | None:
         """The stopping rule of :meth:`aggregate` (relative change of the objective <= ``imk.tol``)."""
         if self.converged_round != record["round"]:
             return None
-        return f"relative change of the objective <= {self.cfg['imk.tol']:g}"
+        return f"relative change of the objective <= {self.options.tol:g}"
 
     def expected_reply(self, server_round: int) -> list[ArraySpec]:
         """:math:`H^{(m)}` (``N x k``); with secure aggregation one masked vector of it and three scalars."""
@@ -269,7 +253,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         if self.truth is not None:
             record.update(self._scores(self._labels(server_round)))
         previous = self.recorder.data["rounds"][-1]["objective"] if self.recorder.data["rounds"] else None
-        tol = self.cfg["imk.tol"]
+        tol = self.options.tol
         if previous is not None and tol > 0 and abs(record["objective"] - previous) <= tol * abs(previous):
             self.converged_round = server_round
         return [self.h], record
@@ -305,7 +289,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         return record
 
     def _labels(self, server_round: int) -> np.ndarray:
-        return extract_labels(self.h, self.cfg["imk.labels"], label_rng(self.cfg["seed"], server_round))
+        return extract_labels(self.h, self.options.labels, label_rng(self.cfg["seed"], server_round))
 
     def _scores(self, labels: np.ndarray) -> dict[str, float]:
         from fedmf_app.common.metrics import clustering_scores
@@ -340,11 +324,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         """``call(proxy)`` for every client at once; results in partition order."""
         with concurrent.futures.ThreadPoolExecutor(max_workers=len(self.clients)) as pool:
             return list(pool.map(call, self.clients))
-
-    def _properties_stage(self, proxy: ClientProxy, config: dict[str, Scalar]) -> dict[str, Scalar]:
-        return ask(
-            proxy, config, float(self.cfg["round-timeout-s"]), f"SuperNode {proxy.cid} failed the key stage"
-        )
 
     def _fit_stage(self, proxy: ClientProxy, config: dict[str, Scalar]) -> tuple[list[np.ndarray], dict]:
         ins = FitIns(parameters=ndarrays_to_parameters([]), config=config)

@@ -32,7 +32,7 @@ from flwr.common import NDArrays, Scalar
 from fedmf_app.common.clustering import kmeans_basis
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.federated.client import ViewClient, load_state, save_state
-from fedmf_app.federated.secure_aggregation import masked_upload
+from fedmf_app.federated.secure_sum_flower import masked_upload
 from fedmf_app.methods.sonmf.adapted_updates import (
     fedmavg_local_round,
     fedmavg_local_steps,
@@ -140,7 +140,7 @@ class SparseONMFClient(ViewClient):
         arrays : list of ndarray (r, n)
             The method's upload and, with diagnostics, :math:`\\nabla_V f_p(U_p^{s,0}, V^s)`; with
             ``secure-aggregation = true`` one masked uint64 vector holding both and the two
-            diagnostic scalars (:func:`~fedmf_app.federated.secure_aggregation.masked_upload`).
+            diagnostic scalars (:func:`~fedmf_app.federated.secure_sum_flower.masked_upload`).
         num_examples : int
             Samples n.
         metrics : dict

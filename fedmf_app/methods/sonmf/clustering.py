@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from fedmf_app.common.clustering import kmeans_labels
-from fedmf_app.data.preprocess import normalise_rows
+from fedmf_app.common.scaling import normalise_rows
 
 __all__ = ["CLUSTER_COLUMNS", "READS", "cluster_columns"]
 

@@ -15,7 +15,6 @@ from fedmf_app.data.synthetic import AUTO_RANK_DEFAULT, planted_rank
 from fedmf_app.methods.sonmf.adapted_updates import FEDMAVG_SCHEDULES, FedVRAParams
 from fedmf_app.methods.sonmf.clustering import CLUSTER_COLUMNS
 from fedmf_app.methods.sonmf.nonneg_orth import BASIS_SOLVERS, BasisSolverOptions
-from fedmf_app.methods.sonmf.residuals import NORMALISATIONS as RESIDUAL_NORMALISATIONS
 from fedmf_app.methods.sonmf.start import SKETCH_READINGS
 from fedmf_app.methods.sonmf.updates import RHO1_SCALES, SERVER_STEPS, V_UPDATES, SONMFParams
 from fedmf_app.options.constraints import Boolean, Interval, OneOf
@@ -255,13 +254,6 @@ OPTIONS: tuple[Option, ...] = (
         "<= this ([A] 1e-15: on the development sets the clustering is then the 100-round one; "
         "0: always run num-server-rounds; needs sonmf.diagnostics).",
     ),
-    Option(
-        "sonmf.residual-normalisation",
-        "ratio",
-        OneOf(RESIDUAL_NORMALISATIONS),
-        "Normalised residual shown in the log and summary: per-round ratio R^s/R^1 or the "
-        "paper's printed running average; both are always recorded.",
-    ),
 )
 
 FAMILY = Family(
@@ -271,6 +263,7 @@ FAMILY = Family(
     num_server_rounds=100,
     options=OPTIONS,
     reads_sparse_views=True,
+    synthetic_rank=lambda cfg: planted_rank(cfg["sonmf.rank"]),
 )
 
 

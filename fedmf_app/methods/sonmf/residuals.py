@@ -29,15 +29,12 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
-    "NORMALISATIONS",
     "gradient_mapping",
     "normalised_residuals",
     "residual_v",
     "residual_v_min_norm",
     "rounds_to_target",
 ]
-
-NORMALISATIONS = ("ratio", "running-average")
 
 
 def residual_v(

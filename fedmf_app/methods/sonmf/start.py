@@ -36,7 +36,7 @@ import numpy as np
 from scipy.linalg import cholesky, solve_triangular, svd
 
 from fedmf_app.common.clustering import kmeans_labels
-from fedmf_app.data.preprocess import normalise_rows
+from fedmf_app.common.scaling import normalise_rows
 from fedmf_app.methods.sonmf.nonneg_orth import polish_on_supports
 
 __all__ = [

@@ -39,7 +39,7 @@ Messages per round: down :math:`\\bar V^s` (``r x n``); up :math:`\\hat V_p^{s,\
 (``r x n``), plus, with ``diagnostics = true``, :math:`\\nabla_V f_p(U_p^{s,0}, V^s)` (``r x n``)
 and two scalars, from which the server computes the objective and the stationarity residual.
 With ``secure-aggregation = true`` all of an upload travels as one masked vector and the server
-sees only the means (:mod:`fedmf_app.federated.secure_aggregation`); every update below depends
+sees only the means (:mod:`fedmf_app.federated.secure_sum_flower`); every update below depends
 on the uploads only through their mean.
 
 Ablation variants are run configs of this strategy: ``drift-correction = false`` (uncorrected
@@ -74,12 +74,12 @@ from typing import Any
 import numpy as np
 from flwr.common import Scalar
 
-from fedmf_app.common.secure_sum import CHECK_WORDS
+from fedmf_app.common.secure_sum_math import CHECK_WORDS
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.federated.handshake import ask_all
 from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays
 from fedmf_app.federated.results import RunRecorder
-from fedmf_app.federated.secure_aggregation import summed_arrays
+from fedmf_app.federated.secure_sum_flower import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.sonmf.adapted_updates import fedmavg_server_step, fedvra_server_step
 from fedmf_app.methods.sonmf.clustering import cluster_columns
@@ -384,7 +384,6 @@ class SparseONMFStrategy(ViewFederationStrategy):
                 "running-average": rounds_to_target([r["normalized_residual"] for r in rounds]),
                 "min-norm ratio": rounds_to_target([x / max(min_norm[0], eps) for x in min_norm]),
             },
-            "headline_normalisation": self.cfg["sonmf.residual-normalisation"],
         }
 
     def final_labels(self) -> np.ndarray | None:

@@ -8,20 +8,22 @@ import pytest
 import scipy.sparse as sp
 
 import fedmf_app.federated.in_process as in_process
-from fedmf_app.common.secure_sum import (
+from fedmf_app.common.secure_sum_math import (
     CHECK_WORDS,
-    decode_matrix,
-    decode_upper,
-    encode_matrix,
-    encode_upper,
+    decode_fixed,
+    matrix_from_values,
+    matrix_values,
     split_check_words,
-    sum_uploads,
+    sum_words,
+    upper_from_values,
+    upper_values,
 )
 from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph, view_knn_graph
-from fedmf_app.methods.imk.options import imk_params
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings, anchor_indices
+from fedmf_app.methods.imk.model import anchor_indices
+from fedmf_app.methods.imk.params import imk_params
+from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.server_updates import AnchorLaplacian
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
 from fedmf_app.options.run_config import validate_run_config
@@ -85,7 +87,7 @@ def test_rounds_match_the_in_process_kernels(tmp_path, graph, missing):
             [r[key] for r in result["rounds"]], [h[key] for h in ref.history], rtol=1e-9, atol=1e-12
         )
     np.testing.assert_allclose(strategy.h, ref.h, atol=1e-10)
-    upload = 4 * (60 * 24 if graph == "anchor" else 60 * 59 // 2) + 4 * CHECK_WORDS
+    upload = 8 * (60 * 24 if graph == "anchor" else 60 * 59 // 2) + 8 * CHECK_WORDS
     assert result["summary"]["setup"]["upload_bytes_per_client"] == upload
     assert isinstance(strategy.laplacian, AnchorLaplacian) == (graph == "anchor")
     assert (tmp_path / "run" / "convergence.png").exists()
@@ -103,10 +105,10 @@ def plain_graphs(cfg):
     return [view_anchor_graph(x, anchors, cfg["imk.neighbours"], r) for x, r in zip(views, rows)]
 
 
-def plain_encodings(cfg):
-    """Each client's graph encoding without masks, as the secure sum's input."""
-    encode = encode_upper if cfg["imk.graph"] == "knn" else encode_matrix
-    return [encode(g, cfg["imk.mask-frac-bits"]) for g in plain_graphs(cfg)]
+def plain_values(cfg):
+    """Each client's graph as the dense values of the secure sum, without masks."""
+    values = upper_values if cfg["imk.graph"] == "knn" else matrix_values
+    return [values(g) for g in plain_graphs(cfg)]
 
 
 @pytest.mark.parametrize("missing", ["complete", "observed"])
@@ -123,28 +125,26 @@ def test_server_receives_only_masked_graphs_whose_sum_is_the_true_sum(tmp_path, 
     monkeypatch.setattr(FMVCIMKStrategy, "_fit_stage", spy)
     overrides = {"num-server-rounds": 1, "imk.graph": graph, "imk.anchors": 24, **MISSING[missing]}
     cfg, strategy, _ = run_imk(tmp_path, **overrides)
-    plain = plain_encodings(cfg)
+    assert cfg["secure-aggregation"] is False  # the graph sum is masked in every run
+    plain = plain_values(cfg)
     assert len(seen) == 3
     for upload in seen:
-        assert upload.dtype == np.uint32 and upload.size == plain[0].size + CHECK_WORDS
-        assert np.count_nonzero(upload) >= upload.size - 2  # dense: no sparsity pattern
-        assert all(np.count_nonzero(upload[:-CHECK_WORDS] == p) < 10 for p in plain)
-    summed = split_check_words(sum_uploads(seen), 3)  # the masks cancelled
+        # one fixed-point format for every masked sum: uint64 words, f = secure-aggregation-frac-bits
+        assert upload.dtype == np.uint64 and upload.size == plain[0].size + CHECK_WORDS
+        assert np.count_nonzero(upload) == upload.size  # dense: no sparsity pattern
+        assert np.median(np.abs(decode_fixed(upload[:-CHECK_WORDS], 36))) > 1e6  # alone: noise
+    summed = decode_fixed(split_check_words(sum_words(seen), 3), 36)  # the masks cancelled
+    np.testing.assert_allclose(summed, np.sum(plain, axis=0), rtol=0, atol=3 * 2.0**-36)
     if graph == "knn":
         graphs = plain_graphs(cfg)
-        assert (decode_upper(summed, 60, 16) != sum(graphs[1:], graphs[0])).nnz == 0
+        assert (upper_from_values(summed, 60) != sum(graphs[1:], graphs[0])).nnz == 0  # 0/1: exact
     else:
-        decoded = decode_matrix(summed, (60, 24), 16)
-        assert (decoded != decode_matrix(sum_uploads(plain), (60, 24), 16)).nnz == 0
+        decoded = matrix_from_values(summed, (60, 24))
         # each row sums to the number of views whose graph links it
         views_linking = 3.0 if missing == "complete" else graph_mask(cfg).sum(axis=1)
         np.testing.assert_allclose(
-            np.asarray(decoded.sum(axis=1)).ravel(), views_linking, atol=3 * 5 * 2.0**-17
+            np.asarray(decoded.sum(axis=1)).ravel(), views_linking, atol=3 * 5 * 2.0**-36
         )
-    # with imk-secure-sum = none the uploads are the plain encodings (the comparison option)
-    seen.clear()
-    run_imk(tmp_path / "plain", **{**overrides, "imk.secure-sum": "none"})
-    assert sorted(u.tobytes() for u in seen) == sorted(p.tobytes() for p in plain)
 
 
 @pytest.mark.parametrize("graph", ["anchor", "knn"])
@@ -204,8 +204,8 @@ def test_sparse_views_run_through_the_flower_client_with_the_dense_numbers(tmp_p
     _, dense, _ = run_imk(tmp_path / "dense", **overrides)
     original = in_process.load_client_view
 
-    def as_csr(cfg, p, node_config=None):
-        view = original(cfg, p, node_config)
+    def as_csr(cfg, p, node_config=None, **kwargs):
+        view = original(cfg, p, node_config, **kwargs)
         return dataclasses.replace(view, features=sp.csr_matrix(view.features))
 
     monkeypatch.setattr(in_process, "load_client_view", as_csr)

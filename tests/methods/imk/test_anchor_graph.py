@@ -5,14 +5,10 @@ import pytest
 import scipy.sparse as sp
 from sklearn.metrics import normalized_mutual_info_score
 
-from fedmf_app.methods.imk.client_updates import (
-    IMKParams,
-    client_round,
-    init_client,
-    preprocess_view,
-    view_anchor_graph,
-)
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings, anchor_indices
+from fedmf_app.methods.imk.client_updates import client_round, init_client, preprocess_view, view_anchor_graph
+from fedmf_app.methods.imk.model import anchor_indices
+from fedmf_app.methods.imk.params import IMKParams
+from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
     ServerSolver,
@@ -164,7 +160,7 @@ def test_sparse_kernels_never_densify_and_zscore_is_the_documented_exception(cap
 
 
 def test_auto_takes_the_knn_graph_up_to_its_sample_limit_and_the_anchor_graph_above():
-    from fedmf_app.methods.imk.client_updates import KNN_MAX_SAMPLES, resolve_graph
+    from fedmf_app.methods.imk.params import KNN_MAX_SAMPLES, resolve_graph
 
     assert resolve_graph("auto", KNN_MAX_SAMPLES) == "knn"
     assert resolve_graph("auto", KNN_MAX_SAMPLES + 1) == "anchor"

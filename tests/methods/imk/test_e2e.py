@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fedmf_app.common.secure_sum import CHECK_WORDS
+from fedmf_app.common.secure_sum_math import CHECK_WORDS
 
 from support.data import labelled_file
 from support.federation import run_imk
@@ -32,8 +32,8 @@ def test_fmvc_imk_run_matches_the_in_process_run(superlink, tmp_path):
         )
     assert result.result["final"]["acc"] == reference.recorder.data["final"]["acc"] > 0.9
     setup = result.result["summary"]["setup"]
-    # imk.graph = auto on 90 samples: the kNN graphs, the strict upper triangle in uint32 words
-    assert setup["secure_sum"] == "masking" and setup["graph"] == "knn"
-    assert setup["upload_bytes_per_client"] == 4 * (90 * 89 // 2 + CHECK_WORDS)
+    # imk.graph = auto on 90 samples: the kNN graphs, the strict upper triangle in uint64 words
+    assert setup["graph"] == "knn"
+    assert setup["upload_bytes_per_client"] == 8 * (90 * 89 // 2 + CHECK_WORDS)
     assert result.result["summary"]["plots"] == ["convergence.png"]
     assert "[fmvc-imk] round 4/4" in result.log

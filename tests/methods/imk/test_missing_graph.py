@@ -7,8 +7,10 @@ import scipy.sparse as sp
 
 from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_similarity
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
-from fedmf_app.methods.imk.client_updates import IMKParams, view_anchor_graph, view_knn_graph
-from fedmf_app.methods.imk.reference import IMKSettings, anchor_indices, graph_laplacian
+from fedmf_app.methods.imk.client_updates import view_anchor_graph, view_knn_graph
+from fedmf_app.methods.imk.model import anchor_indices
+from fedmf_app.methods.imk.params import IMKParams
+from fedmf_app.methods.imk.reference import IMKSettings, graph_laplacian
 from fedmf_app.methods.imk.server_updates import AnchorLaplacian, WoodburySolver
 from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.options.schema import ConfigError

@@ -6,19 +6,19 @@ import scipy.sparse as sp
 from scipy.linalg import expm
 from sklearn.metrics import normalized_mutual_info_score
 
+import fedmf_app.methods.imk.client_updates as client_updates
 from fedmf_app.common.graphs import knn_similarity, laplacian
 from fedmf_app.methods.imk.client_updates import (
     ClientState,
-    IMKParams,
     h_step,
     init_client,
-    normalised_indicator,
-    ortho_penalty,
     preprocess_view,
     update_alpha,
     update_f,
     update_w,
 )
+from fedmf_app.methods.imk.model import normalised_indicator, ortho_penalty
+from fedmf_app.methods.imk.params import IMKParams
 from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.server_updates import ServerSolver, extract_labels, graph_term, initial_global_h
 
@@ -72,13 +72,14 @@ def test_alpha_is_half_the_inverse_residual(tiny):
     assert update_alpha(x, h, w, f) == pytest.approx(0.5 / np.sqrt(loss(x, h, w, f)))
 
 
-def quadratic_model(delta, x, state, h_global, params):
-    """G_m(Delta) of paper B's (27) with the majoriser ell, evaluated directly."""
+def quadratic_model(delta, x, state, h_global, params, majoriser=True):
+    """G_m(Delta) of paper B's (27) with the majoriser ell (or without: the literal model),
+    evaluated directly."""
     h, w, f, alpha = state.h, state.w, state.f, state.alpha
     b = w @ f
     r = x - h @ b
     k = h.shape[1]
-    ell = max(4 * params.mu * (3 * np.linalg.norm(h, 2) ** 2 - 1), 0) if params.ortho_curvature else 0
+    ell = max(4 * params.mu * (3 * np.linalg.norm(h, 2) ** 2 - 1), 0) if majoriser else 0
     return (
         -2 * alpha * np.sum(r @ b.T * delta)
         + alpha * params.sigma * np.linalg.norm(delta @ b) ** 2
@@ -89,9 +90,33 @@ def quadratic_model(delta, x, state, h_global, params):
     )
 
 
-@pytest.mark.parametrize(
-    "params", [IMKParams(), IMKParams(mu=2.0, rho=0.5, sigma=3.0), IMKParams(ortho_curvature=False)]
-)
+def literal_h_step(x, state, h_global, params):
+    """The literal reading of (26)-(27), without the majoriser ell (no option of the app: it
+    diverges for mu >= 1); the minimiser of the literal quadratic model."""
+    h, w = state.h, state.w
+    k = h.shape[1]
+    rhs = (
+        2 * state.alpha * (x @ state.f.T @ w.T - h @ w @ w.T)
+        - 4 * params.mu * h @ (h.T @ h - np.eye(k))
+        - state.phi
+        + params.rho * (h_global - h)
+    )
+    lhs = 2 * state.alpha * params.sigma * (w @ w.T) + params.rho * np.eye(k)
+    return np.linalg.solve(lhs, rhs.T).T
+
+
+def test_the_literal_step_minimises_the_literal_quadratic_model(tiny):
+    rng, x, h, w, f = tiny
+    state = ClientState(f=f, w=w, h=h, phi=rng.normal(size=h.shape), alpha=0.7)
+    h_global, params = rng.normal(size=h.shape), IMKParams()
+    delta = literal_h_step(x, state, h_global, params)
+    g0 = quadratic_model(delta, x, state, h_global, params, majoriser=False)
+    for _ in range(5):
+        probe = delta + 1e-3 * rng.normal(size=delta.shape)
+        assert quadratic_model(probe, x, state, h_global, params, majoriser=False) >= g0 - 1e-12
+
+
+@pytest.mark.parametrize("params", [IMKParams(), IMKParams(mu=2.0, rho=0.5, sigma=3.0)])
 def test_h_step_minimises_the_clients_quadratic_model(tiny, params):
     rng, x, h, w, f = tiny
     state = ClientState(f=f, w=w, h=h, phi=rng.normal(size=h.shape), alpha=0.7)
@@ -228,11 +253,12 @@ def test_objective_does_not_increase_with_the_default_steps(seed):
     assert normalized_mutual_info_score(y, labels) > 0.95
 
 
-def test_the_literal_reading_collapses_without_the_majoriser():
+def test_the_literal_reading_collapses_without_the_majoriser(monkeypatch):
     """Spec 2.2b correction 3: without the curvature term mu = 10 diverges."""
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), monkeypatch.context() as literal:
+        literal.setattr(client_updates, "h_step", literal_h_step)
         try:
-            _, obj, _ = run_reference(10, mu=10.0, ortho_curvature=False)
+            _, obj, _ = run_reference(10, mu=10.0)
             diverged = not np.all(np.isfinite(obj)) or obj[-1] > 10 * obj[0]
         except (np.linalg.LinAlgError, FloatingPointError):  # H overflowed
             diverged = True

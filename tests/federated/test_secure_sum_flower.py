@@ -1,5 +1,6 @@
-"""Secure aggregation through the real Strategies and NumPyClients (no Ray): what the server receives,
-the key-substitution attack, replays, and the same numbers as without it."""
+"""The one secure-sum path through the real Strategies and NumPyClients (no Ray): what the server
+receives, the key-substitution attack, replays, a client that drops out, and the same numbers as
+without it."""
 
 import numpy as np
 import pytest
@@ -16,28 +17,29 @@ from fedmf_app.common.key_signing import (
     load_public_key,
     sign,
 )
-from fedmf_app.common.secure_agg import decode_fixed, message_key, sum_words, word_stream
-from fedmf_app.common.secure_sum import (
+from fedmf_app.common.secure_sum_math import (
     CHECK_WORDS,
     MaskIntegrityError,
     add_pairwise_masks,
     append_check_words,
+    decode_fixed,
     derive_pair_key,
-    encode_matrix,
-    encode_upper,
     generate_private_key,
-    mask_stream,
+    matrix_values,
+    message_key,
     public_key_bytes,
     split_check_words,
-    sum_uploads,
+    sum_words,
+    upper_values,
+    word_stream,
 )
 from fedmf_app.data import load_client_view
 from fedmf_app.deployment.certificates import make_supernode_keys
 from fedmf_app.federated.in_process import InProcessProxy
-from fedmf_app.federated.secure_aggregation import SecureAggregationError, masked_upload
+from fedmf_app.federated.secure_sum_flower import SecureAggregationError, masked_upload
 from fedmf_app.federated.strategy import FederationError, ViewFederationStrategy
 from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph
-from fedmf_app.methods.imk.reference import anchor_indices
+from fedmf_app.methods.imk.model import anchor_indices
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
 from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class
@@ -132,41 +134,12 @@ def _imk_federation(tmp_path, cfg, proxy_for=None, node_configs=None):
 
 
 def _graph(cfg, p):
+    """Partition ``p``'s graph as the dense values of the secure sum."""
     x = preprocess_view(load_client_view(cfg, p).features, cfg["imk.standardise"], cfg["imk.unit-norm"])
     if cfg["imk.graph"] == "knn":
-        return encode_upper(knn_similarity(x, cfg["imk.neighbours"]), cfg["imk.mask-frac-bits"])
+        return upper_values(knn_similarity(x, cfg["imk.neighbours"]))
     anchors = anchor_indices(cfg["seed"], x.shape[0], cfg["imk.anchors"])
-    return encode_matrix(view_anchor_graph(x, anchors, cfg["imk.neighbours"]), cfg["imk.mask-frac-bits"])
-
-
-@pytest.mark.parametrize("graph", ["anchor", "knn"])
-def test_key_substitution_recovers_a_graph_under_imks_own_unsigned_keys(tmp_path, monkeypatch, graph):
-    """The attack that works without signed keys: the server hands partition 0 its own keys in
-    place of the peers' and removes partition 0's masks."""
-    cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1, "imk.graph": graph})
-    attacker = [generate_private_key() for _ in range(cfg["num-clients"])]
-    captured = {}
-    original = FMVCIMKStrategy._fit_stage
-
-    def malicious(self, proxy, config):
-        if proxy.cid == "node-0":
-            config = {**config, **{f"public-key-{j}": public_key_bytes(attacker[j]) for j in (1, 2)}}
-            captured["context"] = bytes(config["mask-context"])
-            captured["victim"] = bytes(config["public-key-0"])
-        arrays, metrics = original(self, proxy, config)
-        if proxy.cid == "node-0":
-            captured["upload"] = arrays[0].copy()
-        return arrays, metrics
-
-    monkeypatch.setattr(FMVCIMKStrategy, "_fit_stage", malicious)
-    strategy, manager, _ = _imk_federation(tmp_path, cfg)
-    with pytest.raises(FederationError, match="masked graph sum: the sum is refused"):
-        strategy.initialize_parameters(client_manager=manager)  # the check words expose it, too late
-    recovered = captured["upload"].copy()
-    for j in (1, 2):  # partition 0 added the streams of its higher peers: subtract them
-        key = derive_pair_key(attacker[j], captured["victim"], captured["context"])
-        recovered -= mask_stream(key, recovered.size)
-    np.testing.assert_array_equal(recovered[:-CHECK_WORDS], _graph(cfg, 0))
+    return matrix_values(view_anchor_graph(x, anchors, cfg["imk.neighbours"]))
 
 
 class _SubstitutingProxy(InProcessProxy):
@@ -186,10 +159,38 @@ class _SubstitutingProxy(InProcessProxy):
         return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
 
 
-def test_key_substitution_also_works_on_unsigned_service_keys(tmp_path):
+@pytest.mark.parametrize("graph", ["anchor", "knn"])
+def test_key_substitution_recovers_a_graph_under_unsigned_keys(tmp_path, monkeypatch, graph):
+    """The attack that works without signed keys: the server relays its own keys to partition 0 in
+    place of the peers' and removes partition 0's masks from its graph upload."""
+    cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1, "imk.graph": graph})
+    assert cfg["secure-aggregation"] is False  # fmvc-imk's graph is masked in every run
+    captured = {}
+    original = FMVCIMKStrategy._fit_stage
+
+    def capture(self, proxy, config):
+        arrays, metrics = original(self, proxy, config)
+        if proxy.cid == "node-0":
+            captured["upload"] = arrays[0].copy()
+        return arrays, metrics
+
+    monkeypatch.setattr(FMVCIMKStrategy, "_fit_stage", capture)
+    strategy, manager, clients = _imk_federation(tmp_path, cfg, {0: _SubstitutingProxy})
+    with pytest.raises(FederationError, match="masked graph: the sum is refused"):
+        strategy.initialize_parameters(client_manager=manager)  # the check words expose it, too late
+    relayed = _SubstitutingProxy.relayed
+    recovered = captured["upload"].copy()
+    salt = b"fedmf-secagg|%d|" % clients[0].context.run_id + bytes(relayed["secagg-context"])
+    for key in _SubstitutingProxy.attacker.values():  # partition 0 added its higher peers' streams
+        pair = derive_pair_key(key, bytes(relayed["secagg-public-key-0"]), salt)
+        recovered -= word_stream(message_key(pair, 0, "graph"), recovered.size)
+    np.testing.assert_allclose(decode_fixed(recovered[:-CHECK_WORDS], 36), _graph(cfg, 0), atol=2.0**-36)
+
+
+def test_key_substitution_also_works_on_later_sums(tmp_path):
     cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1, "secure-aggregation": True})
     strategy, manager, clients = _imk_federation(tmp_path, cfg, {0: _SubstitutingProxy})
-    with pytest.raises(FederationError, match="masked graph sum: the sum is refused"):
+    with pytest.raises(FederationError, match="masked graph: the sum is refused"):
         strategy.initialize_parameters(client_manager=manager)  # the first sum fails, after the key stage
     relayed = _SubstitutingProxy.relayed
     victim = clients[0]
@@ -225,7 +226,7 @@ def test_signed_keys_stop_the_key_substitution_before_round_one_naming_the_node(
         (99, "partition 0.*relayed for partition 1 is not signed"),
         # a key from a run that reused this run id: its signature is valid and the key agreement
         # passes, but its pair masks do not cancel, and the first sum's check words show it
-        (1, f"fmvc-imk set-up, masked graph sum: {_NOT_CANCELLED}"),
+        (1, f"fmvc-imk set-up, masked graph: {_NOT_CANCELLED}"),
     ],
     ids=["other-run-id", "reused-run-id"],
 )
@@ -322,15 +323,32 @@ def test_imk_with_secure_aggregation_matches_the_plain_run(tmp_path, monkeypatch
     assert np.array_equal(secure.final_labels(), plain.final_labels())
 
 
-def test_imks_own_key_stage_and_setup_are_answered_once(tmp_path):
+def test_imks_setup_is_answered_once_and_without_keys_refused(tmp_path):
     cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1})
     strategy, manager, clients = _imk_federation(tmp_path, cfg)
     strategy.initialize_parameters(client_manager=manager)
-    client = clients[0]
-    with pytest.raises(SecureAggregationError, match="second fmvc-imk key"):
-        client.get_properties({"imk-stage": "keys"})
+    assert strategy.key_agreement["key_agreement_bytes_per_client"] > 0  # the run's one key stage
     with pytest.raises(SecureAggregationError, match="second setup"):
-        client.fit([], {"imk-stage": "setup", "num-clusters": 3})
+        clients[0].fit([], {"imk-stage": "setup", "num-clusters": 3})
+    fresh = client_class("fmvc-imk")(node_context(cfg, 0, 3), cfg, 0, 3, load_client_view(cfg, 0))
+    with pytest.raises(SecureAggregationError, match="has no secure-aggregation keys"):
+        fresh.fit([], {"imk-stage": "setup", "num-clusters": 3})
+
+
+def test_a_client_that_drops_out_of_the_graph_sum_fails_the_run_cleanly(tmp_path, monkeypatch):
+    """A partial sum is noise: with one upload missing the check words refuse it, naming the sum."""
+    cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1})
+    original = FMVCIMKStrategy._parallel
+
+    def lose_one(self, call):
+        return original(self, call)[:-1]
+
+    monkeypatch.setattr(FMVCIMKStrategy, "_parallel", lose_one)
+    with pytest.raises(
+        FederationError, match=r"fmvc-imk set-up, masked graph: the sum is refused: .* expected 2"
+    ):
+        run_federation(tmp_path, cfg)
+    assert not (tmp_path / "run").exists()  # before round 1: no run folder
 
 
 def test_iai_sends_the_prototype_distances_masked_and_keeps_its_numbers(tmp_path, monkeypatch):
@@ -393,16 +411,18 @@ def test_check_words_refuse_a_sum_whose_masks_did_not_cancel():
     keys = {(0, 1): b"a" * 32, (0, 2): b"b" * 32, (1, 2): b"c" * 32}
 
     def upload(me, pairs):
-        words = append_check_words(np.arange(5, dtype=np.uint32))
+        words = append_check_words(np.arange(5, dtype=np.uint64))
         mine = {j: pairs[tuple(sorted((me, j)))] for j in range(3) if j != me}
         return add_pairwise_masks(words, me, mine)
 
-    total = sum_uploads([upload(p, keys) for p in range(3)])
+    total = sum_words([upload(p, keys) for p in range(3)])
     np.testing.assert_array_equal(split_check_words(total, 3), 3 * np.arange(5))
     replayed = {**keys, (0, 1): b"z" * 32}
-    wrong = sum_uploads([upload(0, replayed), upload(1, keys), upload(2, keys)])
+    wrong = sum_words([upload(0, replayed), upload(1, keys), upload(2, keys)])
     with pytest.raises(MaskIntegrityError, match="masks did not cancel"):
         split_check_words(wrong, 3)
+    with pytest.raises(MaskIntegrityError, match="masks did not cancel"):  # a client dropped out
+        split_check_words(sum_words([upload(p, keys) for p in range(2)]), 2)
 
 
 # --------------------------------------- no sum over fewer than two contributors (missing views)
@@ -466,7 +486,7 @@ def test_coordinator_supplied_keys_are_refused_against_the_pinned_fingerprints(t
 
     # without pins partition 0 accepts the coordinator's key (the sum then fails its check words)
     strategy, manager, _ = _imk_federation(tmp_path / "unpinned", cfg, {0: Coordinator}, nodes(False))
-    with pytest.raises(FederationError, match="masked graph sum: the sum is refused"):
+    with pytest.raises(FederationError, match="masked graph: the sum is refused"):
         strategy.initialize_parameters(client_manager=manager)
     strategy, manager, _ = _imk_federation(tmp_path / "pinned", cfg, {0: Coordinator}, nodes(True))
     with pytest.raises(FederationError) as err:

@@ -1,23 +1,35 @@
-"""Secure aggregation's math: fixed point exact in expectation, masks cancel, an upload alone is noise;
-signed key-agreement keys."""
+"""The secure sum's maths: fixed point exact in expectation, masks cancel, an upload alone is noise,
+graphs sum to the plain sum within the fixed-point bound (binary graphs exactly); signed
+key-agreement keys."""
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from cryptography.hazmat.primitives.asymmetric import ec
 from scipy import stats
 
+from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_similarity, laplacian
 from fedmf_app.common.key_signing import key_statement, sign, verify
-from fedmf_app.common.secure_agg import (
+from fedmf_app.common.secure_sum_math import (
     FixedPointError,
+    append_check_words,
     decode_fixed,
+    derive_pair_key,
     encode_fixed,
     fixed_point_bound,
+    generate_private_key,
     mask_words,
+    matrix_from_values,
+    matrix_values,
     message_key,
+    public_key_bytes,
+    split_check_words,
     sum_words,
+    triu_size,
+    upper_from_values,
+    upper_values,
     word_stream,
 )
-from fedmf_app.common.secure_sum import derive_pair_key, generate_private_key, public_key_bytes
 
 F = 36
 
@@ -122,3 +134,81 @@ def test_signed_keys_verify_and_substituted_or_replayed_keys_do_not():
     assert not verify(
         ec.generate_private_key(ec.SECP384R1()).public_key(), key_statement(7, 1, 3, mine), signature
     )
+
+
+# ------------------------------------------------------------------- graphs (paper B's set-up)
+def graph_sum(graphs, values, from_values):
+    """The decoded masked sum of the graphs' dense values, as the server forms it."""
+    uploads = masked([values(g) for g in graphs], pair_keys(len(graphs)), server_round=0, tag="graph")
+    return from_values(decode_fixed(sum_words(uploads), F))
+
+
+def test_pair_keys_agree_and_depend_on_the_context():
+    a, b, c = (generate_private_key() for _ in range(3))
+    kab = derive_pair_key(a, public_key_bytes(b), b"ctx")
+    assert kab == derive_pair_key(b, public_key_bytes(a), b"ctx")
+    assert kab != derive_pair_key(a, public_key_bytes(c), b"ctx")
+    assert kab != derive_pair_key(a, public_key_bytes(b), b"other run")
+
+
+@pytest.mark.parametrize("similarity", ["binary", "heat"])
+def test_masked_knn_graphs_sum_to_the_plain_sum_and_each_upload_hides_its_graph(similarity):
+    rng = np.random.default_rng(1)
+    n = 80
+    sims = [knn_similarity(rng.normal(size=(n, d)), 5, similarity) for d in (3, 6, 4)]
+    assert upper_values(sims[0]).shape == (triu_size(n),)
+    total = graph_sum(sims, upper_values, lambda v: upper_from_values(v, n))
+    expected = sum(sims[1:], sims[0])
+    # 0/1 weights are multiples of 2^-F: exact; heat-kernel weights within the documented m 2^-F
+    tol = 0.0 if similarity == "binary" else 3 * 2.0**-F
+    assert abs(total - expected).max() <= tol
+    assert total.nnz == expected.nnz  # the sparsity of the sum is that of the plain sum
+    if similarity == "binary":
+        assert (laplacian(total) != laplacian(expected)).nnz == 0
+    uploads = masked([upper_values(s) for s in sims], pair_keys(3), server_round=0, tag="graph")
+    for s, up in zip(sims, uploads):
+        assert np.count_nonzero(up) == up.size  # dense: the kNN edges are not visible
+        assert (upper_from_values(decode_fixed(up, F), n) != s).nnz > n  # nor decodable alone
+
+
+def test_masked_anchor_graphs_sum_to_the_plain_sum_in_o_n_a():
+    rng = np.random.default_rng(3)
+    n, a = 200, 16
+    graphs = []
+    for d in (3, 6, 4):
+        x = rng.normal(size=(n, d))
+        graphs.append(anchor_matrix(*anchor_graph(x, x[:a], 4), a))
+    assert matrix_values(graphs[0]).shape == (n * a,)  # O(N a), not O(N^2)
+    total = graph_sum(graphs, matrix_values, lambda v: matrix_from_values(v, (n, a)))
+    assert abs(total - sum(graphs[1:], graphs[0])).max() < 3 * 2.0**-F
+
+
+def test_a_partial_sum_of_graphs_is_noise_and_its_check_words_refuse_it():
+    rng = np.random.default_rng(2)
+    sims = [knn_similarity(rng.normal(size=(40, 3)), 3) for _ in range(3)]
+    keys = pair_keys(3)
+    words = [
+        append_check_words(encode_fixed(upper_values(s), F, 3, np.random.default_rng(i)))
+        for i, s in enumerate(sims)
+    ]
+    uploads = [
+        mask_words(w, i, {j: message_key(k, 0, "graph") for j, k in keys[i].items()})
+        for i, w in enumerate(words)
+    ]
+    partial = sum_words(uploads[:2])  # partition 2 dropped out
+    with pytest.raises(ValueError, match="masks did not cancel"):
+        split_check_words(partial, 2)
+    assert np.median(np.abs(decode_fixed(partial[:-4], F))) > 1e6
+
+
+def test_graphs_outside_the_unit_interval_or_of_the_wrong_size_are_refused():
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+        upper_values(sp.csr_matrix(np.array([[0, 2.0], [2.0, 0]])))
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+        matrix_values(sp.csr_matrix(np.array([[0, -1.0]])))
+    with pytest.raises(ValueError, match="expected"):
+        upper_from_values(np.zeros(5), 4)
+    with pytest.raises(ValueError, match="expected"):
+        matrix_from_values(np.zeros(5), (2, 3))
+    with pytest.raises(ValueError, match="uint64"):
+        sum_words([np.zeros(6, np.uint64), np.zeros(6, np.float64)])
