@@ -9,6 +9,7 @@ from typing import Any
 from fedmf_app.methods.iai.deep_clustering import FUSION_WEIGHTS
 from fedmf_app.methods.iai.global_assignment import adaptive_anchor_neighbours, adaptive_knn
 from fedmf_app.methods.iai.params import (
+    ATTRIBUTE_SCALES,
     DEVICES,
     FEATURE_SCALINGS,
     GLOBAL_KNN,
@@ -236,6 +237,14 @@ OPTIONS: tuple[Option, ...] = (
         "earlier versions).",
     ),
     Option("iai.attribute-loss", True, Boolean(), "Attribute reconstruction MSE (false: ablation M3)."),
+    Option(
+        "iai.attribute-scale",
+        "none",
+        OneOf(ATTRIBUTE_SCALES),
+        "Scale of the attribute loss M3: the plain MSE ([A] `none`) or the MSE over the mean squared "
+        "deviation of the imputed codes (`variance`: 1 for a decoder that outputs the mean, whatever "
+        "the codes' scale).",
+    ),
     Option("iai.structure-loss", True, Boolean(), "Structure reconstruction BCE (false: ablation M4)."),
     Option(
         "iai.device",
@@ -334,6 +343,7 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
             alpha=cfg["iai.alpha"],
             negative_ratio=cfg["iai.negative-ratio"],
             attribute_loss=cfg["iai.attribute-loss"],
+            attribute_scale=cfg["iai.attribute-scale"],
             structure_loss=cfg["iai.structure-loss"],
             graph_kernels=cfg["iai.graph-kernels"],
             negative_sampler=cfg["iai.negative-sampler"],

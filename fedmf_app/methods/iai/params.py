@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 __all__ = [
+    "ATTRIBUTE_SCALES",
     "DEVICES",
     "FEATURE_SCALINGS",
     "GLOBAL_KNN",
@@ -19,6 +20,8 @@ __all__ = [
     "IAIParams",
     "IMPUTATIONS",
     "PSEUDO_LABELS",
+    "START_TARGETS",
+    "VIEW_BALANCES",
 ]
 
 #: Imputation of the missing rows of Z^(m): feature propagation (M1) or zeros (ablation of M1).
@@ -28,6 +31,8 @@ IMPUTATIONS = ("propagation", "zeros")
 PSEUDO_LABELS = ("anchor-kmeans", "prototype-argmin", "spectral")
 #: How a client scales its embedding before its distances are summed (see global_assignment.py).
 VIEW_BALANCES = ("unit-variance", "none")
+#: Scale of the attribute loss M3: plain MSE, or MSE over the imputed codes' variance.
+ATTRIBUTE_SCALES = ("none", "variance")
 #: Target of the first training round: none (alpha = 0 then) or Y⁰ as a smoothed one-hot P⁰.
 START_TARGETS = ("none", "start-labels")
 #: Per-client scaling of the raw features before the autoencoder.
@@ -70,6 +75,9 @@ class GAEParams:
         Sampled non-edges per edge of A_g + I in the structure loss (1.0, uniform sampling).
     attribute_loss : bool
         Include MSE(Ẑ, Ẑ_rec) (ablation M3 when false).
+    attribute_scale : str
+        One of :data:`ATTRIBUTE_SCALES`: ``none``, the plain MSE; ``variance``, the MSE divided by
+        the mean squared deviation of Ẑ from its column means (1 for a decoder that outputs the mean).
     structure_loss : bool
         Include the BCE on edges and sampled non-edges (ablation M4 when false).
     graph_kernels : str
@@ -89,6 +97,7 @@ class GAEParams:
     alpha: float = 1.0
     negative_ratio: float = 1.0
     attribute_loss: bool = True
+    attribute_scale: str = "none"
     structure_loss: bool = True
     graph_kernels: str = "pyg"
     negative_sampler: str = "pyg"
