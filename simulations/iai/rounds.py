@@ -98,6 +98,7 @@ def run_rounds(overrides: dict[str, Any]) -> dict[str, Any]:
         The record (see the module docstring).
     """
     torch.set_num_threads(1)
+    version = code_version()  # before the run: the code it runs
     cfg = validate_run_config(overrides)
     with threadpool_limits(1):
         m, seed = cfg["num-clients"], cfg["seed"]
@@ -128,7 +129,7 @@ def run_rounds(overrides: dict[str, Any]) -> dict[str, Any]:
             logger.info("%s", json.dumps(record))
     name = dataset_name(cfg["dataset"])
     return {
-        "code_version": code_version(),
+        "code_version": version,
         "dataset": name,
         "seed": seed,
         "missing_rate": cfg["missing-rate"],
