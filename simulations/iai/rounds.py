@@ -45,7 +45,7 @@ __all__ = ["code_version", "dataset_name", "rounds_table", "run_rounds"]
 
 
 def code_version() -> str:
-    """The git commit of the working tree (``+dirty`` when it has uncommitted changes).
+    """The git commit of the working tree (``+dirty`` when its code has uncommitted changes).
 
     Returns
     -------
@@ -58,7 +58,8 @@ def code_version() -> str:
             ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            # the code only: the record files under docs/ change while a study runs
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "fedmf_app", "simulations"],
             cwd=root,
             capture_output=True,
             text=True,
