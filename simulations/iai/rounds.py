@@ -36,7 +36,7 @@ from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.methods.iai.options import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.options.run_config import defaults, validate_run_config
 from simulations.iai.bench import parse_overrides
 
 logger = logging.getLogger(__name__)
@@ -152,6 +152,13 @@ def _load(paths: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+def _variant(config: dict[str, Any]) -> str:
+    """The ``iai.`` options of a run that differ from today's defaults (``defaults`` when none)."""
+    base = defaults()
+    changed = [f"{k}={v}" for k, v in sorted(config.items()) if k.startswith("iai.") and base.get(k) != v]
+    return " ".join(changed) or "defaults"
+
+
 def rounds_table(records: list[dict[str, Any]], label: str = "") -> str:
     """Markdown table: per data set and missing rate, mean ACC (NMI) per round over the seeds.
 
@@ -170,10 +177,10 @@ def rounds_table(records: list[dict[str, Any]], label: str = "") -> str:
     for rec in records:
         if label and rec["config"].get("run-name") != label:
             continue
-        key = (rec["dataset"], rec["missing_rate"], rec["config"]["iai.pseudo-labels"])
+        key = (rec["dataset"], rec["missing_rate"], _variant(rec["config"]))
         groups.setdefault(key, []).append(rec)
     width = max(len(r["rounds"]) for r in records)
-    head = "| data | η | pseudo-labels | seeds | " + " | ".join(
+    head = "| data | η | options (not default) | seeds | " + " | ".join(
         ["Y⁰"] + [f"round {s}" for s in range(2, width + 1)]
     )
     lines = [head + " | last − Y⁰ (min over seeds) |", "|" + "---|" * (width + 5)]
