@@ -137,7 +137,7 @@ def _benchmark(cfg: dict[str, Any]) -> dict[str, Any]:
     truth = views[0].labels
     n = views[0].features.shape[0]
     k = cfg["num-clusters"] or int(truth.max()) + 1
-    params = iai_params(cfg, k)
+    params = iai_params(cfg, k, num_samples=n)
     mask = missing_view_mask(n, m, cfg["missing-rate"], seed, cfg["missing-views-dropped"])
     federation = IAIReference([v.features for v in views], mask, params, seed)
     rounds: list[dict[str, Any]] = []

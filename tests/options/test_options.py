@@ -103,7 +103,10 @@ def test_every_family_key_is_in_its_own_table():
         ({"imk-lambda": 3}, "'imk-lambda' is 'imk.lambda'"),
         ({"missing-rate": 1.0}, "'missing-rate' = 1.0 is invalid: must be a number in [0, 1)"),
         ({"missing-fill": "median"}, "'missing-fill' = 'median' is invalid: must be one of: mean, zeros"),
-        ({"algorithm": "fmvc-iai", "iai.anchors": 5}, "must be >= 'iai.anchor-neighbours' + 1 = 11"),
+        (
+            {"algorithm": "fmvc-iai", "iai.anchors": 5, "iai.anchor-neighbours": 10},
+            "must be >= 'iai.anchor-neighbours' + 1 = 11",
+        ),
         ({"iai.ae-hidden": "256,x"}, "'iai.ae-hidden' = '256,x' is invalid"),
     ],
 )

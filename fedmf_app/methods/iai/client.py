@@ -2,9 +2,10 @@
 
 Messages (every array is a plain ndarray, the sparse ones as index/value pairs):
 
-* round 1, down: nothing; up: ``[kNN indices (n, k) int32]`` of the client's observed rows.
+* round 1, down: nothing (K in the config); up: ``[kNN indices (n, k) int32]`` of the client's observed rows.
 * round s >= 2, down: ``[A_g neighbours (n, k) int32, Y (n,) int64, P (n, K) or (0, K), anchors
-  (r,) int64]``; up: ``[E^(m) (n, K), G^(m) column indices (n, s) int32, G^(m) values (n, s)]``
+  (r,) int64]``; up: ``[E^(m) (n, K) (with ``iai.pseudo-labels = anchor-kmeans``: the anchor
+  distances D^(m) (n, r)), G^(m) column indices (n, s) int32, G^(m) values (n, s)]``
   and the scalar ``emd`` as a metric. With run config ``secure-aggregation = true``, E^(m) and
   the three losses travel as one masked vector (the server needs only their sums); G^(m) and
   ``emd`` stay in the clear (the EMD-weighted fusion needs each).
@@ -29,7 +30,7 @@ from flwr.common.logger import log
 
 from fedmf_app.data import ClientView
 from fedmf_app.federated.client import ViewClient, load_state, save_state
-from fedmf_app.federated.secure_aggregation import masked_upload
+from fedmf_app.federated.secure_sum_flower import masked_upload
 from fedmf_app.methods.iai.client_updates import client_round, client_seed, client_setup
 from fedmf_app.methods.iai.options import iai_params
 
@@ -84,13 +85,16 @@ class FMVCIAIClient(ViewClient):
         started = time.perf_counter()
         x = self.view.features
         if server_round == 1:
-            params = iai_params(self.cfg, num_clusters=1)
+            # K travels in round 1's config: the adaptive iai.knn = 0 needs it
+            k = int(config.get("num-clusters", 1))
+            params = iai_params(self.cfg, num_clusters=k, num_samples=x.shape[0])
             neighbours, ae_state = client_setup(x, self.observed, params, self.seed)
             save_state(self.context, _NAME, server_round, {f"ae.{k}": v for k, v in ae_state.items()})
             return [neighbours], int(self.observed.sum()), {"kernel_s": time.perf_counter() - started}
         neighbours, labels, target, anchors = parameters
         params = replace(
-            iai_params(self.cfg, num_clusters=target.shape[1]), device=_device(self.cfg["iai.device"])
+            iai_params(self.cfg, num_clusters=target.shape[1], num_samples=x.shape[0]),
+            device=_device(self.cfg["iai.device"]),
         )
         ae_state = {k[3:]: v for k, v in state.items() if k.startswith("ae.")}
         gae_state = {k[4:]: v for k, v in state.items() if k.startswith("gae.")} or None
@@ -125,7 +129,7 @@ class FMVCIAIClient(ViewClient):
             metrics["emd"] = upload.emd
         distances = upload.distances
         if self.cfg["secure-aggregation"]:
-            # the server needs only sum E^(m) and the mean losses
+            # the server needs only sum E^(m) (or sum D^(m)) and the mean losses
             mask_started = time.perf_counter()
             losses = np.array(
                 [metrics.pop(k) for k in ("loss_attribute", "loss_structure", "loss_clustering")]

@@ -22,6 +22,7 @@ from fedmf_app.common.graphs import adjacency
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.methods.iai.deep_clustering import prototype_distances, prototypes, total_variation_emd
 from fedmf_app.methods.iai.feature_propagation import feature_propagation
+from fedmf_app.methods.iai.global_assignment import anchor_distances, balance_embedding
 from fedmf_app.methods.iai.graph_autoencoder import (
     GAELosses,
     GraphAutoencoder,
@@ -45,8 +46,10 @@ class ClientUpload:
 
     Attributes
     ----------
-    distances : ndarray, shape (n, K)
-        E^(m).
+    distances : ndarray, shape (n, K) or (n, r)
+        E^(m), the squared distances to the Y-prototypes, or with ``pseudo_labels =
+        "anchor-kmeans"`` D^(m), the squared distances to the anchor samples (both in the embedding
+        balanced by ``params.view_balance``).
     anchor_indices : ndarray of int32, shape (n, s)
         Column of each nonzero of the row-sparse anchor graph G^(m).
     anchor_values : ndarray, shape (n, s)
@@ -217,10 +220,14 @@ def client_round(
     losses = train_gae(model, z, edge_index, target, params.gae, seed, device)
     h_t = embed()
     q = soft_assignment(h_t, model.centroids.detach()).double().cpu().numpy()
-    h = h_t.double().cpu().numpy()
+    h = balance_embedding(h_t.double().cpu().numpy(), params.view_balance)
     idx, val = anchor_graph(h, h[anchors], params.anchor_neighbours)
+    if params.pseudo_labels == "anchor-kmeans":
+        distances = anchor_distances(h, anchors)
+    else:
+        distances = prototype_distances(h, prototypes(h, labels, k))
     return ClientUpload(
-        distances=prototype_distances(h, prototypes(h, labels, k)),
+        distances=distances,
         anchor_indices=idx.astype(np.int32),
         anchor_values=val,
         emd=None if target is None else total_variation_emd(target, q),

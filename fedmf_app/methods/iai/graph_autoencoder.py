@@ -300,7 +300,8 @@ def train_gae(
 ) -> GAELosses:
     """Train the graph autoencoder with L = L_rec + α KL(P || Q).
 
-    L_rec = MSE(Ẑ, MLP_f(H)) + BCE on the edges of A_g + I (positives) and on
+    L_rec = MSE(Ẑ, MLP_f(H)) (divided by the mean squared deviation of Ẑ with
+    ``params.attribute_scale = "variance"``) + BCE on the edges of A_g + I (positives) and on
     ``negative_ratio × #edges`` non-edges drawn uniformly each epoch (the positive and the negative
     means are added: the sampled counterpart of GAE's positive reweighting, never an n x n loss),
     by :func:`uniform_non_edges` (``params.negative_sampler = "rejection"``) or
@@ -341,13 +342,18 @@ def train_gae(
     )
     p = None if target is None else torch.as_tensor(target, dtype=torch.float32, device=device)
     optimiser = torch.optim.Adam(model.parameters(), lr=params.lr)
+    attribute_scale = 1.0
+    if params.attribute_scale == "variance":
+        attribute_scale = max(float(((x - x.mean(dim=0)) ** 2).mean()), 1e-12)
     model.train()
     zero = torch.zeros((), device=device)
     attribute = structure = clustering = zero
     with seeded(seed):
         for _ in range(params.epochs):
             h = model(x, graph)
-            attribute = F.mse_loss(model.attribute_decoder(h), x) if params.attribute_loss else zero
+            attribute = (
+                F.mse_loss(model.attribute_decoder(h), x) / attribute_scale if params.attribute_loss else zero
+            )
             if params.structure_loss:
                 if params.negative_sampler == "pyg":
                     negatives = negative_sampling(positives, num_nodes=n, num_neg_samples=num_negatives)

@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from fedmf_app.methods.iai.deep_clustering import FUSION_WEIGHTS
+from fedmf_app.methods.iai.global_assignment import adaptive_anchor_neighbours, adaptive_knn
 from fedmf_app.methods.iai.params import (
+    ATTRIBUTE_SCALES,
     DEVICES,
     FEATURE_SCALINGS,
     GLOBAL_KNN,
@@ -16,6 +18,8 @@ from fedmf_app.methods.iai.params import (
     NEGATIVE_SAMPLERS,
     PSEUDO_LABELS,
     SPECTRAL_SOLVERS,
+    START_TARGETS,
+    VIEW_BALANCES,
     GAEParams,
     IAIParams,
 )
@@ -28,10 +32,11 @@ __all__ = ["FAMILY", "iai_params"]
 OPTIONS: tuple[Option, ...] = (
     Option(
         "iai.knn",
-        10,
-        Interval(int, 1, None, closed="left"),
-        "Neighbours k of every kNN graph ([A] 10, the best mean rank over the six development sets, "
-        "see docs/quality.md; paper: 20).",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "Neighbours k of every kNN graph; 0 ([A]) adapts it to the data: k = clamp(round(n / (2K)), "
+        "5, 20), half the mean cluster size, at most paper C's best k = 20 (HW, NoisyMNIST: 20; "
+        "ORL, Yale: 5-6).",
     ),
     Option(
         "iai.anchors",
@@ -42,9 +47,10 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "iai.anchor-neighbours",
-        10,
-        Interval(int, 1, None, closed="left"),
-        "Anchors per sample s of the parameter-free anchor graph ([A] 10).",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "Anchors per sample s of the parameter-free anchor graph; 0 ([A]) adapts it: s = "
+        "clamp(round(r / (2K)), 3, 10), half the anchors per cluster (HW: 10, ORL: 3).",
     ),
     Option(
         "iai.fp-iterations",
@@ -79,10 +85,35 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "iai.pseudo-labels",
-        "prototype-argmin",
+        "anchor-kmeans",
         OneOf(PSEUDO_LABELS),
-        "Y = argmin_k of the summed prototype distances, a federated k-means step "
-        "([A]), or spectral clustering of A_g (the literal reading; collapsed on HW).",
+        "Global assignment Y and target P: `anchor-kmeans` ([A]: the clients' squared distances to "
+        "the shared anchor samples, summed (masked under secure aggregation), placed by landmark MDS, "
+        "clustered by k-means with restarts, P sharpened from the k-means centres), "
+        "`prototype-argmin` (the former [A] rule: one federated k-means step, Y = argmin_k of the "
+        "summed prototype distances), or `spectral` (spectral clustering of A_g, the literal "
+        "reading; collapsed on HW).",
+    ),
+    Option(
+        "iai.view-balance",
+        "unit-variance",
+        OneOf(VIEW_BALANCES),
+        "Each client scales its embedding to unit total variance before its distances are summed "
+        "([A] `unit-variance`: no view dominates the global assignment), or keeps it (`none`).",
+    ),
+    Option(
+        "iai.mds-dim",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "Landmark-MDS coordinates of `anchor-kmeans` ([A] 0: every positive eigenvalue of the "
+        "anchors' double-centred distances, at most r - 1).",
+    ),
+    Option(
+        "iai.start-target",
+        "none",
+        OneOf(START_TARGETS),
+        "Target of the first training round: `none` ([A]: no P yet, alpha = 0 in that round) or "
+        "`start-labels` (P⁰ = 0.9 one-hot(Y⁰) + 0.1 / K).",
     ),
     Option(
         "iai.feature-scaling",
@@ -206,6 +237,14 @@ OPTIONS: tuple[Option, ...] = (
         "earlier versions).",
     ),
     Option("iai.attribute-loss", True, Boolean(), "Attribute reconstruction MSE (false: ablation M3)."),
+    Option(
+        "iai.attribute-scale",
+        "none",
+        OneOf(ATTRIBUTE_SCALES),
+        "Scale of the attribute loss M3: the plain MSE ([A] `none`) or the MSE over the mean squared "
+        "deviation of the imputed codes (`variance`: 1 for a decoder that outputs the mean, whatever "
+        "the codes' scale).",
+    ),
     Option("iai.structure-loss", True, Boolean(), "Structure reconstruction BCE (false: ablation M4)."),
     Option(
         "iai.device",
@@ -219,7 +258,7 @@ OPTIONS: tuple[Option, ...] = (
 
 def _check(cfg: dict[str, Any]) -> None:
     """Every sample's anchor graph needs one anchor more than its neighbours."""
-    if cfg["iai.anchors"] < cfg["iai.anchor-neighbours"] + 1:
+    if cfg["iai.anchor-neighbours"] and cfg["iai.anchors"] < cfg["iai.anchor-neighbours"] + 1:
         raise ConfigError(
             f"run config 'iai.anchors' = {cfg['iai.anchors']} is invalid: must be >= "
             f"'iai.anchor-neighbours' + 1 = {cfg['iai.anchor-neighbours'] + 1}"
@@ -249,23 +288,40 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
         K.
     num_samples : int, optional
         n; when given, the anchors are capped at n ([A]: a data set smaller than
-        ``iai.anchors`` uses every sample as an anchor rather than failing).
+        ``iai.anchors`` uses every sample as an anchor rather than failing). Needed when
+        ``iai.knn = 0`` (the adaptive size).
 
     Returns
     -------
     IAIParams
+        With the adaptive sizes (``0``) resolved.
+
+    Raises
+    ------
+    ValueError
+        When ``iai.knn = 0`` and ``num_samples`` is not given.
     """
+    anchors = cfg["iai.anchors"] if num_samples is None else min(cfg["iai.anchors"], num_samples)
+    knn = cfg["iai.knn"]
+    if knn == 0:
+        if num_samples is None:
+            raise ValueError("iai.knn = 0 (adaptive) needs the number of samples")
+        knn = adaptive_knn(num_samples, num_clusters)
+    s = cfg["iai.anchor-neighbours"] or adaptive_anchor_neighbours(anchors, num_clusters)
     return IAIParams(
         num_clusters=num_clusters,
-        knn=cfg["iai.knn"],
-        anchors=cfg["iai.anchors"] if num_samples is None else min(cfg["iai.anchors"], num_samples),
-        anchor_neighbours=cfg["iai.anchor-neighbours"],
+        knn=knn,
+        anchors=anchors,
+        anchor_neighbours=s,
         fp_iterations=cfg["iai.fp-iterations"],
         imputation=cfg["iai.imputation"],
         start_graph=cfg["iai.start-graph"],
         fusion=cfg["iai.fusion"],
         fusion_temperature=cfg["iai.fusion-temperature"],
         pseudo_labels=cfg["iai.pseudo-labels"],
+        view_balance=cfg["iai.view-balance"],
+        mds_dim=cfg["iai.mds-dim"],
+        start_target=cfg["iai.start-target"],
         feature_scaling=cfg["iai.feature-scaling"],
         ae_hidden=tuple(int(w) for w in cfg["iai.ae-hidden"].split(",")),
         embed_dim=cfg["iai.embed-dim"],
@@ -287,6 +343,7 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
             alpha=cfg["iai.alpha"],
             negative_ratio=cfg["iai.negative-ratio"],
             attribute_loss=cfg["iai.attribute-loss"],
+            attribute_scale=cfg["iai.attribute-scale"],
             structure_loss=cfg["iai.structure-loss"],
             graph_kernels=cfg["iai.graph-kernels"],
             negative_sampler=cfg["iai.negative-sampler"],

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 __all__ = [
+    "ATTRIBUTE_SCALES",
     "DEVICES",
     "FEATURE_SCALINGS",
     "GLOBAL_KNN",
@@ -19,12 +20,21 @@ __all__ = [
     "IAIParams",
     "IMPUTATIONS",
     "PSEUDO_LABELS",
+    "START_TARGETS",
+    "VIEW_BALANCES",
 ]
 
 #: Imputation of the missing rows of Z^(m): feature propagation (M1) or zeros (ablation of M1).
 IMPUTATIONS = ("propagation", "zeros")
-#: Pseudo-labels Y: argmin of the summed prototype distances ([A]) or spectral clustering of A_g.
-PSEUDO_LABELS = ("prototype-argmin", "spectral")
+#: Pseudo-labels Y: k-means on the landmark-MDS coordinates of the securely summed anchor distances
+#: ([A]), argmin of the summed prototype distances (the former [A] rule), or spectral clustering of A_g.
+PSEUDO_LABELS = ("anchor-kmeans", "prototype-argmin", "spectral")
+#: How a client scales its embedding before its distances are summed (see global_assignment.py).
+VIEW_BALANCES = ("unit-variance", "none")
+#: Scale of the attribute loss M3: plain MSE, or MSE over the imputed codes' variance.
+ATTRIBUTE_SCALES = ("none", "variance")
+#: Target of the first training round: none (alpha = 0 then) or Y⁰ as a smoothed one-hot P⁰.
+START_TARGETS = ("none", "start-labels")
 #: Per-client scaling of the raw features before the autoencoder.
 FEATURE_SCALINGS = ("auto", "standard", "row-l2", "none")
 #: Where the client trains its networks.
@@ -65,6 +75,9 @@ class GAEParams:
         Sampled non-edges per edge of A_g + I in the structure loss (1.0, uniform sampling).
     attribute_loss : bool
         Include MSE(Ẑ, Ẑ_rec) (ablation M3 when false).
+    attribute_scale : str
+        One of :data:`ATTRIBUTE_SCALES`: ``none``, the plain MSE; ``variance``, the MSE divided by
+        the mean squared deviation of Ẑ from its column means (1 for a decoder that outputs the mean).
     structure_loss : bool
         Include the BCE on edges and sampled non-edges (ablation M4 when false).
     graph_kernels : str
@@ -84,6 +97,7 @@ class GAEParams:
     alpha: float = 1.0
     negative_ratio: float = 1.0
     attribute_loss: bool = True
+    attribute_scale: str = "none"
     structure_loss: bool = True
     graph_kernels: str = "pyg"
     negative_sampler: str = "pyg"
@@ -114,7 +128,13 @@ class IAIParams:
     fusion_temperature : float
         Temperature of ``softmax`` fusion.
     pseudo_labels : str
-        One of :data:`PSEUDO_LABELS` (``prototype-argmin``).
+        One of :data:`PSEUDO_LABELS` (``anchor-kmeans``).
+    view_balance : str
+        One of :data:`VIEW_BALANCES` (``unit-variance``).
+    start_target : str
+        One of :data:`START_TARGETS` (``none``).
+    mds_dim : int
+        Landmark-MDS coordinates kept by ``anchor-kmeans`` (0: every positive eigenvalue).
     feature_scaling : str
         ``standard``: z-score each feature on the client's observed rows; ``row-l2``: every
         row to unit l2 norm; ``none``; ``auto``: ``row-l2`` on a sparse nonnegative view,
@@ -148,7 +168,10 @@ class IAIParams:
     start_graph: str = "support"
     fusion: str = "inverse-emd"
     fusion_temperature: float = 0.1
-    pseudo_labels: str = "prototype-argmin"
+    pseudo_labels: str = "anchor-kmeans"
+    view_balance: str = "unit-variance"
+    start_target: str = "none"
+    mds_dim: int = 0
     feature_scaling: str = "auto"
     ae_hidden: tuple[int, ...] = (256, 128)
     embed_dim: int = 64

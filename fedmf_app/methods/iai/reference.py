@@ -38,6 +38,8 @@ class IAIReference:
         Rounds done (round 1 is the set-up round).
     weights : ndarray of shape (m,) or None
         The last anchor-graph fusion weights.
+    uploads : list of ClientUpload
+        The clients' uploads of the last training round (losses, EMD), empty before one.
     """
 
     def __init__(self, views: list[np.ndarray], observed: np.ndarray, params: IAIParams, seed: int) -> None:
@@ -47,6 +49,7 @@ class IAIReference:
         self.gae_states: list[dict[str, np.ndarray] | None] = [None] * len(views)
         self.state: ServerState | None = None
         self.weights: np.ndarray | None = None
+        self.uploads: list[ClientUpload] = []
         self.round = 0
 
     def client_setup(self, p: int) -> np.ndarray:
@@ -116,6 +119,7 @@ class IAIReference:
         assert self.state is not None, "call setup() first"
         uploads = [timed(lambda p=p: self.client_round(p)) for p in range(len(self.views))]
         self.gae_states = [u.gae_state for u in uploads]
+        self.uploads = uploads
         emd = None if self.state.target is None else [u.emd for u in uploads]
         self.round += 1
         self.state, self.weights = server_round(

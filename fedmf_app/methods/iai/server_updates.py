@@ -2,8 +2,12 @@
 
 After round 1 (:func:`server_setup`) the server merges the clients' kNN graphs into A_g⁰, draws
 the shared anchor indices and computes Y⁰ by spectral clustering of A_g⁰; there is no P yet.
-After every training round (:func:`server_round`) it computes E = Σ_m E^(m), the Student's-t
-assignment Q̄ and the target P, the pseudo-labels Y (aligned to the previous round), the fused
+After every training round (:func:`server_round`) it computes the global assignment: with
+``pseudo_labels = "anchor-kmeans"`` ([A], the default) k-means on the landmark-MDS coordinates of
+D = Σ_m D^(m), the summed squared distances to the shared anchors
+(:mod:`~fedmf_app.methods.iai.global_assignment`), and P from the k-means centres; otherwise
+E = Σ_m E^(m), the Student's-t assignment Q̄ and the target P and the pseudo-labels Y
+(argmin of E or spectral clustering of A_g). Y is aligned to the previous round; then the fused
 anchor graph G = Σ_m w^(m) G^(m) with weights decreasing in EMD_m, and A_g = kNN(G)
 (:func:`~fedmf_app.methods.iai.sample_graphs.global_knn`).
 """
@@ -23,6 +27,7 @@ from fedmf_app.methods.iai.deep_clustering import (
     student_t,
     target_distribution,
 )
+from fedmf_app.methods.iai.global_assignment import anchor_kmeans
 from fedmf_app.methods.iai.params import IAIParams
 from fedmf_app.methods.iai.sample_graphs import anchor_matrix, global_knn, start_graph
 
@@ -87,7 +92,34 @@ def server_setup(
     graph = adjacency(neighbours, n)
     labels = spectral_labels(graph, params.num_clusters, seed, params.spectral_solver)
     anchors = np.sort(rng.choice(n, size=params.anchors, replace=False)).astype(np.int64)
-    return ServerState(neighbours, labels, None, anchors, num_components(graph))
+    return ServerState(neighbours, labels, start_target(labels, params), anchors, num_components(graph))
+
+
+#: Weight of Y⁰'s one-hot rows in ``start_target = "start-labels"`` (the rest spread uniformly).
+START_CONFIDENCE = 0.9
+
+
+def start_target(labels: np.ndarray, params: IAIParams) -> np.ndarray | None:
+    """P⁰, the target of the first training round ([A] ``iai.start-target``).
+
+    Parameters
+    ----------
+    labels : ndarray of int, shape (n,)
+        Y⁰.
+    params : IAIParams
+
+    Returns
+    -------
+    ndarray, shape (n, K), or None
+        ``None`` for ``start_target = "none"`` (round 1 trains with alpha = 0); for
+        ``"start-labels"``, ``0.9 one-hot(Y⁰) + 0.1 / K`` (rows sum to one).
+    """
+    if params.start_target == "none":
+        return None
+    k = params.num_clusters
+    target = np.full((labels.size, k), (1.0 - START_CONFIDENCE) / k)
+    target[np.arange(labels.size), labels] += START_CONFIDENCE
+    return target
 
 
 def server_round(
@@ -104,15 +136,15 @@ def server_round(
     ----------
     state : ServerState
         State broadcast this round (its labels are the previous Y).
-    distances : list of ndarray, each (n, K)
-        E^(m) (only their sum is used: a list of one sum gives the same result).
+    distances : list of ndarray, each (n, K), or (n, r) for ``anchor-kmeans``
+        E^(m), or D^(m) (only their sum is used: a list of one sum gives the same result).
     anchor_graphs : list of (indices (n, s), values (n, s))
         G^(m), row-sparse.
     emd : list of float or None
         EMD_m; ``None`` (no P yet) gives uniform weights.
     params : IAIParams
     seed : int
-        Seed of spectral pseudo-labels.
+        Seed of the spectral pseudo-labels or of the k-means restarts.
 
     Returns
     -------
@@ -120,9 +152,13 @@ def server_round(
     weights : ndarray, shape (m,)
         Fusion weights w^(m).
     """
-    n, k = distances[0].shape
-    q = student_t(np.sum(distances, axis=0))
-    target = target_distribution(q)
+    n, k = distances[0].shape[0], params.num_clusters
+    total = np.sum(distances, axis=0)
+    if params.pseudo_labels == "anchor-kmeans":
+        labels, target = anchor_kmeans(total, state.anchors, k, np.random.default_rng(seed), params.mds_dim)
+    else:
+        q = student_t(total)
+        target = target_distribution(q)
     rule = params.fusion if emd is not None else "uniform"
     weights = fusion_weights(
         np.asarray(emd if emd is not None else [0.0] * len(anchor_graphs)), rule, params.fusion_temperature
@@ -132,10 +168,10 @@ def server_round(
     graph = adjacency(neighbours, n)
     if params.pseudo_labels == "spectral":
         labels = spectral_labels(graph, k, seed, params.spectral_solver)
-    else:  # the k-means assignment step on the federated prototype distances
+    elif params.pseudo_labels == "prototype-argmin":  # one k-means assignment step
         labels = q.argmax(axis=1).astype(np.int64)
     mapping = label_alignment(labels, state.labels, k)
-    if params.pseudo_labels == "prototype-argmin":
+    if params.pseudo_labels != "spectral":
         # P's columns are Y's clusters: rename them with Y
         renamed = np.empty_like(target)
         renamed[:, mapping] = target

@@ -3,12 +3,14 @@
 Round 1 is the set-up round: each client pre-trains its autoencoder and uploads its
 kNN graph (``n x k`` indices); the server builds A_g⁰, draws the shared anchors and computes Y⁰.
 Rounds 2..``num-server-rounds`` are training rounds (so R = ``num-server-rounds`` - 1): the server
-receives E^(m), the row-sparse anchor graph G^(m) and EMD_m, and broadcasts the kNN graph A_g (as
-``n x k`` neighbour indices), the pseudo-labels Y, the target P and the anchor indices. The math
-is in :mod:`fedmf_app.methods.iai.server_updates`. The final clustering is the last Y.
+receives E^(m) (or the anchor distances D^(m)), the row-sparse anchor graph G^(m) and EMD_m,
+and broadcasts the kNN graph A_g (as ``n x k`` neighbour indices), the pseudo-labels Y, the
+target P and the anchor indices. The math is in :mod:`fedmf_app.methods.iai.server_updates`.
+The final clustering is the last Y.
 
-With ``secure-aggregation = true`` the server receives the E^(m) only as their sum (the soft
-assignment Q needs nothing else) and the losses as sums; the kNN graphs of round 1, the anchor
+With ``secure-aggregation = true`` the server receives the E^(m) (with the default
+``iai.pseudo-labels = anchor-kmeans``: the anchor distances D^(m)) only as their sum (the global
+assignment needs nothing else) and the losses as sums; the kNN graphs of round 1, the anchor
 graphs G^(m) and the EMD_m still travel in the clear (the fusion weights each G^(m) by its EMD).
 """
 
@@ -19,14 +21,17 @@ from logging import INFO, WARNING
 from typing import Any
 
 import numpy as np
+from flwr.common import FitIns, Parameters
 from flwr.common.logger import log
+from flwr.server.client_manager import ClientManager
+from flwr.server.client_proxy import ClientProxy
 
-from fedmf_app.common.secure_sum import CHECK_WORDS
+from fedmf_app.common.secure_sum_math import CHECK_WORDS
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data.missing_views import views_dropped
 from fedmf_app.federated.replies import ArraySpec
 from fedmf_app.federated.results import RunRecorder
-from fedmf_app.federated.secure_aggregation import summed_arrays
+from fedmf_app.federated.secure_sum_flower import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.iai import server_updates as iai_server
 from fedmf_app.methods.iai.options import iai_params
@@ -93,11 +98,11 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         n = int(self.client_info[0]["num-samples"])
         if server_round == 1:
             return [ArraySpec("kNN graph", (n, None), "iu", index_range=(-1, n))]
-        k = self.params.num_clusters
+        width, name = self._distance_columns()
         if self.cfg["secure-aggregation"]:
-            distances = ArraySpec("masked E^(m) and losses", (n * k + 3 + CHECK_WORDS,), "u")
+            distances = ArraySpec(f"masked {name} and losses", (n * width + 3 + CHECK_WORDS,), "u")
         else:
-            distances = ArraySpec("E^(m)", (n, k))
+            distances = ArraySpec(name, (n, width))
         return [
             distances,
             ArraySpec("anchor indices", (n, None), "iu", index_range=(0, self.params.anchors)),
@@ -153,6 +158,23 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         target = state.target if state.target is not None else np.zeros((0, self.params.num_clusters))
         return [state.neighbours, state.labels, target, state.anchors], record
 
+    def _distance_columns(self) -> tuple[int, str]:
+        """Columns and name of the summed distances: D^(m) (n x r) for anchor-kmeans, else E^(m)."""
+        assert self.params is not None
+        if self.params.pseudo_labels == "anchor-kmeans":
+            return self.params.anchors, "D^(m)"
+        return self.params.num_clusters, "E^(m)"
+
+    def configure_fit(
+        self, server_round: int, parameters: Parameters, client_manager: ClientManager
+    ) -> list[tuple[ClientProxy, FitIns]]:
+        """As the base class; round 1's config also carries K (the adaptive ``iai.knn = 0``)."""
+        instructions = super().configure_fit(server_round, parameters, client_manager)
+        if server_round + self.round_offset == 1 and self.num_clusters is not None:
+            for _, ins in instructions:
+                ins.config["num-clusters"] = int(self.num_clusters)
+        return instructions
+
     def _distances(
         self, server_round: int, replies: list[ClientReply]
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
@@ -162,10 +184,10 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             losses = {key: float(np.mean([r.metrics[key] for r in replies])) for key in keys}
             return [r.arrays[0] for r in replies], losses
         started = time.perf_counter()
-        n, k = int(self.client_info[0]["num-samples"]), self.params.num_clusters
+        n, width = int(self.client_info[0]["num-samples"]), self._distance_columns()[0]
         frac_bits = self.cfg["secure-aggregation-frac-bits"]
         total, loss_sums = summed_arrays(
-            [r.arrays[0] for r in replies], [(n, k), (3,)], frac_bits, f"round {server_round}, masked 'e'"
+            [r.arrays[0] for r in replies], [(n, width), (3,)], frac_bits, f"round {server_round}, masked 'e'"
         )
         losses = {key: float(v) / len(replies) for key, v in zip(keys, loss_sums)}
         losses["secagg_server_s"] = time.perf_counter() - started

@@ -53,7 +53,7 @@ def test_a_flower_run_gives_the_in_process_reference_numbers(tmp_path):
     m, n = cfg["num-clients"], 120
     views = [load_client_view(cfg, p).features for p in range(m)]
     mask = missing_view_mask(n, m, cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"])
-    reference = IAIReference(views, mask, iai_params(cfg, strategy.num_clusters), cfg["seed"])
+    reference = IAIReference(views, mask, iai_params(cfg, strategy.num_clusters, num_samples=n), cfg["seed"])
     states = [reference.setup()] + [reference.train_round() for _ in range(cfg["num-server-rounds"] - 1)]
     for state, (neighbours, labels, target, anchors) in zip(states, broadcasts[1:]):
         np.testing.assert_array_equal(neighbours, state.neighbours)
@@ -107,7 +107,7 @@ def test_uploads_are_the_spec_arrays_and_the_client_sees_only_observed_rows():
 
 def test_model_state_survives_across_rounds_in_context_state():
     cfg = validate_run_config(SMALL)
-    params = iai_params(cfg, 3)
+    params = iai_params(cfg, 3, num_samples=120)
     n, k = 120, 3
     rng = np.random.default_rng(0)
     neighbours = np.stack([rng.choice(n, 5, replace=False) for _ in range(n)]).astype(np.int32)

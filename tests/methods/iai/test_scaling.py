@@ -185,7 +185,7 @@ def test_old_kernel_options_are_the_dataclass_defaults():
     bare = IAIParams(num_clusters=2)
     assert (bare.global_knn, bare.spectral_solver) == ("exact", "shift-invert")
     assert (bare.gae.graph_kernels, bare.gae.negative_sampler) == ("pyg", "pyg")
-    run = iai_params(validate_run_config({"algorithm": "fmvc-iai"}), 2)
+    run = iai_params(validate_run_config({"algorithm": "fmvc-iai"}), 2, num_samples=200)
     assert (run.global_knn, run.spectral_solver) == ("anchor-probe", "lanczos")
     assert (run.gae.graph_kernels, run.gae.negative_sampler) == ("sparse", "rejection")
     assert replace(run, global_knn="exact").global_knn == "exact"

@@ -189,3 +189,23 @@ def test_structure_loss_scores_edges_and_sampled_non_edges_only():
     negatives = scored[1].numpy()
     assert not set(zip(*negatives)) & set(zip(*edges)) and np.all(negatives[0] != negatives[1])
     assert losses.structure > 0 and losses.clustering == 0.0
+
+
+def test_variance_scaled_attribute_loss_is_the_mse_over_the_codes_variance():
+    from dataclasses import replace
+
+    from fedmf_app.methods.iai.graph_autoencoder import GraphAutoencoder, seeded, train_gae
+    from fedmf_app.methods.iai.params import GAEParams
+
+    n = 60
+    a = _random_graph(n, 4, 7).tocoo()
+    edges = np.vstack([a.row, a.col])
+    z = 30.0 * np.random.default_rng(1).normal(size=(n, 3)) + 5.0
+    plain = GAEParams(hidden=4, heads=1, out_dim=4, decoder_hidden=8, epochs=1, structure_loss=False)
+    losses = {}
+    for scale in ("none", "variance"):
+        with seeded(0):
+            model = GraphAutoencoder(3, 2, plain)
+        losses[scale] = train_gae(model, z, edges, None, replace(plain, attribute_scale=scale), 0).attribute
+    variance = float(((z - z.mean(axis=0)) ** 2).mean())
+    assert losses["variance"] == pytest.approx(losses["none"] / variance, rel=1e-5)

@@ -1,0 +1,187 @@
+"""The server's global assignment of ``iai.pseudo-labels = "anchor-kmeans"`` ([A]), numpy only.
+
+Every client uploads the squared distances from its (balanced) sample embeddings to the embeddings
+of the shared anchor samples, ``D^(m)_ij = ||h_i^(m) - h_{a_j}^(m)||²`` (``n x r``). Their sum
+``D = Σ_m D^(m)`` is the squared distance in the concatenated embedding space
+``[h^(1), ..., h^(M)]``, so it can travel as a masked sum: the server never sees one client's
+distances. The server
+
+1. places the anchors by classical MDS of the ``r x r`` block ``D[a, :]`` (double centring,
+   the eigenvectors of the positive eigenvalues),
+2. places every sample by the landmark (Nyström) extension of de Silva & Tenenbaum (2004),
+   ``x_i = ½ Λ^{-1/2} Vᵀ (δ̄ - δ_i)`` with ``δ_i = D[i, :]`` and ``δ̄`` the column means of the anchor
+   block, which is exact for points in the affine span of the anchors,
+3. clusters the coordinates by k-means with restarts (:func:`fedmf_app.common.clustering.kmeans_labels`,
+   seeded by a numpy Generator), and
+4. builds the target P from the Student's-t assignment of the coordinates to the k-means centres,
+   sharpened as DEC does (:func:`~fedmf_app.methods.iai.deep_clustering.target_distribution`).
+
+Also here: the per-view balance of the embeddings (:func:`balance_embedding`) and the adaptive
+graph sizes (:func:`adaptive_knn`, :func:`adaptive_anchor_neighbours`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fedmf_app.common.clustering import kmeans_labels
+from fedmf_app.methods.iai.deep_clustering import (
+    prototype_distances,
+    prototypes,
+    student_t,
+    target_distribution,
+)
+from fedmf_app.methods.iai.params import VIEW_BALANCES
+
+__all__ = [
+    "VIEW_BALANCES",
+    "adaptive_anchor_neighbours",
+    "adaptive_knn",
+    "anchor_distances",
+    "anchor_kmeans",
+    "balance_embedding",
+    "landmark_mds",
+]
+
+#: Relative size below which an MDS eigenvalue counts as zero.
+_EIG_RTOL = 1e-10
+
+
+def adaptive_knn(num_samples: int, num_clusters: int) -> int:
+    """Neighbours k of the kNN graphs for ``iai.knn = 0`` ([A]).
+
+    ``k = clamp(round(n / (2K)), 5, 20)``: half the mean cluster size, at most paper C's best k = 20
+    (reached from 40 samples per cluster, e.g. HW's 200, NoisyMNIST's 1,000), at least 5 (ORL's and
+    Yale's 10-11 samples per cluster give 5-6, inside a cluster).
+
+    Parameters
+    ----------
+    num_samples, num_clusters : int
+
+    Returns
+    -------
+    int
+    """
+    return int(np.clip(round(num_samples / (2 * max(num_clusters, 1))), 5, 20))
+
+
+def adaptive_anchor_neighbours(num_anchors: int, num_clusters: int) -> int:
+    """Anchors per sample s of the anchor graph for ``iai.anchor-neighbours = 0`` ([A]).
+
+    ``s = clamp(round(r / (2K)), 3, 10)``: half the anchors a cluster holds on average, at most 10
+    (the former default, HW's 20 anchors per cluster), at least 3; always ``<= r - 1``.
+
+    Parameters
+    ----------
+    num_anchors, num_clusters : int
+
+    Returns
+    -------
+    int
+    """
+    s = int(np.clip(round(num_anchors / (2 * max(num_clusters, 1))), 3, 10))
+    return max(1, min(s, num_anchors - 1))
+
+
+def balance_embedding(h: np.ndarray, rule: str) -> np.ndarray:
+    """Scale one view's embedding so that no view dominates the summed distances ([A]).
+
+    Parameters
+    ----------
+    h : ndarray, shape (n, d)
+    rule : {"unit-variance", "none"}
+        ``unit-variance``: divide by the root of the total variance, so that
+        ``mean_i ||h_i - mean(h)||² = 1`` (every view contributes a mean squared distance of 2
+        between two samples); ``none``: unchanged.
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+    """
+    if rule == "none":
+        return h
+    if rule != "unit-variance":
+        raise ValueError(f"unknown view balance {rule!r}; use one of {VIEW_BALANCES}")
+    spread = float(((h - h.mean(axis=0)) ** 2).sum(axis=1).mean())
+    return h / np.sqrt(spread) if spread > 0 else h
+
+
+def anchor_distances(h: np.ndarray, anchors: np.ndarray) -> np.ndarray:
+    """Squared distances from every sample to the anchor samples, ``D_ij = ||h_i - h_{a_j}||²``.
+
+    Parameters
+    ----------
+    h : ndarray, shape (n, d)
+    anchors : ndarray of int, shape (r,)
+
+    Returns
+    -------
+    ndarray, shape (n, r)
+        Nonnegative; zero at ``(a_j, j)``.
+    """
+    return prototype_distances(h, h[anchors])
+
+
+def landmark_mds(distances: np.ndarray, anchors: np.ndarray, dim: int = 0) -> np.ndarray:
+    """Coordinates of every sample from its squared distances to the anchors (landmark MDS).
+
+    Parameters
+    ----------
+    distances : ndarray, shape (n, r)
+        Squared Euclidean distances to the anchor samples (the sum of the clients' uploads).
+    anchors : ndarray of int, shape (r,)
+        Which samples the anchors are (``distances[anchors]`` is the anchor block).
+    dim : int
+        Coordinates kept, the leading ones; ``0`` keeps every positive eigenvalue.
+
+    Returns
+    -------
+    ndarray, shape (n, p)
+        Coordinates whose pairwise distances equal the input's geometry when the samples lie in
+        the affine span of the anchors (exact up to rounding); ``p <= r - 1``.
+    """
+    block = distances[anchors]
+    block = 0.5 * (block + block.T)
+    r = block.shape[0]
+    centre = np.eye(r) - 1.0 / r
+    gram = -0.5 * centre @ block @ centre
+    values, vectors = np.linalg.eigh(gram)
+    order = np.argsort(values)[::-1]
+    values, vectors = values[order], vectors[:, order]
+    keep = values > _EIG_RTOL * max(values[0], 1e-300)
+    if dim > 0:
+        keep &= np.arange(r) < dim
+    values, vectors = values[keep], vectors[:, keep]
+    mean_row = block.mean(axis=0)
+    return 0.5 * (mean_row[None, :] - distances) @ (vectors / np.sqrt(values)[None, :])
+
+
+def anchor_kmeans(
+    distances: np.ndarray, anchors: np.ndarray, num_clusters: int, rng: np.random.Generator, dim: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Global labels and target from the summed anchor distances.
+
+    Parameters
+    ----------
+    distances : ndarray, shape (n, r)
+        ``Σ_m D^(m)``.
+    anchors : ndarray of int, shape (r,)
+    num_clusters : int
+        K.
+    rng : numpy.random.Generator
+        Seeds the k-means restarts.
+    dim : int
+        See :func:`landmark_mds`.
+
+    Returns
+    -------
+    labels : ndarray of int64, shape (n,)
+        k-means labels of the MDS coordinates (in k-means' own order).
+    target : ndarray, shape (n, K)
+        P: DEC's sharpened Student's-t assignment of the coordinates to the label means; column
+        ``c`` belongs to label ``c``.
+    """
+    coords = landmark_mds(distances, anchors, dim)
+    labels = kmeans_labels(coords, num_clusters, rng)
+    q = student_t(prototype_distances(coords, prototypes(coords, labels, num_clusters)))
+    return labels, target_distribution(q)

@@ -1,0 +1,149 @@
+"""The anchor-kmeans global assignment of FMVC-IAI: landmark MDS, k-means labels, balance, sizes."""
+
+import numpy as np
+import pytest
+
+from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.data.missing_views import missing_view_mask
+from fedmf_app.methods.iai.deep_clustering import prototype_distances
+from fedmf_app.methods.iai.global_assignment import (
+    adaptive_anchor_neighbours,
+    adaptive_knn,
+    anchor_distances,
+    anchor_kmeans,
+    balance_embedding,
+    landmark_mds,
+)
+from fedmf_app.methods.iai.options import iai_params
+from fedmf_app.methods.iai.params import GAEParams, IAIParams
+from fedmf_app.methods.iai.reference import IAIReference
+from fedmf_app.methods.iai.sample_graphs import anchor_graph
+from fedmf_app.methods.iai.server_updates import ServerState, server_round, start_target
+from fedmf_app.options.run_config import validate_run_config
+
+from support.data import clustered_views
+
+
+def _pairwise(x):
+    return prototype_distances(x, x)
+
+
+def test_landmark_mds_recovers_the_exact_euclidean_geometry_of_a_planted_configuration():
+    rng = np.random.default_rng(0)
+    n, d, r = 300, 5, 20
+    x = rng.normal(size=(n, d)) * np.array([5.0, 3.0, 2.0, 1.0, 0.5])
+    anchors = np.sort(rng.choice(n, r, replace=False))
+    coords = landmark_mds(anchor_distances(x, anchors), anchors)
+    # the anchors span R^5, so every sample is placed exactly: same pairwise distances
+    assert coords.shape == (n, d)
+    np.testing.assert_allclose(_pairwise(coords), _pairwise(x), rtol=1e-8, atol=1e-8)
+    # kept coordinates: the leading ones, a projection (distances never grow)
+    two = landmark_mds(anchor_distances(x, anchors), anchors, dim=2)
+    assert two.shape == (n, 2) and np.all(_pairwise(two) <= _pairwise(x) + 1e-8)
+
+
+def test_landmark_mds_of_summed_view_distances_is_the_concatenated_geometry():
+    rng = np.random.default_rng(1)
+    views = [rng.normal(size=(100, 3)), rng.normal(size=(100, 4))]
+    anchors = np.arange(0, 100, 5)
+    total = sum(anchor_distances(v, anchors) for v in views)
+    coords = landmark_mds(total, anchors)
+    np.testing.assert_allclose(_pairwise(coords), _pairwise(np.hstack(views)), rtol=1e-8, atol=1e-8)
+
+
+def test_anchor_kmeans_recovers_planted_clusters_and_its_target_is_a_sharpened_assignment():
+    rng = np.random.default_rng(2)
+    k, per = 4, 50
+    truth = np.repeat(np.arange(k), per)
+    centres = rng.normal(size=(k, 6)) * 6.0
+    h = centres[truth] + rng.normal(size=(k * per, 6))
+    anchors = np.sort(rng.choice(k * per, 30, replace=False))
+    labels, target = anchor_kmeans(anchor_distances(h, anchors), anchors, k, np.random.default_rng(0))
+    assert clustering_scores(truth, labels)["acc"] == 1.0
+    np.testing.assert_allclose(target.sum(axis=1), 1.0)
+    # column c of P belongs to label c, and P puts most mass there
+    assert np.mean(target.argmax(axis=1) == labels) == 1.0
+    # seeded: the same Generator seed gives the same labels
+    again, _ = anchor_kmeans(anchor_distances(h, anchors), anchors, k, np.random.default_rng(0))
+    np.testing.assert_array_equal(labels, again)
+
+
+def test_unit_variance_balance_gives_every_view_the_same_mean_squared_spread():
+    rng = np.random.default_rng(3)
+    big, small = rng.normal(size=(80, 4)) * 100.0, rng.normal(size=(80, 7)) * 0.01
+    for h in (big, small):
+        out = balance_embedding(h, "unit-variance")
+        assert ((out - out.mean(axis=0)) ** 2).sum(axis=1).mean() == pytest.approx(1.0)
+        # a scaling only: the view's own geometry is kept up to one factor
+        ratio = _pairwise(out)[np.triu_indices(80, 1)] / _pairwise(h)[np.triu_indices(80, 1)]
+        np.testing.assert_allclose(ratio, ratio[0], rtol=1e-8)
+    np.testing.assert_array_equal(balance_embedding(big, "none"), big)
+    with pytest.raises(ValueError, match="unknown view balance"):
+        balance_embedding(big, "max")
+
+
+def test_adaptive_sizes_fit_small_and_large_clusters():
+    # HW (2000 samples, 10 clusters), NoisyMNIST: the paper's k = 20; ORL (400, 40), Yale (165, 15)
+    assert adaptive_knn(2000, 10) == 20 and adaptive_knn(10000, 10) == 20
+    assert adaptive_knn(400, 40) == 5 and adaptive_knn(165, 15) == 6
+    assert all(5 <= adaptive_knn(n, k) <= 20 for n in range(10, 3000, 37) for k in range(1, 50, 7))
+    assert adaptive_anchor_neighbours(200, 10) == 10 and adaptive_anchor_neighbours(200, 40) == 3
+    assert all(1 <= adaptive_anchor_neighbours(r, 7) <= r - 1 for r in range(2, 300))
+
+
+def test_the_server_round_labels_planted_clusters_from_summed_view_distances():
+    rng = np.random.default_rng(4)
+    k, per, m = 3, 40, 2
+    n = k * per
+    truth = np.repeat(np.arange(k), per)
+    anchors = np.sort(rng.choice(n, 20, replace=False))
+    views = [rng.normal(size=(k, 4))[truth] * 5 + rng.normal(size=(n, 4)) for _ in range(m)]
+    params = IAIParams(num_clusters=k, knn=5, anchors=20, anchor_neighbours=4)
+    previous = rng.permutation(truth)  # a poor previous Y: the new one must not depend on it
+    state = ServerState(np.zeros((n, 5), np.int32), previous, None, anchors, 1)
+    graphs = [anchor_graph(v, v[anchors], 4) for v in views]
+    new, _ = server_round(state, [anchor_distances(v, anchors) for v in views], graphs, None, params, 0)
+    assert clustering_scores(truth, new.labels)["acc"] == 1.0
+    # P's columns follow Y's names after the alignment
+    assert np.mean(new.target.argmax(axis=1) == new.labels) == 1.0
+
+
+def test_training_rounds_improve_on_the_start_clustering_of_a_small_planted_problem():
+    """Three noisy views of 3 planted clusters, half the samples missing a view: the spectral start
+    Y⁰ of the start graph is poor (ACC 0.74 here), k-means on the full concatenation is near 1; every
+    training round with the anchor-kmeans assignment scores at least Y⁰, the last clearly above."""
+    views, truth = clustered_views(n=150, k=3, dims=(10, 10, 10), noise=2.5, seed=2)
+    gae = GAEParams(
+        hidden=16, heads=2, out_dim=16, decoder_hidden=32, epochs=20, graph_kernels="sparse",
+        negative_sampler="rejection",
+    )  # fmt: skip
+    params = IAIParams(
+        num_clusters=3, knn=10, anchors=40, anchor_neighbours=5, ae_hidden=(32,), embed_dim=16,
+        ae_epochs=50, gae=gae, spectral_solver="lanczos",
+    )  # fmt: skip
+    fed = IAIReference(views, missing_view_mask(150, 3, 0.5, 2), params, seed=2)
+    start = clustering_scores(truth, fed.setup().labels)["acc"]
+    acc = [clustering_scores(truth, fed.train_round().labels)["acc"] for _ in range(4)]
+    assert start < 0.8
+    assert min(acc) >= start and acc[-1] >= start + 0.05, (start, acc)
+
+
+def test_start_target_is_none_by_default_and_a_smoothed_y0_on_request():
+    labels = np.array([0, 2, 1, 2])
+    assert start_target(labels, IAIParams(num_clusters=3)) is None
+    p0 = start_target(labels, IAIParams(num_clusters=3, start_target="start-labels"))
+    np.testing.assert_allclose(p0.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(p0.argmax(axis=1), labels)
+
+
+def test_the_run_config_resolves_the_adaptive_sizes():
+    cfg = validate_run_config({"algorithm": "fmvc-iai"})
+    assert (cfg["iai.knn"], cfg["iai.anchor-neighbours"]) == (0, 0)
+    hw = iai_params(cfg, 10, num_samples=2000)
+    assert (hw.knn, hw.anchors, hw.anchor_neighbours) == (20, 200, 10)
+    orl = iai_params(cfg, 40, num_samples=400)
+    assert (orl.knn, orl.anchor_neighbours) == (5, 3)
+    fixed = iai_params({**cfg, "iai.knn": 7, "iai.anchor-neighbours": 4}, 10, num_samples=2000)
+    assert (fixed.knn, fixed.anchor_neighbours) == (7, 4)
+    with pytest.raises(ValueError, match="needs the number of samples"):
+        iai_params(cfg, 10)
