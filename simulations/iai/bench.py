@@ -45,6 +45,7 @@ from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.methods.iai.options import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.options.run_config import data_needs, validate_run_config
+from simulations.spread import header, mean_spread
 
 
 def clustered_views(
@@ -191,16 +192,11 @@ def _generated(args: argparse.Namespace, run: dict[str, Any], folder: str) -> di
     return {"dataset": str(path), "num-clients": args.views, **run}
 
 
-def _mean_sd(values: list[float]) -> str:
-    sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-    return f"{np.mean(values):.3f} ± {sd:.3f}"
-
-
 def table(folder: Path) -> str:
     """Markdown tables of the records (``*.json`` written by ``--out``) in ``folder``.
 
-    Quality: ACC / NMI / ARI mean ± sample standard deviation over seeds, per data set; cost: one
-    row per record of generated data.
+    Quality: ACC / NMI / ARI per data set, :func:`~simulations.spread.mean_spread` over the seeds
+    (named in the table's caption); cost: one row per record of generated data.
     """
     quality: dict[str, list[dict[str, Any]]] = {}
     cost: list[str] = []
@@ -222,11 +218,13 @@ def table(folder: Path) -> str:
     lines = []
     if quality:
         lines += [
+            header("ACC / NMI / ARI") + "; the time is the mean over the seeds.",
+            "",
             "| data | seeds | ACC | NMI | ARI | training round, clients (s) | peak memory (GB) |",
             "|---|---|---|---|---|---|---|",
         ]
         for name, runs in sorted(quality.items()):
-            cells = [_mean_sd([r[k] for r in runs]) for k in ("acc", "nmi", "ari")]
+            cells = [mean_spread((r[k] for r in runs), digits=3) for k in ("acc", "nmi", "ari")]
             seeds = ",".join(str(r["seed"]) for r in sorted(runs, key=lambda r: r["seed"]))
             secs = np.mean([r["train_round_client_s_mean"] for r in runs])
             peak = max(r["peak_rss_mb"] for r in runs) / 1024
