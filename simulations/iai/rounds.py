@@ -153,9 +153,12 @@ def _load(paths: list[str]) -> list[dict[str, Any]]:
 
 
 def _variant(config: dict[str, Any]) -> str:
-    """The ``iai.`` options of a run that differ from today's defaults (``defaults`` when none)."""
+    """The ``iai.`` options of a run that differ from today's defaults (``defaults`` when none);
+    keys today's run config no longer has are left out."""
     base = defaults()
-    changed = [f"{k}={v}" for k, v in sorted(config.items()) if k.startswith("iai.") and base.get(k) != v]
+    changed = [
+        f"{k}={v}" for k, v in sorted(config.items()) if k.startswith("iai.") and k in base and base[k] != v
+    ]
     return " ".join(changed) or "defaults"
 
 
