@@ -42,6 +42,7 @@ from threadpoolctl import threadpool_limits
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
+from fedmf_app.federated.results import code_version
 from fedmf_app.methods.iai.options import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.options.run_config import data_needs, validate_run_config
@@ -113,13 +114,15 @@ def benchmark(overrides: dict[str, Any]) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``config``, ``n``, ``dims`` and one record per round (``client_s``, ``client_s_max``,
-        ``server_s``, ``peak_rss_mb``, scores).
+        ``code_version`` (:func:`fedmf_app.federated.results.code_version`), ``config`` (the full
+        validated run config), ``n``, ``dims`` and one record per round (``client_s``,
+        ``client_s_max``, ``server_s``, ``peak_rss_mb``, scores).
     """
     torch.set_num_threads(1)
+    version = code_version()  # before the run: the code it runs
     cfg = validate_run_config(overrides)
     with threadpool_limits(1):  # numpy / scipy BLAS too
-        return _benchmark(cfg)
+        return {"code_version": version, **_benchmark(cfg)}
 
 
 def _benchmark(cfg: dict[str, Any]) -> dict[str, Any]:

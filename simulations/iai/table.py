@@ -10,9 +10,9 @@ attribute loss, M4 structure loss), the complete-view algorithms by how they fil
 ``job_timing.json``), when there is one::
 
     python -m simulations.iai.table multirun/iai_hw_missing/<time> multirun/iai_hw_baselines/<time> \
-        --out docs/iai/hw_missing_rates.md --rates-figure docs/iai/hw_missing_rates.png
+        --out hw_missing_rates.md --rates-figure hw_missing_rates.png
     python -m simulations.iai.table <folders> --seeds 0,1,2 --rates 0.1,0.9 \
-        --ablation-figure docs/iai/hw_ablation.png          # the ablation's cells only
+        --ablation-figure hw_ablation.png          # the ablation's cells only
     python -m simulations.iai.table <folders> --rounds-out rounds.md --rounds-figure rounds.png
 
 ``--rounds-out`` and ``--rounds-figure`` follow fmvc-iai over the rounds (the per-round scores of

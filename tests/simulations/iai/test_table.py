@@ -1,7 +1,6 @@
 """Paper C's results table and figures on constructed result files."""
 
 import json
-from pathlib import Path
 
 from simulations.iai.table import (
     collect,
@@ -85,29 +84,6 @@ def test_exported_runs_rebuild_the_same_table(tmp_path):
     ]
     assert iai_table([tmp_path / "export"]) == iai_table([tmp_path / "runs"])
     assert iai_table([tmp_path / "runs"]).endswith("| 100 |")
-
-
-def test_the_committed_run_records_rebuild_the_published_tables():
-    # docs/iai/runs holds the exported records of the paper C sweeps; the tables in docs/iai are
-    # what simulations.iai.table makes of them (the commands are in docs/iai.md)
-    docs = Path(__file__).resolve().parents[3] / "docs" / "iai"
-    runs = docs / "runs"
-    rates = iai_table([runs / "missing", runs / "baselines"])
-    ablation = iai_table(
-        [runs / "missing", runs / "ablation", runs / "one_view"], seeds={0, 1, 2}, rates={0.1, 0.9}
-    )
-    assert rates + "\n" == (docs / "hw_missing_rates.md").read_text()
-    assert ablation + "\n" == (docs / "hw_ablation.md").read_text()
-    assert "fmvc-iai no M1" in ablation and "fmvc-imk (mean fill)" in rates
-    noisy = iai_table([runs / "noisy_mnist_missing", runs / "noisy_mnist_baselines"])
-    noisy_ablation = iai_table(
-        [runs / "noisy_mnist_missing", runs / "noisy_mnist_ablation"], seeds={0}, rates={0.1, 0.9}
-    )
-    assert noisy + "\n" == (docs / "noisy_mnist_missing_rates.md").read_text()
-    assert noisy_ablation + "\n" == (docs / "noisy_mnist_ablation.md").read_text()
-    assert iai_table([runs / "hw_current"]) + "\n" == (docs / "hw_current.md").read_text()
-    rounds = rounds_table(collect([runs / "noisy_mnist_missing", runs / "hw_rounds"]))
-    assert rounds + "\n" == (docs / "rounds.md").read_text()
 
 
 def test_rounds_table_follows_the_scores_and_the_graph_over_the_rounds(tmp_path):
