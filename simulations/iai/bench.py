@@ -234,7 +234,7 @@ def table(folder: Path) -> str:
             lines.append(f"| {name} | {seeds} | {' | '.join(cells)} | {secs:.1f} | {peak:.2f} |")
     if cost:
         lines += [
-            "",
+            *([""] if lines else []),
             "| N | views x features | set-up: clients (s) | set-up: server (s) | training round: "
             "clients, sum (s) | slowest client (s) | server (s) | peak memory (GB) | ACC / NMI |",
             "|---|---|---|---|---|---|---|---|---|",
