@@ -150,7 +150,8 @@ def load_client_view(
     partition_id: int,
     node_config: Mapping[str, Any] | None = None,
     rows: np.ndarray | None = None,
-    needs: DataNeeds | None = None,
+    *,
+    needs: DataNeeds,
 ) -> ClientView:
     """Load the view of client ``partition_id`` (and nothing else).
 
@@ -178,10 +179,9 @@ def load_client_view(
         ``context.node_config``.
     rows : ndarray of int, shape (n_aligned,), optional
         The file rows to keep, in the aligned order (needs sample IDs).
-    needs : DataNeeds, optional
-        What the run's family needs (:func:`fedmf_app.options.run_config.data_needs`); the app's
-        callers pass it. Omitted, it is asked of the run's family (a fallback kept for the test
-        callers that do not pass it yet; it is the data layer's one import from above).
+    needs : DataNeeds
+        What the run's family needs (:func:`fedmf_app.options.run_config.data_needs`): the caller
+        asks the family and tells the data layer, which imports nothing above it.
 
     Returns
     -------
@@ -194,10 +194,6 @@ def load_client_view(
         ``views`` names a view the file does not have, the data cannot be read, or the sample
         IDs are missing or malformed (the message names the file, the view or key and the problem).
     """
-    if needs is None:
-        from fedmf_app.options.run_config import data_needs
-
-        needs = data_needs(dict(cfg))
     m = cfg["num-clients"]
     if partition_id >= m:
         raise DataError(

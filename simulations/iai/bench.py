@@ -10,8 +10,7 @@ every round (the federation itself never sees labels).
 
 ``--num-samples N`` runs on generated clustered data instead (``--views`` views of ``--view-dim``
 Gaussian features around per-view cluster means, :func:`clustered_views`), written to a temporary
-``.npz`` file that the clients load as a user's file. ``--previous`` sets the options that
-reproduce the kernels of earlier versions (:data:`PREVIOUS`). ``--table`` turns records into the
+``.npz`` file that the clients load as a user's file. ``--table`` turns records into the
 Markdown tables of docs/iai.md.
 
 Usage::
@@ -43,18 +42,11 @@ from threadpoolctl import threadpool_limits
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
+from fedmf_app.federated.results import code_version
 from fedmf_app.methods.iai.options import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.options.run_config import data_needs, validate_run_config
-
-#: Options that give the kernels of earlier versions (exact global kNN, PyG message passing and
-#: negative sampling, scikit-learn's shift-invert spectral clustering).
-PREVIOUS = {
-    "iai.global-knn": "exact",
-    "iai.graph-kernels": "pyg",
-    "iai.negative-sampler": "pyg",
-    "iai.spectral-solver": "shift-invert",
-}
+from simulations.spread import header, mean_spread
 
 
 def clustered_views(
@@ -122,13 +114,15 @@ def benchmark(overrides: dict[str, Any]) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``config``, ``n``, ``dims`` and one record per round (``client_s``, ``client_s_max``,
-        ``server_s``, ``peak_rss_mb``, scores).
+        ``code_version`` (:func:`fedmf_app.federated.results.code_version`), ``config`` (the full
+        validated run config), ``n``, ``dims`` and one record per round (``client_s``,
+        ``client_s_max``, ``server_s``, ``peak_rss_mb``, scores).
     """
     torch.set_num_threads(1)
+    version = code_version()  # before the run: the code it runs
     cfg = validate_run_config(overrides)
     with threadpool_limits(1):  # numpy / scipy BLAS too
-        return _benchmark(cfg)
+        return {"code_version": version, **_benchmark(cfg)}
 
 
 def _benchmark(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -201,28 +195,21 @@ def _generated(args: argparse.Namespace, run: dict[str, Any], folder: str) -> di
     return {"dataset": str(path), "num-clients": args.views, **run}
 
 
-def _mean_sd(values: list[float]) -> str:
-    sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-    return f"{np.mean(values):.3f} ± {sd:.3f}"
-
-
 def table(folder: Path) -> str:
     """Markdown tables of the records (``*.json`` written by ``--out``) in ``folder``.
 
-    Records whose config has the :data:`PREVIOUS` options are labelled "previous", the others
-    "default". Quality: ACC / NMI / ARI mean ± sample standard deviation over seeds, per data set
-    and label; cost: one row per record of generated data.
+    Quality: ACC / NMI / ARI per data set, :func:`~simulations.spread.mean_spread` over the seeds
+    (named in the table's caption); cost: one row per record of generated data.
     """
-    quality: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    quality: dict[str, list[dict[str, Any]]] = {}
     cost: list[str] = []
     for path in sorted(folder.glob("*.json")):
         record = json.loads(path.read_text())
         cfg = record["config"]
-        label = "previous" if all(cfg[k] == v for k, v in PREVIOUS.items()) else "default"
         s = record["summary"]
         if record.get("generated"):
             cost.append(
-                f"| {record['n']:,} | {s['views']} x {record['dims'][0]} | {label} | "
+                f"| {record['n']:,} | {s['views']} x {record['dims'][0]} | "
                 f"{s['setup_client_s']:.1f} | "
                 f"{s['setup_server_s']:.1f} | {s['train_round_client_s_mean']:.1f} | "
                 f"{s['train_round_client_s_max_mean']:.1f} | {s['server_s_mean']:.1f} | "
@@ -230,25 +217,27 @@ def table(folder: Path) -> str:
             )
         else:
             name = Path(str(cfg["dataset"])).stem
-            quality.setdefault((name, label), []).append({**record["final"], "seed": cfg["seed"], **s})
+            quality.setdefault(name, []).append({**record["final"], "seed": cfg["seed"], **s})
     lines = []
     if quality:
         lines += [
-            "| data | options | seeds | ACC | NMI | ARI | training round, clients (s) | peak memory (GB) |",
-            "|---|---|---|---|---|---|---|---|",
+            header("ACC / NMI / ARI") + "; the time is the mean over the seeds.",
+            "",
+            "| data | seeds | ACC | NMI | ARI | training round, clients (s) | peak memory (GB) |",
+            "|---|---|---|---|---|---|---|",
         ]
-        for (name, label), runs in sorted(quality.items()):
-            cells = [_mean_sd([r[k] for r in runs]) for k in ("acc", "nmi", "ari")]
+        for name, runs in sorted(quality.items()):
+            cells = [mean_spread((r[k] for r in runs), digits=3) for k in ("acc", "nmi", "ari")]
             seeds = ",".join(str(r["seed"]) for r in sorted(runs, key=lambda r: r["seed"]))
             secs = np.mean([r["train_round_client_s_mean"] for r in runs])
             peak = max(r["peak_rss_mb"] for r in runs) / 1024
-            lines.append(f"| {name} | {label} | {seeds} | {' | '.join(cells)} | {secs:.1f} | {peak:.2f} |")
+            lines.append(f"| {name} | {seeds} | {' | '.join(cells)} | {secs:.1f} | {peak:.2f} |")
     if cost:
         lines += [
-            "",
-            "| N | views x features | options | set-up: clients (s) | set-up: server (s) | training round: "
+            *([""] if lines else []),
+            "| N | views x features | set-up: clients (s) | set-up: server (s) | training round: "
             "clients, sum (s) | slowest client (s) | server (s) | peak memory (GB) | ACC / NMI |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|",
             *cost,
         ]
     return "\n".join(lines) + "\n"
@@ -258,7 +247,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--run", nargs="*", default=[], help="run-config overrides key=value")
     parser.add_argument("--out", help="write the records (or, with --table, the tables) to this file")
-    parser.add_argument("--previous", action="store_true", help="the options of earlier versions (PREVIOUS)")
     parser.add_argument("--num-samples", type=int, help="generated clustered data with this many samples")
     parser.add_argument("--views", type=int, default=4, help="generated data: views (clients)")
     parser.add_argument("--view-dim", type=int, default=50, help="generated data: features per view")
@@ -272,7 +260,7 @@ def main() -> None:
             Path(args.out).write_text(text)
         print(text)  # noqa: T201
         return
-    run = {"algorithm": "fmvc-iai", **(PREVIOUS if args.previous else {}), **parse_overrides(args.run)}
+    run = {"algorithm": "fmvc-iai", **parse_overrides(args.run)}
     with tempfile.TemporaryDirectory() as folder:
         if args.num_samples:
             run = _generated(args, run, folder)

@@ -36,7 +36,7 @@ from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.methods.iai.options import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
-from fedmf_app.options.run_config import defaults, validate_run_config
+from fedmf_app.options.run_config import data_needs, defaults, validate_run_config
 from simulations.iai.bench import parse_overrides
 
 logger = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ def run_rounds(overrides: dict[str, Any]) -> dict[str, Any]:
     cfg = validate_run_config(overrides)
     with threadpool_limits(1):
         m, seed = cfg["num-clients"], cfg["seed"]
-        views = [load_client_view(cfg, p) for p in range(m)]
+        views = [load_client_view(cfg, p, needs=data_needs(cfg)) for p in range(m)]
         truth = views[0].labels
         n = views[0].features.shape[0]
         k = cfg["num-clusters"] or int(truth.max()) + 1
@@ -153,9 +153,12 @@ def _load(paths: list[str]) -> list[dict[str, Any]]:
 
 
 def _variant(config: dict[str, Any]) -> str:
-    """The ``iai.`` options of a run that differ from today's defaults (``defaults`` when none)."""
+    """The ``iai.`` options of a run that differ from today's defaults (``defaults`` when none);
+    keys today's run config no longer has are left out."""
     base = defaults()
-    changed = [f"{k}={v}" for k, v in sorted(config.items()) if k.startswith("iai.") and base.get(k) != v]
+    changed = [
+        f"{k}={v}" for k, v in sorted(config.items()) if k.startswith("iai.") and k in base and base[k] != v
+    ]
     return " ".join(changed) or "defaults"
 
 

@@ -1,5 +1,5 @@
-"""Paper C's results on incomplete views: table and figures, ACC/NMI/ARI as mean ± mean absolute
-deviation over seeds.
+"""Paper C's results on incomplete views: table and figures, ACC/NMI/ARI as mean ± standard
+deviation over seeds (:mod:`simulations.spread`, named in the table's caption).
 
 Reads every ``*.json`` under the given folders that holds a run config and final scores (a
 ``result.json`` of a Flower run, or a ``simulations.iai.bench --out`` file), groups the runs by data
@@ -10,9 +10,9 @@ attribute loss, M4 structure loss), the complete-view algorithms by how they fil
 ``job_timing.json``), when there is one::
 
     python -m simulations.iai.table multirun/iai_hw_missing/<time> multirun/iai_hw_baselines/<time> \
-        --out docs/iai/hw_missing_rates.md --rates-figure docs/iai/hw_missing_rates.png
+        --out hw_missing_rates.md --rates-figure hw_missing_rates.png
     python -m simulations.iai.table <folders> --seeds 0,1,2 --rates 0.1,0.9 \
-        --ablation-figure docs/iai/hw_ablation.png          # the ablation's cells only
+        --ablation-figure hw_ablation.png          # the ablation's cells only
     python -m simulations.iai.table <folders> --rounds-out rounds.md --rounds-figure rounds.png
 
 ``--rounds-out`` and ``--rounds-figure`` follow fmvc-iai over the rounds (the per-round scores of
@@ -31,6 +31,8 @@ from typing import Any
 import matplotlib
 import numpy as np
 
+from simulations.spread import header, mean_spread
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
@@ -48,6 +50,9 @@ __all__ = [
 ]
 
 METRICS = ("acc", "nmi", "ari")
+
+#: The caption of :func:`markdown`'s table: its cells and their statistic.
+CAPTION = header("ACC / NMI / ARI") + "; s/run: mean wall time of a job."
 
 #: Per-round record keys kept by :func:`collect` and :func:`export_runs` (scores of that round's
 #: clustering, the connected components of fmvc-iai's global graph, its training losses).
@@ -203,9 +208,10 @@ def _save(fig: Any, axes: Any, path: Path, legend_below: bool = False) -> Path:
     return path
 
 
-def _mean_mad(values: list[float]) -> tuple[float, float]:
-    x = np.asarray(values)
-    return float(x.mean()), float(np.abs(x - x.mean()).mean())
+def _mean_sd(values: list[float]) -> tuple[float, float]:
+    """Mean and population standard deviation, the statistic of :func:`~simulations.spread.mean_spread`."""
+    x = np.asarray(values, dtype=np.float64)
+    return float(x.mean()), float(x.std())
 
 
 def iai_table(folders: list[Path], seeds: set[int] | None = None, rates: set[float] | None = None) -> str:
@@ -230,9 +236,12 @@ def markdown(runs: list[dict[str, Any]]) -> str:
     Returns
     -------
     str
-        One row per (data, method, missing rate), sorted by data, rate, then method.
+        A caption naming the statistic (:data:`CAPTION`), then one row per (data, method, missing
+        rate), sorted by data, rate, then method.
     """
     rows = [
+        CAPTION,
+        "",
         "| data | method | missing rate | runs (seeds) | ACC | NMI | ARI | s/run |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -240,7 +249,7 @@ def markdown(runs: list[dict[str, Any]]) -> str:
         _groups(runs).items(), key=lambda item: (item[0][0], item[0][2], item[0][1])
     ):
         seed_list = ",".join(str(r["seed"]) for r in sorted(group, key=lambda r: r["seed"]))
-        cells = ["{:.3f} ± {:.3f}".format(*_mean_mad([r[m] for r in group])) for m in METRICS]
+        cells = [mean_spread((r[m] for r in group), digits=3) for m in METRICS]
         times = [r["job_s"] for r in group if r["job_s"] is not None]
         seconds = f"{np.mean(times):.0f}" if times else "–"
         rows.append(
@@ -252,7 +261,7 @@ def markdown(runs: list[dict[str, Any]]) -> str:
 
 
 def plot_missing_rates(runs: list[dict[str, Any]], path: Path) -> Path:
-    """ACC, NMI and ARI against the missing rate, one line per method, MAD as error bars;
+    """ACC, NMI and ARI against the missing rate, one line per method, the sd over seeds as error bars;
     ablation variants and runs with a non-default ``missing-views-dropped`` are left to
     :func:`plot_ablation` and the table. ``runs`` from :func:`collect`; returns the PNG ``path``."""
     groups = _groups([r for r in runs if " no M" not in r["method"] and "views dropped" not in r["method"]])
@@ -260,7 +269,7 @@ def plot_missing_rates(runs: list[dict[str, Any]], path: Path) -> Path:
     for data, method in sorted({(d, m) for d, m, _ in groups}):
         rates = sorted(r for d, m, r in groups if (d, m) == (data, method))
         for ax, metric in zip(axes, METRICS):
-            stats = np.array([_mean_mad([r[metric] for r in groups[(data, method, rate)]]) for rate in rates])
+            stats = np.array([_mean_sd([r[metric] for r in groups[(data, method, rate)]]) for rate in rates])
             ax.errorbar(
                 rates, stats[:, 0], yerr=stats[:, 1], marker="o", capsize=3, label=f"{method} ({data})"
             )
@@ -271,7 +280,8 @@ def plot_missing_rates(runs: list[dict[str, Any]], path: Path) -> Path:
 
 
 def plot_ablation(runs: list[dict[str, Any]], path: Path) -> Path:
-    """fmvc-iai's ACC and NMI per ablation variant, grouped by missing rate, MAD as error bars.
+    """fmvc-iai's ACC and NMI per ablation variant, grouped by missing rate, the sd over seeds as
+    error bars.
 
     Only rates at which some variant ran are drawn; runs on different data sets are pooled (pass
     one data set's folders). ``runs`` from :func:`collect`; returns the PNG ``path``.
@@ -292,7 +302,7 @@ def plot_ablation(runs: list[dict[str, Any]], path: Path) -> Path:
         for i, method in enumerate(methods):
             stats = np.array(
                 [
-                    _mean_mad([r[metric] for r in cells[(method, rate)]])
+                    _mean_sd([r[metric] for r in cells[(method, rate)]])
                     if cells.get((method, rate))
                     else (np.nan, 0.0)
                     for rate in rates
@@ -365,7 +375,7 @@ def _per_round(group: list[dict[str, Any]], key: str) -> np.ndarray:
 
 def plot_rounds(runs: list[dict[str, Any]], path: Path) -> Path:
     """fmvc-iai's ACC, NMI and the connected components of A_g against the rounds, one line per
-    (data, method, missing rate), mean over seeds with the MAD as a band; round 1 is the set-up
+    (data, method, missing rate), mean over seeds with the sd as a band; round 1 is the set-up
     round (Y⁰). ``runs`` from :func:`collect`; returns the PNG ``path``."""
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     for (data, method, rate), group in sorted(_fmvc_iai_rounds(runs).items()):
@@ -373,10 +383,10 @@ def plot_rounds(runs: list[dict[str, Any]], path: Path) -> Path:
         for ax, key in zip(axes, ("acc", "nmi", "components")):
             values = _per_round(group, key)
             mean = values.mean(axis=0)
-            mad = np.abs(values - mean).mean(axis=0)
+            sd = values.std(axis=0)
             s = np.arange(1, values.shape[1] + 1)
             (line,) = ax.plot(s, mean, marker="o", markersize=3, label=label)
-            ax.fill_between(s, mean - mad, mean + mad, color=line.get_color(), alpha=0.15)
+            ax.fill_between(s, mean - sd, mean + sd, color=line.get_color(), alpha=0.15)
     for ax, title in zip(axes, ("ACC of Y", "NMI of Y", "connected components of A_g")):
         ax.set_xlabel("communication round (1 = set-up)")
         ax.set_title(title)

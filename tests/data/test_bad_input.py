@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 import scipy.io
 
-from fedmf_app.data import DataError, load_client_view, load_multiview
+from fedmf_app.data import DataError, load_multiview
 from fedmf_app.federated.handshake import FederationError, check_view_count
 from fedmf_app.options.run_config import validate_run_config
+
+from support.data import client_view
 
 N = 12
 RNG = np.random.default_rng(0)
@@ -76,6 +78,6 @@ def test_more_clients_than_views_is_refused_naming_the_option(tmp_path):
     path = str(_write(tmp_path, "d.mat"))
     cfg = validate_run_config({"dataset": path, "num-clients": 4})
     with pytest.raises(DataError, match=r"d.mat has 3 views but run config num-clients = 4"):
-        load_client_view(cfg, 3)
+        client_view(cfg, 3)
     with pytest.raises(FederationError, match=r"has 3 views but the run needs 4 clients"):
         check_view_count(path, 4)

@@ -3,9 +3,11 @@
 import numpy as np
 import pytest
 
-from fedmf_app.data import DataError, load_client_view
+from fedmf_app.data import DataError
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
 from fedmf_app.options.run_config import validate_run_config
+
+from support.data import client_view
 
 RNG = np.random.default_rng(3)
 VIEWS = [RNG.random((40, d)) * 5 for d in (6, 4, 5)]
@@ -54,20 +56,20 @@ def test_complete_view_clients_see_only_their_observed_rows(tmp_path, algorithm)
         view[~observed[:, p]] = RNG.random((int((~observed[:, p]).sum()), view.shape[1])) * 100
     np.savez(tmp_path / "b.npz", X_0=scrambled[0], X_1=scrambled[1], X_2=scrambled[2], y=np.arange(40) % 4)
     for p in range(3):
-        view = load_client_view(cfg, p).features
-        other = load_client_view({**cfg, "dataset": str(tmp_path / "b.npz")}, p).features
+        view = client_view(cfg, p).features
+        other = client_view({**cfg, "dataset": str(tmp_path / "b.npz")}, p).features
         np.testing.assert_array_equal(view, other)
         missing = view[~observed[:, p]]
         assert len(missing) > 0 and np.ptp(missing, axis=0).max() == 0.0
-        complete = load_client_view({**cfg, "missing-rate": 0.0}, p).features
+        complete = client_view({**cfg, "missing-rate": 0.0}, p).features
         assert not np.allclose(view, complete)
 
 
 def test_mask_reading_algorithm_gets_the_view_unchanged(tmp_path):
     np.savez(tmp_path / "a.npz", X_0=VIEWS[0], X_1=VIEWS[1], y=np.arange(40) % 4)
     base = {"algorithm": "fmvc-iai", "dataset": str(tmp_path / "a.npz"), "num-clients": 2}
-    with_mask = load_client_view(validate_run_config({**base, "missing-rate": 0.5}), 0).features
-    np.testing.assert_array_equal(with_mask, load_client_view(validate_run_config(base), 0).features)
+    with_mask = client_view(validate_run_config({**base, "missing-rate": 0.5}), 0).features
+    np.testing.assert_array_equal(with_mask, client_view(validate_run_config(base), 0).features)
 
 
 def test_one_view_cannot_have_missing_views():
@@ -77,4 +79,4 @@ def test_one_view_cannot_have_missing_views():
         match=r"synthetic view 0 .*cannot apply missing-rate = 0.3: missing "
         r"views need at least 2 views",
     ):
-        load_client_view(cfg, 0)
+        client_view(cfg, 0)

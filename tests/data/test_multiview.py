@@ -9,11 +9,13 @@ import pytest
 import scipy.io
 import scipy.sparse
 
-from fedmf_app.data import ClientView, DataError, load_client_view
+from fedmf_app.data import ClientView, DataError
 from fedmf_app.data.multiview import load_multiview, load_single_view, require_labels
 from fedmf_app.data.preprocess import prepare_view
 from fedmf_app.data.readers import LABEL_KEYS
 from fedmf_app.options.run_config import validate_run_config
+
+from support.data import client_view
 
 N = 12
 RNG = np.random.default_rng(0)
@@ -202,17 +204,17 @@ def test_negative_views_are_refused_or_made_nonnegative():
 def test_client_takes_its_view_of_a_file_or_its_node_file(tmp_path):
     np.savez(tmp_path / "d.npz", X_0=VIEWS[0], X_1=VIEWS[1], X_2=VIEWS[2], y=CLASSES)
     cfg = validate_run_config({"dataset": str(tmp_path / "d.npz"), "num-clients": 3})
-    view = load_client_view(cfg, 1)
+    view = client_view(cfg, 1)
     assert isinstance(view, ClientView) and view.source.endswith("d.npz view 1")
     np.testing.assert_allclose(view.features, VIEWS[1] / np.linalg.norm(VIEWS[1]))
     np.testing.assert_array_equal(view.labels, EXPECTED)
     np.save(tmp_path / "own.npy", VIEWS[2])
-    own = load_client_view(cfg, 1, {"partition-id": 1, "data-file": str(tmp_path / "own.npy")})
+    own = client_view(cfg, 1, {"partition-id": 1, "data-file": str(tmp_path / "own.npy")})
     np.testing.assert_allclose(own.features, VIEWS[2] / np.linalg.norm(VIEWS[2]))
     assert own.labels is None
     wrong = validate_run_config({"dataset": str(tmp_path / "d.npz"), "num-clients": 4})
     with pytest.raises(DataError, match="d.npz has 3 views but run config num-clients = 4"):
-        load_client_view(wrong, 0)
+        client_view(wrong, 0)
 
 
 def test_embedded_hw_is_uci_multiple_features():

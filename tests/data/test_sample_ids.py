@@ -4,9 +4,11 @@ import numpy as np
 import pytest
 import scipy.io
 
-from fedmf_app.data import DataError, load_client_view
+from fedmf_app.data import DataError
 from fedmf_app.data.multiview import load_single_view
 from fedmf_app.options.run_config import validate_run_config
+
+from support.data import client_view
 
 
 def _csv(path, header, rows):
@@ -48,17 +50,17 @@ def test_a_missing_id_column_or_key_names_the_file_the_config_and_what_it_has(tm
     with pytest.raises(
         DataError, match=r"a\.csv: run config 'sample-id' = 'id': no such column \(its columns: key, f0\)"
     ):
-        load_client_view(cfg, 0, {"data-file": str(f)})
+        client_view(cfg, 0, {"data-file": str(f)})
     np.savez(tmp_path / "b.npz", X=np.ones((2, 2)))
     with pytest.raises(
         DataError, match=r"b\.npz: node config 'sample-id' = 'k': no such key; the file holds X"
     ):
-        load_client_view(cfg, 0, {"data-file": str(tmp_path / "b.npz"), "sample-id": "k"})
+        client_view(cfg, 0, {"data-file": str(tmp_path / "b.npz"), "sample-id": "k"})
     np.save(tmp_path / "c.npy", np.ones((2, 2)))
     with pytest.raises(DataError, match=r"c\.npy: .* a \.npy file holds no sample IDs"):
-        load_client_view(cfg, 0, {"data-file": str(tmp_path / "c.npy")})
+        client_view(cfg, 0, {"data-file": str(tmp_path / "c.npy")})
     with pytest.raises(DataError, match="synthetic data has no sample IDs"):
-        load_client_view(cfg, 0)
+        client_view(cfg, 0)
 
 
 def test_aligned_rows_select_the_raw_rows_before_any_preparation_and_recode_labels(tmp_path):
@@ -66,10 +68,10 @@ def test_aligned_rows_select_the_raw_rows_before_any_preparation_and_recode_labe
     np.savez(tmp_path / "a.npz", X=x, Y=np.array([5, 7, 9, 7]), id=np.array([4, 3, 2, 1]))
     np.savez(tmp_path / "ref.npz", X=x[[2, 0]], Y=np.array([9, 5]))
     cfg = validate_run_config({"num-clients": 1})
-    view = load_client_view(
+    view = client_view(
         {**cfg, "sample-id": "id"}, 0, {"data-file": str(tmp_path / "a.npz")}, rows=np.array([2, 0])
     )
-    ref = load_client_view(cfg, 0, {"data-file": str(tmp_path / "ref.npz")})
+    ref = client_view(cfg, 0, {"data-file": str(tmp_path / "ref.npz")})
     assert np.array_equal(view.features, ref.features) and view.labels.tolist() == ref.labels.tolist() == [
         1,
         0,
@@ -80,6 +82,6 @@ def test_aligned_rows_select_the_raw_rows_before_any_preparation_and_recode_labe
 def test_a_multi_view_file_can_hold_one_id_array_for_its_views(tmp_path):
     np.savez(tmp_path / "mv.npz", X_0=np.ones((3, 2)), X_1=np.ones((3, 4)), sid=np.array(["z", "x", "y"]))
     cfg = validate_run_config({"num-clients": 2, "dataset": str(tmp_path / "mv.npz"), "sample-id": "sid"})
-    assert load_client_view(cfg, 1).ids.tolist() == ["z", "x", "y"]
+    assert client_view(cfg, 1).ids.tolist() == ["z", "x", "y"]
     with pytest.raises(DataError, match="embedded data set has no sample IDs"):
-        load_client_view(validate_run_config({"num-clients": 6, "dataset": "hw", "sample-id": "sid"}), 0)
+        client_view(validate_run_config({"num-clients": 6, "dataset": "hw", "sample-id": "sid"}), 0)

@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 import scipy.io
 
-from fedmf_app.data import DataError, dataset_view_count, load_client_view
+from fedmf_app.data import DataError, dataset_view_count
 from fedmf_app.data.multiview import load_multiview
 from fedmf_app.federated.handshake import FederationError, check_view_count
 from fedmf_app.options.run_config import ConfigError, validate_run_config
 
+from support.data import client_view
 from support.federation import federation
 
 N = 12
@@ -104,7 +105,7 @@ def test_every_client_takes_its_view_of_the_selection_and_the_server_counts_it(n
         {"dataset": named, "views": "x3,x1", "num-clients": 2, "view-normalisation": "none"}
     )
     for p, i in enumerate([2, 0]):
-        view = load_client_view(cfg, p)
+        view = client_view(cfg, p)
         np.testing.assert_array_equal(view.features, VIEWS[i])
         np.testing.assert_array_equal(view.labels, CLASSES)
         assert view.source.endswith(f"named.npz view {p} (file view 'x{i + 1}' of run config views)")
@@ -113,7 +114,7 @@ def test_every_client_takes_its_view_of_the_selection_and_the_server_counts_it(n
         check_view_count(named, 3, "x3,x1")
     three = validate_run_config({"dataset": named, "views": "x3,x1", "num-clients": 3})
     with pytest.raises(DataError, match=r"named\.npz has 2 views \(those run config views = 'x3,x1' keeps\)"):
-        load_client_view(three, 0)
+        client_view(three, 0)
     # the real strategy's handshake and real clients, joined by stand-in proxies
     fed = federation(tmp_path, cfg)
     strategy = fed.strategy

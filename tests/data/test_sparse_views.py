@@ -5,11 +5,12 @@ import pytest
 import scipy.io
 import scipy.sparse as sp
 
-from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
 from fedmf_app.data.multiview import load_single_view
 from fedmf_app.data.preprocess import is_sparse_nonnegative, normalise_rows, prepare_view
 from fedmf_app.options.run_config import validate_run_config
+
+from support.data import client_view
 
 RNG = np.random.default_rng(11)
 
@@ -77,7 +78,7 @@ def test_fedsonmf_clients_get_large_sparse_views_as_csr_and_the_rest_dense(tmp_p
             }
         )
         for p, stored in enumerate(views):
-            got = load_client_view(cfg, p).features
+            got = client_view(cfg, p).features
             assert sp.issparse(got) == sparse and got.shape == stored.shape
             dense = got.toarray() if sparse else got
             want = prepare_view(stored.toarray(), "min-max", cfg["view-normalisation"], "v", "auto")

@@ -33,7 +33,6 @@ from fedmf_app.common.secure_sum_math import (
     upper_values,
     word_stream,
 )
-from fedmf_app.data import load_client_view
 from fedmf_app.deployment.certificates import make_supernode_keys
 from fedmf_app.federated.in_process import InProcessProxy
 from fedmf_app.federated.secure_sum_flower import SecureAggregationError, masked_upload
@@ -44,7 +43,7 @@ from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
 from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class
 
-from support.data import IMK_BASE
+from support.data import IMK_BASE, client_view
 from support.federation import federation, node_context, run_federation
 
 SONMF = {
@@ -135,7 +134,7 @@ def _imk_federation(tmp_path, cfg, proxy_for=None, node_configs=None):
 
 def _graph(cfg, p):
     """Partition ``p``'s graph as the dense values of the secure sum."""
-    x = preprocess_view(load_client_view(cfg, p).features, cfg["imk.standardise"], cfg["imk.unit-norm"])
+    x = preprocess_view(client_view(cfg, p).features, cfg["imk.standardise"], cfg["imk.unit-norm"])
     if cfg["imk.graph"] == "knn":
         return upper_values(knn_similarity(x, cfg["imk.neighbours"]))
     anchors = anchor_indices(cfg["seed"], x.shape[0], cfg["imk.anchors"])
@@ -236,7 +235,7 @@ def test_a_replayed_key_is_refused(tmp_path, earlier_run_id, match):
     )
     nodes = _signed_node_configs(tmp_path, 3)
     # an earlier run: record partition 1's signed key
-    earlier = client_class("fmvc-imk")(node_context(cfg, 1, 3, nodes[1]), cfg, 1, 3, load_client_view(cfg, 1))
+    earlier = client_class("fmvc-imk")(node_context(cfg, 1, 3, nodes[1]), cfg, 1, 3, client_view(cfg, 1))
     earlier.context.run_id = earlier_run_id
     old = earlier.get_properties({"secagg-stage": "keys"})
 
@@ -257,7 +256,7 @@ def test_a_replayed_key_is_refused(tmp_path, earlier_run_id, match):
 def test_a_client_draws_one_key_per_run_and_masks_each_message_once(tmp_path):
     cfg = validate_run_config({**SONMF, "secure-aggregation": True})
     strategy, _ = run_federation(tmp_path, cfg)
-    client = client_class("fedsonmf")(node_context(cfg, 0, 3), cfg, 0, 3, load_client_view(cfg, 0))
+    client = client_class("fedsonmf")(node_context(cfg, 0, 3), cfg, 0, 3, client_view(cfg, 0))
     first = client.get_properties({"secagg-stage": "keys"})
     with pytest.raises(SecureAggregationError, match="second key-agreement key"):
         client.get_properties({"secagg-stage": "keys"})
@@ -330,7 +329,7 @@ def test_imks_setup_is_answered_once_and_without_keys_refused(tmp_path):
     assert strategy.key_agreement["key_agreement_bytes_per_client"] > 0  # the run's one key stage
     with pytest.raises(SecureAggregationError, match="second setup"):
         clients[0].fit([], {"imk-stage": "setup", "num-clusters": 3})
-    fresh = client_class("fmvc-imk")(node_context(cfg, 0, 3), cfg, 0, 3, load_client_view(cfg, 0))
+    fresh = client_class("fmvc-imk")(node_context(cfg, 0, 3), cfg, 0, 3, client_view(cfg, 0))
     with pytest.raises(SecureAggregationError, match="has no secure-aggregation keys"):
         fresh.fit([], {"imk-stage": "setup", "num-clusters": 3})
 

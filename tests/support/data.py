@@ -1,8 +1,11 @@
-"""Small seeded data for the tests: clustered multi-view data, sparse counts, run configs."""
+"""Small seeded data for the tests: clustered multi-view data, sparse counts, run configs, client
+views loaded as the ClientApp loads them."""
 
 import numpy as np
 
+from fedmf_app.data import load_client_view
 from fedmf_app.methods.imk.client_updates import preprocess_view
+from fedmf_app.options.run_config import data_needs
 
 
 def clustered_views(n=120, k=3, dims=(8, 12, 6), noise=1.5, seed=0, prepare=True):
@@ -120,3 +123,9 @@ def sparse_file(tmp_path):
     path = tmp_path / "counts.npz"
     np.savez(path, X_0=views[0], X_1=views[1], X_2=views[2], y=y)
     return str(path)
+
+
+def client_view(cfg, partition_id, node_config=None, **kwargs):
+    """:func:`fedmf_app.data.load_client_view` told what the run's family needs, as the ClientApp
+    tells it (:func:`fedmf_app.options.run_config.data_needs`)."""
+    return load_client_view(cfg, partition_id, node_config, needs=data_needs(cfg), **kwargs)

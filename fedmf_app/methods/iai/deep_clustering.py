@@ -200,14 +200,14 @@ def label_alignment(labels: np.ndarray, reference: np.ndarray, num_clusters: int
     return mapping
 
 
-def spectral_labels(
-    affinity: sp.spmatrix, num_clusters: int, seed: int, solver: str = "shift-invert"
-) -> np.ndarray:
+def spectral_labels(affinity: sp.spmatrix, num_clusters: int, seed: int) -> np.ndarray:
     """Normalised spectral clustering of a precomputed sparse affinity ([A]).
 
     The embedding is ``D^{-1/2} U`` with ``U`` the ``K`` leading eigenvectors of
-    ``D^{-1/2} A D^{-1/2}`` (the trailing ones of the normalised Laplacian), rows assigned by
-    scikit-learn's ``cluster_qr``.
+    ``D^{-1/2} A D^{-1/2}`` (the trailing ones of the normalised Laplacian), found by ARPACK's
+    implicitly restarted Lanczos for the largest eigenvalues, only products with the sparse matrix
+    (``O(nnz)`` memory and time per product); rows assigned by ``cluster_qr`` as in
+    scikit-learn's ``spectral_clustering``.
 
     Parameters
     ----------
@@ -215,27 +215,12 @@ def spectral_labels(
         Symmetric, nonnegative.
     num_clusters : int
     seed : int
-    solver : {"lanczos", "shift-invert"}
-        ``lanczos`` ([A] the run config's default): ARPACK's implicitly restarted Lanczos on
-        ``D^{-1/2} A D^{-1/2}`` for its largest eigenvalues, only products with the sparse matrix
-        (``O(nnz)`` memory and time per product); ``shift-invert``: scikit-learn's ``spectral_clustering``
-        (ARPACK in shift-invert mode, which factorises the ``n x n`` Laplacian by sparse LU).
+        Seeds the Lanczos start vector.
 
     Returns
     -------
     ndarray of int64, shape (n,)
     """
-    if solver == "shift-invert":
-        from sklearn.cluster import spectral_clustering  # imported here: keeps config imports light
-
-        return spectral_clustering(
-            sp.csr_matrix(affinity),
-            n_clusters=num_clusters,
-            random_state=seed,
-            assign_labels="cluster_qr",
-        ).astype(np.int64)
-    if solver != "lanczos":
-        raise ValueError(f"unknown spectral solver {solver!r}; use 'lanczos' or 'shift-invert'")
     from scipy.linalg import qr, svd
     from scipy.sparse.linalg import eigsh
 

@@ -1,5 +1,4 @@
-"""Edge-wise kernels of the graph autoencoder as sparse products, torch (``iai.graph-kernels =
-"sparse"``).
+"""Edge-wise kernels of the graph autoencoder as sparse products, torch.
 
 A graph attention layer and the structure decoder evaluate one number per edge ``(i, j)``: an
 attention weight ``α_ij`` or a logit ``<a_i, b_j>``. Message passing by gathers and scatters

@@ -2,14 +2,13 @@
 attribute and structure decoders, and the DEC clustering layer. torch / torch-geometric.
 
 Random streams: every function that draws takes an integer ``seed`` and runs inside its own forked
-torch RNG (and, for PyG's negative sampling, which draws from Python's ``random``, a saved and
-restored ``random`` state), so no global random state leaks in or out.
+torch RNG (the structure loss's non-edges from a numpy Generator of that seed), so no global
+random state leaks in or out.
 """
 
 from __future__ import annotations
 
 import contextlib
-import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -18,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 from torch_geometric.nn import GATConv
-from torch_geometric.utils import add_self_loops, negative_sampling
+from torch_geometric.utils import add_self_loops
 
 from fedmf_app.methods.iai.edge_kernels import EdgePattern, edge_dot, gat_layer
 from fedmf_app.methods.iai.params import GAEParams
@@ -40,20 +39,15 @@ __all__ = [
 
 @contextlib.contextmanager
 def seeded(seed: int) -> Iterator[None]:
-    """Run a block with torch's CPU RNG and Python's ``random`` seeded, then restore both.
+    """Run a block with torch's CPU RNG seeded, then restore it.
 
     Parameters
     ----------
     seed : int
     """
-    state = random.getstate()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        random.seed(seed)
-        try:
-            yield
-        finally:
-            random.setstate(state)
+        yield
 
 
 def _mlp(dims: list[int]) -> nn.Sequential:
@@ -178,8 +172,8 @@ class GraphAutoencoder(nn.Module):
     d_h, 1)`` (linear output), both with self loops (the ``+ I``). Attribute decoder
     ``MLP_f: d_h -> decoder_hidden -> d_z``; structure logits ``<H_s,i, H_s,j>`` with
     ``H_s = MLP_s(H)`` or ``H``, so that Â = σ(H_s H_sᵀ) is evaluated on chosen pairs only.
-    ``params.graph_kernels`` picks how the edge-wise work runs (PyG's message passing or
-    :mod:`~fedmf_app.methods.iai.edge_kernels`); the parameters are the same either way.
+    The edge-wise work runs as sparse products (:mod:`~fedmf_app.methods.iai.edge_kernels`) on
+    the ``GATConv`` layers' own parameters.
 
     Parameters
     ----------
@@ -201,10 +195,9 @@ class GraphAutoencoder(nn.Module):
             else nn.Identity()
         )
         self.centroids = nn.Parameter(torch.zeros(num_clusters, params.out_dim))
-        self.sparse = params.graph_kernels == "sparse"
 
-    def graph(self, edge_index: torch.Tensor, n: int) -> torch.Tensor | EdgePattern:
-        """The encoder's graph argument: ``edge_index`` (PyG) or the pattern of A_g + I (sparse).
+    def graph(self, edge_index: torch.Tensor, n: int) -> EdgePattern:
+        """The encoder's graph argument: the pattern of A_g + I.
 
         Parameters
         ----------
@@ -212,22 +205,16 @@ class GraphAutoencoder(nn.Module):
             Both directions of every edge of A_g, no self loops.
         n : int
         """
-        if not self.sparse:
-            return edge_index
         return EdgePattern.from_pairs(add_self_loops(edge_index, num_nodes=n)[0], n)[0]
 
-    def forward(self, z: torch.Tensor, graph: torch.Tensor | EdgePattern) -> torch.Tensor:
+    def forward(self, z: torch.Tensor, graph: EdgePattern) -> torch.Tensor:
         """Embedding H, shape (n, d_h), on the output of :meth:`graph`."""
-        if isinstance(graph, EdgePattern):
-            return gat_layer(self.conv2, F.elu(gat_layer(self.conv1, z, graph)), graph)
-        return self.conv2(F.elu(self.conv1(z, graph)), graph)
+        return gat_layer(self.conv2, F.elu(gat_layer(self.conv1, z, graph)), graph)
 
-    def edge_logits(self, h: torch.Tensor, pairs: torch.Tensor | EdgePattern) -> torch.Tensor:
-        """Logits of Â on the given (2, e) index pairs (or on a pattern's edges, in its order)."""
+    def edge_logits(self, h: torch.Tensor, pairs: EdgePattern) -> torch.Tensor:
+        """Logits of Â on a pattern's edges, in its order."""
         hs = self.structure_head(h)
-        if isinstance(pairs, EdgePattern):
-            return edge_dot(hs, hs, pairs)
-        return (hs[pairs[0]] * hs[pairs[1]]).sum(dim=1)
+        return edge_dot(hs, hs, pairs)
 
 
 def edge_keys(edges: np.ndarray, n: int) -> np.ndarray:
@@ -304,8 +291,7 @@ def train_gae(
     ``params.attribute_scale = "variance"``) + BCE on the edges of A_g + I (positives) and on
     ``negative_ratio × #edges`` non-edges drawn uniformly each epoch (the positive and the negative
     means are added: the sampled counterpart of GAE's positive reweighting, never an n x n loss),
-    by :func:`uniform_non_edges` (``params.negative_sampler = "rejection"``) or
-    :func:`torch_geometric.utils.negative_sampling` (``"pyg"``).
+    by :func:`uniform_non_edges`.
     KL(P || Q) is the mean over samples of Σ_j p_ij log(p_ij / q_ij), Q from the centroids.
 
     Parameters
@@ -320,8 +306,7 @@ def train_gae(
         The server's P; ``None`` (round 1) trains without the clustering loss.
     params : GAEParams
     seed : int
-        Negative sampling stream (torch's and Python's for ``pyg``, a numpy Generator for
-        ``rejection``).
+        Seeds torch's stream and the numpy Generator of the negative sampling.
     device : str
         ``cpu`` or ``cuda``.
 
@@ -336,10 +321,8 @@ def train_gae(
     graph = model.graph(edges.to(device), n)
     num_negatives = int(params.negative_ratio * positives.shape[1])
     rng = np.random.default_rng(seed)
-    forbidden = edge_keys(positives.numpy(), n) if params.negative_sampler == "rejection" else None
-    scored_positives = (
-        EdgePattern.from_pairs(positives.to(device), n)[0] if model.sparse else positives.to(device)
-    )
+    forbidden = edge_keys(positives.numpy(), n)
+    scored_positives = EdgePattern.from_pairs(positives.to(device), n)[0]
     p = None if target is None else torch.as_tensor(target, dtype=torch.float32, device=device)
     optimiser = torch.optim.Adam(model.parameters(), lr=params.lr)
     attribute_scale = 1.0
@@ -355,13 +338,8 @@ def train_gae(
                 F.mse_loss(model.attribute_decoder(h), x) / attribute_scale if params.attribute_loss else zero
             )
             if params.structure_loss:
-                if params.negative_sampler == "pyg":
-                    negatives = negative_sampling(positives, num_nodes=n, num_neg_samples=num_negatives)
-                else:
-                    negatives = torch.as_tensor(uniform_non_edges(forbidden, n, num_negatives, rng))
-                negatives = negatives.to(device)
-                if model.sparse:
-                    negatives = EdgePattern.from_pairs(negatives, n)[0]
+                negatives = torch.as_tensor(uniform_non_edges(forbidden, n, num_negatives, rng))
+                negatives = EdgePattern.from_pairs(negatives.to(device), n)[0]
                 pos = model.edge_logits(h, scored_positives)
                 neg = model.edge_logits(h, negatives)
                 structure = F.binary_cross_entropy_with_logits(

@@ -12,12 +12,8 @@ from fedmf_app.methods.iai.params import (
     ATTRIBUTE_SCALES,
     DEVICES,
     FEATURE_SCALINGS,
-    GLOBAL_KNN,
-    GRAPH_KERNELS,
     IMPUTATIONS,
-    NEGATIVE_SAMPLERS,
     PSEUDO_LABELS,
-    SPECTRAL_SOLVERS,
     START_TARGETS,
     VIEW_BALANCES,
     GAEParams,
@@ -195,46 +191,12 @@ OPTIONS: tuple[Option, ...] = (
         "Uniformly sampled non-edges per edge of A_g + I in the structure loss ([A] 1; never an n x n loss).",
     ),
     Option(
-        "iai.negative-sampler",
-        "rejection",
-        OneOf(NEGATIVE_SAMPLERS),
-        "How the structure loss draws its non-edges each epoch: `rejection` ([A]: uniform pairs from "
-        "a seeded numpy Generator, edges rejected, vectorised) or `pyg` (torch_geometric's "
-        "negative_sampling, a Python-level sampler; the numbers of earlier versions).",
-    ),
-    Option(
-        "iai.graph-kernels",
-        "sparse",
-        OneOf(GRAPH_KERNELS),
-        "How the GAT layers and the structure logits run: `sparse` ([A]: CSR sparse products with "
-        "hand-written backward passes, memory O(edges x heads)) or `pyg` (PyG's GATConv message "
-        "passing and gathers, O(edges x heads x width); the numbers of earlier versions). Same "
-        "parameters and the same function up to the order of floating-point sums.",
-    ),
-    Option(
-        "iai.global-knn",
-        "anchor-probe",
-        OneOf(GLOBAL_KNN),
-        "Server's kNN graph A_g of the fused anchor graph's rows: `anchor-probe` ([A]: every sample "
-        "filed under its iai.knn-probes heaviest anchors and compared only with the samples that "
-        "share a list with it) or `exact` (brute force over all n^2 pairs; the numbers of earlier "
-        "versions).",
-    ),
-    Option(
         "iai.knn-probes",
         4,
         Interval(int, 1, None, closed="left"),
-        "Anchor lists each sample is filed under by iai.global-knn = anchor-probe ([A] 4; "
-        ">= iai.anchors makes the search exact).",
-    ),
-    Option(
-        "iai.spectral-solver",
-        "lanczos",
-        OneOf(SPECTRAL_SOLVERS),
-        "Eigen-solver of the spectral clustering (Y^0, and iai.pseudo-labels = spectral): `lanczos` "
-        "([A]: ARPACK on the normalised adjacency, sparse products only) or `shift-invert` "
-        "(scikit-learn's spectral_clustering, a sparse LU of the n x n Laplacian; the numbers of "
-        "earlier versions).",
+        "Anchor lists each sample is filed under by the server's kNN search of the fused anchor "
+        "graph's rows (A_g): a sample is compared only with those that share a list with it "
+        "([A] 4; >= iai.anchors makes the search exact).",
     ),
     Option("iai.attribute-loss", True, Boolean(), "Attribute reconstruction MSE (false: ablation M3)."),
     Option(
@@ -329,9 +291,7 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
         ae_lr=cfg["iai.ae-lr"],
         ae_batch_size=cfg["iai.ae-batch-size"],
         device=cfg["iai.device"],
-        global_knn=cfg["iai.global-knn"],
         knn_probes=cfg["iai.knn-probes"],
-        spectral_solver=cfg["iai.spectral-solver"],
         gae=GAEParams(
             hidden=cfg["iai.gat-hidden"],
             heads=cfg["iai.gat-heads"],
@@ -345,7 +305,5 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
             attribute_loss=cfg["iai.attribute-loss"],
             attribute_scale=cfg["iai.attribute-scale"],
             structure_loss=cfg["iai.structure-loss"],
-            graph_kernels=cfg["iai.graph-kernels"],
-            negative_sampler=cfg["iai.negative-sampler"],
         ),
     )

@@ -12,10 +12,6 @@ __all__ = [
     "ATTRIBUTE_SCALES",
     "DEVICES",
     "FEATURE_SCALINGS",
-    "GLOBAL_KNN",
-    "GRAPH_KERNELS",
-    "NEGATIVE_SAMPLERS",
-    "SPECTRAL_SOLVERS",
     "GAEParams",
     "IAIParams",
     "IMPUTATIONS",
@@ -39,14 +35,6 @@ START_TARGETS = ("none", "start-labels")
 FEATURE_SCALINGS = ("auto", "standard", "row-l2", "none")
 #: Where the client trains its networks.
 DEVICES = ("cpu", "cuda")
-#: How the graph autoencoder's edge-wise work runs: sparse products or PyG's message passing.
-GRAPH_KERNELS = ("sparse", "pyg")
-#: How the structure loss draws its non-edges: numpy rejection sampling or PyG's sampler.
-NEGATIVE_SAMPLERS = ("rejection", "pyg")
-#: How the server builds the global kNN graph of the fused anchor graph's rows.
-GLOBAL_KNN = ("anchor-probe", "exact")
-#: Eigen-solver of the spectral clustering (Y⁰, and ``pseudo-labels = spectral``).
-SPECTRAL_SOLVERS = ("lanczos", "shift-invert")
 
 
 @dataclass(frozen=True)
@@ -80,11 +68,6 @@ class GAEParams:
         the mean squared deviation of Ẑ from its column means (1 for a decoder that outputs the mean).
     structure_loss : bool
         Include the BCE on edges and sampled non-edges (ablation M4 when false).
-    graph_kernels : str
-        One of :data:`GRAPH_KERNELS` (``pyg`` here; the run config's default is ``sparse``).
-    negative_sampler : str
-        One of :data:`NEGATIVE_SAMPLERS` (``pyg`` here; the run config's default is
-        ``rejection``).
     """
 
     hidden: int = 64
@@ -99,8 +82,6 @@ class GAEParams:
     attribute_loss: bool = True
     attribute_scale: str = "none"
     structure_loss: bool = True
-    graph_kernels: str = "pyg"
-    negative_sampler: str = "pyg"
 
 
 @dataclass(frozen=True)
@@ -149,13 +130,8 @@ class IAIParams:
     ae_batch_size : int
     device : str
         ``cpu`` or ``cuda`` (falls back to the CPU, with a warning, when no GPU is present).
-    global_knn : str
-        One of :data:`GLOBAL_KNN` (``exact`` here; the run config's default is ``anchor-probe``).
     knn_probes : int
-        Anchor lists a sample is filed under by ``anchor-probe`` (4).
-    spectral_solver : str
-        One of :data:`SPECTRAL_SOLVERS` (``shift-invert`` here; the run config's default is
-        ``lanczos``).
+        Anchor lists a sample is filed under by the server's global kNN search (4).
     gae : GAEParams
     """
 
@@ -179,7 +155,5 @@ class IAIParams:
     ae_lr: float = 1e-3
     ae_batch_size: int = 256
     device: str = "cpu"
-    global_knn: str = "exact"
     knn_probes: int = 4
-    spectral_solver: str = "shift-invert"
     gae: GAEParams = field(default_factory=GAEParams)

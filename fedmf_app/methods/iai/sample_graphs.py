@@ -1,5 +1,5 @@
 """Paper C's sample graphs: a client's kNN graph over its observed rows, the server's first global
-graph and its global kNN of the fused anchor graph (:func:`global_knn`); the parameter-free anchor
+graph and its global kNN of the fused anchor graph (:func:`anchor_knn`); the parameter-free anchor
 graphs (:func:`~fedmf_app.common.graphs.anchor_graph`,
 shared with paper B) are re-exported from :mod:`fedmf_app.common.graphs`.
 
@@ -23,7 +23,6 @@ __all__ = [
     "anchor_graph",
     "anchor_knn",
     "anchor_matrix",
-    "global_knn",
     "observed_knn",
     "start_graph",
 ]
@@ -169,32 +168,3 @@ def anchor_knn(graph: sp.spmatrix, k: int, probes: int) -> np.ndarray:
     for start in range(0, short.size, step):
         merge(short[start : start + step], everyone)
     return best_i
-
-
-def global_knn(graph: sp.spmatrix, k: int, rule: str = "anchor-probe", probes: int = 3) -> np.ndarray:
-    """The server's global graph A_g: kNN graph of the fused anchor graph's rows.
-
-    Parameters
-    ----------
-    graph : sparse matrix, shape (n, r)
-    k : int
-    rule : {"anchor-probe", "exact"}
-        ``anchor-probe`` [A]: :func:`anchor_knn`; ``exact``: scikit-learn's brute-force search
-        over all ``n²`` pairs (:func:`~fedmf_app.common.graphs.knn_indices`).
-    probes : int
-        Of ``anchor-probe``.
-
-    Returns
-    -------
-    ndarray of int64, shape (n, min(k, n - 1))
-
-    Raises
-    ------
-    ValueError
-        On an unknown rule.
-    """
-    if rule == "exact":
-        return knn_indices(graph, k)
-    if rule == "anchor-probe":
-        return anchor_knn(graph, k, probes)
-    raise ValueError(f"unknown global kNN rule {rule!r}; use 'anchor-probe' or 'exact'")

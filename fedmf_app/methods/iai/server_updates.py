@@ -9,7 +9,7 @@ D = Σ_m D^(m), the summed squared distances to the shared anchors
 E = Σ_m E^(m), the Student's-t assignment Q̄ and the target P and the pseudo-labels Y
 (argmin of E or spectral clustering of A_g). Y is aligned to the previous round; then the fused
 anchor graph G = Σ_m w^(m) G^(m) with weights decreasing in EMD_m, and A_g = kNN(G)
-(:func:`~fedmf_app.methods.iai.sample_graphs.global_knn`).
+searched within anchor lists (:func:`~fedmf_app.methods.iai.sample_graphs.anchor_knn`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from fedmf_app.methods.iai.deep_clustering import (
 )
 from fedmf_app.methods.iai.global_assignment import anchor_kmeans
 from fedmf_app.methods.iai.params import IAIParams
-from fedmf_app.methods.iai.sample_graphs import anchor_matrix, global_knn, start_graph
+from fedmf_app.methods.iai.sample_graphs import anchor_knn, anchor_matrix, start_graph
 
 __all__ = ["ServerState", "server_round", "server_setup"]
 
@@ -90,7 +90,7 @@ def server_setup(
         )
     neighbours = start_graph(client_graphs, params.knn, params.start_graph).astype(np.int32)
     graph = adjacency(neighbours, n)
-    labels = spectral_labels(graph, params.num_clusters, seed, params.spectral_solver)
+    labels = spectral_labels(graph, params.num_clusters, seed)
     anchors = np.sort(rng.choice(n, size=params.anchors, replace=False)).astype(np.int64)
     return ServerState(neighbours, labels, start_target(labels, params), anchors, num_components(graph))
 
@@ -164,10 +164,10 @@ def server_round(
         np.asarray(emd if emd is not None else [0.0] * len(anchor_graphs)), rule, params.fusion_temperature
     )
     fused = fuse([anchor_matrix(i, v, params.anchors) for i, v in anchor_graphs], weights)
-    neighbours = global_knn(fused, params.knn, params.global_knn, params.knn_probes).astype(np.int32)
+    neighbours = anchor_knn(fused, params.knn, params.knn_probes).astype(np.int32)
     graph = adjacency(neighbours, n)
     if params.pseudo_labels == "spectral":
-        labels = spectral_labels(graph, k, seed, params.spectral_solver)
+        labels = spectral_labels(graph, k, seed)
     elif params.pseudo_labels == "prototype-argmin":  # one k-means assignment step
         labels = q.argmax(axis=1).astype(np.int64)
     mapping = label_alignment(labels, state.labels, k)

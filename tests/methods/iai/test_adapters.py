@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from fedmf_app.common.metrics import clustering_scores
-from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.client import ClientStateError
 from fedmf_app.federated.results import load_result
@@ -17,13 +16,13 @@ from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class
 
 from support.data import IAI_SMALL as SMALL
-from support.data import iai_labelled_file
+from support.data import client_view, iai_labelled_file
 from support.federation import federation, node_context, run_federation
 
 
 def _client(cfg, p, context=None):
     context = context or node_context(cfg, p, cfg["num-clients"])
-    return client_class("fmvc-iai")(context, cfg, p, cfg["num-clients"], load_client_view(cfg, p)), context
+    return client_class("fmvc-iai")(context, cfg, p, cfg["num-clients"], client_view(cfg, p)), context
 
 
 def test_only_the_spec_arrays_travel(tmp_path):
@@ -51,7 +50,7 @@ def test_a_flower_run_gives_the_in_process_reference_numbers(tmp_path):
     cfg = validate_run_config({**SMALL, "out-dir": str(tmp_path)})
     strategy, broadcasts = run_federation(tmp_path, cfg)
     m, n = cfg["num-clients"], 120
-    views = [load_client_view(cfg, p).features for p in range(m)]
+    views = [client_view(cfg, p).features for p in range(m)]
     mask = missing_view_mask(n, m, cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"])
     reference = IAIReference(views, mask, iai_params(cfg, strategy.num_clusters, num_samples=n), cfg["seed"])
     states = [reference.setup()] + [reference.train_round() for _ in range(cfg["num-server-rounds"] - 1)]
@@ -70,7 +69,7 @@ def _labelled_run_config(tmp_path):
 def test_every_round_is_scored_against_the_ground_truth_when_the_run_ends(tmp_path):
     cfg = _labelled_run_config(tmp_path)
     strategy, broadcasts = run_federation(tmp_path, cfg)
-    truth = load_client_view(cfg, 0).labels
+    truth = client_view(cfg, 0).labels
     rounds = load_result(strategy.recorder.path)["rounds"]
     assert len(rounds) == cfg["num-server-rounds"]
     # round s's record scores the Y broadcast after round s (Y⁰ after the set-up round)
@@ -125,7 +124,7 @@ def test_model_state_survives_across_rounds_in_context_state():
     assert any(key.startswith("ae.") for key in stored) and any(key.startswith("gae.") for key in stored)
 
     # the same rounds with the state passed along by hand, and round 3 from scratch
-    view = load_client_view(cfg, 0).features
+    view = client_view(cfg, 0).features
     seed = client.seed
     _, ae = client_setup(view, client.observed, params, seed)
     two = client_round(view, client.observed, ae, None, neighbours, labels, target, anchors, params, seed + 2)
@@ -157,7 +156,7 @@ def test_hw_with_half_the_samples_incomplete_clusters_well(tmp_path):
         }
     )
     strategy, _ = run_federation(tmp_path, cfg)
-    truth = load_client_view(cfg, 0).labels
+    truth = client_view(cfg, 0).labels
     scores = clustering_scores(truth, strategy.final_labels())
     # a reference reconstruction measured 0.85-0.93 after 10 rounds of 20 epochs; this is a short run
     assert scores["acc"] > 0.7, scores

@@ -113,13 +113,10 @@ def test_training_rounds_improve_on_the_start_clustering_of_a_small_planted_prob
     Y⁰ of the start graph is poor (ACC 0.74 here), k-means on the full concatenation is near 1; every
     training round with the anchor-kmeans assignment scores at least Y⁰, the last clearly above."""
     views, truth = clustered_views(n=150, k=3, dims=(10, 10, 10), noise=2.5, seed=2)
-    gae = GAEParams(
-        hidden=16, heads=2, out_dim=16, decoder_hidden=32, epochs=20, graph_kernels="sparse",
-        negative_sampler="rejection",
-    )  # fmt: skip
+    gae = GAEParams(hidden=16, heads=2, out_dim=16, decoder_hidden=32, epochs=20)
     params = IAIParams(
         num_clusters=3, knn=10, anchors=40, anchor_neighbours=5, ae_hidden=(32,), embed_dim=16,
-        ae_epochs=50, gae=gae, spectral_solver="lanczos",
+        ae_epochs=50, gae=gae,
     )  # fmt: skip
     fed = IAIReference(views, missing_view_mask(150, 3, 0.5, 2), params, seed=2)
     start = clustering_scores(truth, fed.setup().labels)["acc"]

@@ -1,12 +1,12 @@
 """FMVC-IAI at scale: the sparse kernels, the sampled structure loss, the global kNN search, the
-Lanczos spectral clustering and sparse views each give what the exact form gives."""
-
-from dataclasses import replace
+Lanczos spectral clustering and sparse views each give what the exact form gives (PyG's GATConv,
+the enumerated N^2 loss, brute force, scikit-learn's spectral_clustering, the dense view)."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from sklearn.cluster import spectral_clustering
 from torch.nn import functional as F
 
 from fedmf_app.common.graphs import adjacency, knn_indices
@@ -26,24 +26,30 @@ def _planted(n, k, dim, seed, spread=3.0):
     return spread * rng.normal(size=(k, dim))[labels] + rng.normal(size=(n, dim)), labels
 
 
+def _pyg_reference(model, z, edges):
+    """The same network by PyG's message passing: ``GATConv.forward`` (self loops added) on the
+    model's own layers, and the structure logits gathered pair by pair."""
+    h = model.conv2(F.elu(model.conv1(z, edges)), edges)
+    hs = model.structure_head(h)
+    return h, (hs[edges[0]] * hs[edges[1]]).sum(dim=1)
+
+
 def test_sparse_gat_and_structure_logits_equal_pyg_values_and_gradients():
     x, _ = _planted(80, 3, 6, 0)
     a = adjacency(knn_indices(x, 4)).tocoo()
     edges = torch.as_tensor(np.vstack([a.row, a.col]), dtype=torch.long)
     z = torch.as_tensor(x, dtype=torch.float32)
+    torch.manual_seed(0)
+    model = GraphAutoencoder(6, 3, GAEParams(hidden=5, heads=3, out_dim=4, decoder_hidden=7))
     results = {}
     for kernels in ("pyg", "sparse"):
-        torch.manual_seed(0)
-        model = GraphAutoencoder(
-            6, 3, GAEParams(hidden=5, heads=3, out_dim=4, decoder_hidden=7, graph_kernels=kernels)
-        )
-        h = model(z, model.graph(edges, 80))
-        pairs = torch.as_tensor(np.vstack([a.row, a.col]), dtype=torch.long)
+        model.zero_grad()
         if kernels == "sparse":
-            pattern, order = EdgePattern.from_pairs(pairs, 80)
-            logits = torch.empty(pairs.shape[1]).index_put((order,), model.edge_logits(h, pattern))
+            h = model(z, model.graph(edges, 80))
+            pattern, order = EdgePattern.from_pairs(edges, 80)
+            logits = torch.empty(edges.shape[1]).index_put((order,), model.edge_logits(h, pattern))
         else:
-            logits = model.edge_logits(h, pairs)
+            h, logits = _pyg_reference(model, z, edges)
         loss = (h**2).sum() + F.softplus(logits).sum()
         loss.backward()
         results[kernels] = (
@@ -118,15 +124,14 @@ def test_anchor_knn_recall_at_the_default_probes():
     assert recall >= 0.9
 
 
-def test_lanczos_spectral_clustering_equals_the_shift_invert_partition():
+def test_lanczos_spectral_clustering_equals_scikit_learns_partition():
+    """scikit-learn's spectral_clustering (shift-invert ARPACK on the Laplacian) is the reference."""
     x, labels = _planted(400, 4, 5, 7, spread=2.0)
     graph = adjacency(knn_indices(x, 8))
-    lanczos = spectral_labels(graph, 4, 0, "lanczos")
-    shift_invert = spectral_labels(graph, 4, 0, "shift-invert")
-    assert clustering_scores(shift_invert, lanczos)["ari"] == 1.0
+    lanczos = spectral_labels(graph, 4, 0)
+    reference = spectral_clustering(graph, n_clusters=4, random_state=0, assign_labels="cluster_qr")
+    assert clustering_scores(reference, lanczos)["ari"] == 1.0
     assert clustering_scores(labels, lanczos)["acc"] > 0.95
-    with pytest.raises(ValueError, match="unknown spectral solver"):
-        spectral_labels(graph, 4, 0, "dense")
 
 
 def _counts(n, d, seed):
@@ -158,7 +163,7 @@ def test_a_sparse_view_gives_the_dense_client_results():
         ae_hidden=(16,),
         embed_dim=6,
         ae_epochs=3,
-        gae=GAEParams(hidden=4, heads=2, out_dim=5, decoder_hidden=8, epochs=2, graph_kernels="sparse"),
+        gae=GAEParams(hidden=4, heads=2, out_dim=5, decoder_hidden=8, epochs=2),
     )
     outputs = []
     for view in (x, sp.csr_matrix(x)):
@@ -174,18 +179,3 @@ def test_a_sparse_view_gives_the_dense_client_results():
     np.testing.assert_array_equal(u1.distances, u0.distances)
     np.testing.assert_array_equal(u1.anchor_indices, u0.anchor_indices)
     np.testing.assert_array_equal(u1.anchor_values, u0.anchor_values)
-
-
-def test_old_kernel_options_are_the_dataclass_defaults():
-    """Kernels built from bare parameters are those of earlier versions (tests and callers that
-    build IAIParams directly keep their numbers); the run config picks the scalable ones."""
-    from fedmf_app.methods.iai.options import iai_params
-    from fedmf_app.options.run_config import validate_run_config
-
-    bare = IAIParams(num_clusters=2)
-    assert (bare.global_knn, bare.spectral_solver) == ("exact", "shift-invert")
-    assert (bare.gae.graph_kernels, bare.gae.negative_sampler) == ("pyg", "pyg")
-    run = iai_params(validate_run_config({"algorithm": "fmvc-iai"}), 2, num_samples=200)
-    assert (run.global_knn, run.spectral_solver) == ("anchor-probe", "lanczos")
-    assert (run.gae.graph_kernels, run.gae.negative_sampler) == ("sparse", "rejection")
-    assert replace(run, global_knn="exact").global_knn == "exact"

@@ -185,8 +185,8 @@ def test_structure_loss_scores_edges_and_sampled_non_edges_only():
     model.edge_logits = spy
     losses = train_gae(model, np.random.default_rng(0).normal(size=(n, 3)), edges, None, params, 0)
     positives = edges.shape[1] + n  # A_g + I
-    assert [p.shape[1] for p in scored] == [positives, 2 * positives] * 2
-    negatives = scored[1].numpy()
+    assert [p.rows.shape[0] for p in scored] == [positives, 2 * positives] * 2
+    negatives = np.vstack([scored[1].rows.numpy(), scored[1].cols.numpy()])
     assert not set(zip(*negatives)) & set(zip(*edges)) and np.all(negatives[0] != negatives[1])
     assert losses.structure > 0 and losses.clustering == 0.0
 

@@ -18,7 +18,6 @@ from fedmf_app.common.secure_sum_math import (
     upper_from_values,
     upper_values,
 )
-from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph, view_knn_graph
 from fedmf_app.methods.imk.model import anchor_indices
@@ -30,13 +29,13 @@ from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.registry import client_class
 
 from support.data import IMK_BASE as BASE
-from support.data import labelled_file, sparse_file
+from support.data import client_view, labelled_file, sparse_file
 from support.federation import node_context, run_imk
 
 
 def reference_views(cfg):
     return [
-        preprocess_view(load_client_view(cfg, p).features, cfg["imk.standardise"], cfg["imk.unit-norm"])
+        preprocess_view(client_view(cfg, p).features, cfg["imk.standardise"], cfg["imk.unit-norm"])
         for p in range(cfg["num-clients"])
     ]
 
@@ -190,7 +189,7 @@ def test_missing_cluster_count_stops_before_round_one(tmp_path):
 
 def test_a_client_refuses_bad_anchor_indices_naming_its_partition(tmp_path):
     cfg = validate_run_config({**BASE, "imk.graph": "anchor", "imk.anchors": 24})
-    client = client_class("fmvc-imk")(node_context(cfg, 1, 3), cfg, 1, 3, load_client_view(cfg, 1))
+    client = client_class("fmvc-imk")(node_context(cfg, 1, 3), cfg, 1, 3, client_view(cfg, 1))
     setup = {"imk-stage": "setup", "num-clusters": 3}
     with pytest.raises(ValueError, match="partition 1: the setup message names 8 anchors \\(1 distinct\\)"):
         client.fit([], {**setup, "anchors": np.zeros(8, np.int64).tobytes()})

@@ -8,7 +8,6 @@ from flwr.common import parameters_to_ndarrays
 from flwr.server import SimpleClientManager
 
 from fedmf_app.common.seeding import Stream, rng_for
-from fedmf_app.data import load_client_view
 from fedmf_app.federated.client import ClientStateError
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.strategy import FederationError
@@ -25,6 +24,7 @@ from fedmf_app.methods.sonmf.strategy import FedSONMFStrategy
 from fedmf_app.methods.sonmf.updates import local_round, server_step
 from fedmf_app.options.run_config import validate_run_config
 
+from support.data import client_view
 from support.federation import (
     FakeProxy,
     federation,
@@ -195,7 +195,7 @@ def test_handshake_error_names_the_node(tmp_path):
 
 def test_client_state_persists_and_missed_rounds_are_refused(tmp_path):
     cfg = validate_run_config(CFG)
-    view = load_client_view(cfg, 1)
+    view = client_view(cfg, 1)
     context = node_context(cfg, 1, 3)
     v_bar = np.abs(np.random.default_rng(0).standard_normal((6, 40)))
     first = FedSONMFClient(context, cfg, 1, 3, view)  # Flower rebuilds the client every message
@@ -215,7 +215,7 @@ def test_client_state_persists_and_missed_rounds_are_refused(tmp_path):
 
 def test_without_diagnostics_only_the_local_copy_travels(tmp_path):
     cfg = validate_run_config({**CFG, "sonmf.diagnostics": False})
-    client = FedSONMFClient(node_context(cfg, 0, 3), cfg, 0, 3, load_client_view(cfg, 0))
+    client = FedSONMFClient(node_context(cfg, 0, 3), cfg, 0, 3, client_view(cfg, 0))
     arrays, _, metrics = client.fit([np.ones((6, 40))], {"server-round": 1})
     assert len(arrays) == 1 and arrays[0].shape == (6, 40)
     assert set(metrics) == {"partition-id", "kernel_s"}

