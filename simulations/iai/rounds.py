@@ -2,7 +2,7 @@
 
 Runs the in-process reference federation (:mod:`fedmf_app.methods.iai.reference`, the kernels and
 seeds of the Flower client and strategy), one thread, for each seed given, and appends one JSON line
-per run to ``--out``: ``code_version`` (git commit, ``+dirty`` when the tree has changes), ``dataset``
+per run to ``--out``: ``code_version`` (:func:`fedmf_app.federated.results.code_version`), ``dataset``
 (the data set's name, never a temporary path), ``seed``, ``missing_rate``, ``config`` (every run-config
 value, the dataset path replaced by its name) and ``rounds`` (round 1 is the set-up round, whose
 labels are Y⁰). ``--table`` turns record files into the Markdown table of docs/iai.md.
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from threadpoolctl import threadpool_limits
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
+from fedmf_app.federated.results import code_version
 from fedmf_app.methods.iai.options import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.options.run_config import data_needs, defaults, validate_run_config
@@ -41,33 +41,7 @@ from simulations.iai.bench import parse_overrides
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["code_version", "dataset_name", "rounds_table", "run_rounds"]
-
-
-def code_version() -> str:
-    """The git commit of the working tree (``+dirty`` when its code has uncommitted changes).
-
-    Returns
-    -------
-    str
-        ``unknown`` outside a git checkout.
-    """
-    root = Path(__file__).resolve().parents[2]
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            # the code only: the record files under docs/ change while a study runs
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", "fedmf_app", "simulations"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
+__all__ = ["dataset_name", "rounds_table", "run_rounds"]
 
 
 def dataset_name(dataset: str) -> str:
