@@ -9,21 +9,22 @@ subproblem is therefore the choice of one owner column per feature (row),
     \\sum_j \\sqrt{\\textstyle\\sum_{i \\in S_j} (A^+_{ij})^2} ,
 
 and :func:`assignment_ascent` moves one row at a time to the column that raises this value most,
-until no single move raises it. Each pass costs ``O(d r)``. Only a process that solves for ``U``
-imports this module (numba's import costs a few tenths of a second).
+until no single move raises it. Each pass costs ``O(d r)``. :func:`assignment_ascent` is plain
+Python (``sonmf.basis-kernel = "numpy"``: no numba import, no compilation);
+:func:`compiled_assignment_ascent` compiles the same function with numba (``"compiled"``), so the
+two make the same moves.
 """
 
 from __future__ import annotations
 
 import math
+from functools import cache
 
-import numba
 import numpy as np
 
-__all__ = ["assignment_ascent"]
+__all__ = ["assignment_ascent", "compiled_assignment_ascent"]
 
 
-@numba.njit(cache=True)
 def assignment_ascent(sq, owner, max_passes):
     """Move rows between columns while a single move raises :math:`\\sum_j \\sqrt{s_j}`.
 
@@ -84,3 +85,17 @@ def assignment_ascent(sq, owner, max_passes):
     for j in range(r):
         value += math.sqrt(s[j])
     return value, passes
+
+
+@cache
+def compiled_assignment_ascent():
+    """:func:`assignment_ascent` compiled by numba (cached on disk, compiled once per machine).
+
+    Returns
+    -------
+    callable
+        Same signature and results as :func:`assignment_ascent`.
+    """
+    import numba  # only where U is solved with the compiled kernel
+
+    return numba.njit(cache=True)(assignment_ascent)

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedmf_app.common.feasible_basis import project_oblique_nonneg, random_feasible_basis, round_to_feasible
+from fedmf_app.methods.sonmf.assignment_kernel import assignment_ascent, compiled_assignment_ascent
 from fedmf_app.methods.sonmf.residual_products import residual_times_vt, squared_norm, squared_residual
 
 __all__ = [
@@ -316,8 +317,8 @@ def _assignment(u0, a, max_passes, kernel):
     max_passes : int
         Maximum passes of each ascent.
     kernel : {"compiled", "numpy"}
-        :func:`~fedmf_app.methods.sonmf.assignment_kernel.assignment_ascent` (numba) or
-        :func:`_assignment_ascent_numpy` (same moves, no numba import and no compilation).
+        :func:`~fedmf_app.methods.sonmf.assignment_kernel.assignment_ascent` compiled by numba, or
+        as plain Python (same moves, no numba import and no compilation).
 
     Returns
     -------
@@ -326,10 +327,7 @@ def _assignment(u0, a, max_passes, kernel):
     passes : int
         Passes of the ascent that gave it.
     """
-    if kernel == "numpy":
-        assignment_ascent = _assignment_ascent_numpy
-    else:
-        from fedmf_app.methods.sonmf.assignment_kernel import assignment_ascent  # numba: only here
+    ascent = assignment_ascent if kernel == "numpy" else compiled_assignment_ascent()
 
     d, r = u0.shape
     positive = np.maximum(a, 0.0)
@@ -343,7 +341,7 @@ def _assignment(u0, a, max_passes, kernel):
     best = None
     for start in starts:
         owner = np.ascontiguousarray(start, dtype=np.int64)
-        value, passes = assignment_ascent(sq, owner, int(max_passes))
+        value, passes = ascent(sq, owner, int(max_passes))
         if best is None or value > best[0]:
             best = (value, owner, int(passes))
     _, owner, passes = best
@@ -351,63 +349,6 @@ def _assignment(u0, a, max_passes, kernel):
     owned = np.flatnonzero(owner >= 0)
     support[owned, owner[owned]] = 1.0
     return polish_on_supports(support, a), passes
-
-
-def _assignment_ascent_numpy(sq, owner, max_passes):
-    """The compiled ascent's moves in numpy, one row at a time (the same arithmetic, so the same
-    owners and value).
-
-    Parameters
-    ----------
-    sq : ndarray, shape (d, r)
-        Squared positive part of the linear term.
-    owner : ndarray of int64, shape (d,)
-        Owner column of every row (``-1``: none); updated in place.
-    max_passes : int
-        Maximum number of passes over the rows.
-
-    Returns
-    -------
-    value : float
-        :math:`\\sum_j \\sqrt{s_j}` at the returned owners.
-    passes : int
-        Passes done.
-    """
-    d, r = sq.shape
-    owned = owner >= 0
-    s = np.zeros(r)
-    for i in np.flatnonzero(owned):  # the compiled kernel's summation order
-        s[owner[i]] += sq[i, owner[i]]
-    count = np.bincount(owner[owned], minlength=r).astype(np.int64)
-    passes = 0
-    for passes in range(1, max_passes + 1):  # noqa: B007 (the count is returned)
-        moved = 0
-        for i in range(d):
-            j = int(owner[i])
-            loss = 0.0
-            if j >= 0:
-                if count[j] <= 1:
-                    continue
-                loss = math.sqrt(s[j]) - math.sqrt(max(s[j] - sq[i, j], 0.0))
-            gain = np.sqrt(s + sq[i]) - np.sqrt(s) - loss
-            if j >= 0:
-                gain[j] = -np.inf
-            best = int(np.argmax(gain))
-            if not gain[best] > 1e-14 * (1.0 + loss):
-                continue
-            if j >= 0:
-                s[j] = max(s[j] - sq[i, j], 0.0)
-                count[j] -= 1
-            s[best] += sq[i, best]
-            count[best] += 1
-            owner[i] = best
-            moved += 1
-        if moved == 0:
-            break
-    value = 0.0
-    for j in range(r):
-        value += math.sqrt(s[j])
-    return value, passes
 
 
 def _exact_penalty(u, q, b, inv_r, options):
