@@ -17,8 +17,7 @@ from flwr.common import Context
 
 from fedmf_app.data import DataError, load_client_view, partition_from_node_config
 from fedmf_app.federated.alignment import aligned_rows
-from fedmf_app.options.run_config import data_needs, validate_run_config
-from fedmf_app.registry import client_class
+from fedmf_app.registry import client_class, data_needs, validate_run_config
 
 __all__ = ["app", "client_fn"]
 
@@ -41,16 +40,16 @@ def client_fn(context: Context) -> Client:
         node config.
     """
     cfg = validate_run_config(context.run_config)
+    method_client = client_class(cfg["algorithm"])
+    needs = data_needs(cfg)
+    rows = aligned_rows(context)
     try:
         partition_id, num_partitions = partition_from_node_config(context.node_config)
-        view = load_client_view(
-            cfg, partition_id, context.node_config, rows=aligned_rows(context), needs=data_needs(cfg)
-        )
+        view = load_client_view(cfg, partition_id, context.node_config, rows=rows, needs=needs)
     except DataError as exc:
         node = " ".join(f"{k}={v!r}" for k, v in context.node_config.items())
         raise DataError(f"SuperNode {context.node_id} (node config: {node}): {exc}") from exc
-    client = client_class(cfg["algorithm"])(context, cfg, partition_id, num_partitions, view)
-    return client.to_client()
+    return method_client(context, cfg, partition_id, num_partitions, view).to_client()
 
 
 app = ClientApp(client_fn=client_fn)

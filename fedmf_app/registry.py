@@ -1,17 +1,59 @@
-"""The one registry of algorithms: run-config ``algorithm`` -> server Strategy and client classes.
+"""The one registry of the method families: the app's run config, and run-config ``algorithm`` ->
+server Strategy and client classes.
 
-Classes are imported lazily by dotted path, so a client process (one per message in a deployment)
-imports only its own algorithm's client code.
+:data:`RUN_CONFIG` joins the shared keys and the three families' keys (each family's
+``options.py``); :func:`validate_run_config`, :func:`data_needs`, :func:`defaults` and the rest are
+its methods. Strategy and client classes are imported lazily by dotted path, so a client process
+(one per message in a deployment) imports only its own algorithm's client code.
+
+``python -m fedmf_app.registry`` prints the key table of ``docs/options.md``; ``--toml`` prints the
+``pyproject.toml`` table instead; ``--update-docs PAGE`` rewrites the key table between the
+``<!-- options:start -->`` and ``<!-- options:end -->`` lines of PAGE (``docs/options.md``).
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
-from fedmf_app.options.run_config import ALGORITHM_NAMES
+from fedmf_app.methods.iai.options import FAMILY as IAI
+from fedmf_app.methods.imk.options import FAMILY as IMK
+from fedmf_app.methods.sonmf.options import FAMILY as SONMF
+from fedmf_app.options.run_config import RunConfig
+from fedmf_app.options.schema import Family, Option
 
-__all__ = ["ALGORITHMS", "client_class", "strategy_class"]
+__all__ = [
+    "ALGORITHMS",
+    "ALGORITHM_NAMES",
+    "FAMILIES",
+    "OPTIONS",
+    "RUN_CONFIG",
+    "client_class",
+    "data_needs",
+    "defaults",
+    "family_of",
+    "markdown_table",
+    "nested_defaults",
+    "pyproject_table",
+    "strategy_class",
+    "validate_run_config",
+]
+
+#: The app's run config: the shared keys, then paper A's, paper B's and paper C's families.
+RUN_CONFIG = RunConfig((SONMF, IMK, IAI))
+FAMILIES: tuple[Family, ...] = RUN_CONFIG.families
+ALGORITHM_NAMES: tuple[str, ...] = RUN_CONFIG.algorithm_names
+OPTIONS: tuple[Option, ...] = RUN_CONFIG.options
+validate_run_config = RUN_CONFIG.validate
+data_needs = RUN_CONFIG.data_needs
+family_of = RUN_CONFIG.family_of
+defaults = RUN_CONFIG.defaults
+nested_defaults = RUN_CONFIG.nested_defaults
+markdown_table = RUN_CONFIG.markdown_table
+pyproject_table = RUN_CONFIG.pyproject_table
 
 #: algorithm -> (strategy "module:Class", client "module:Class")
 ALGORITHMS: dict[str, tuple[str, str]] = {
@@ -75,3 +117,31 @@ def client_class(algorithm: str) -> Any:
     type
     """
     return _load(ALGORITHMS[algorithm][1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m fedmf_app.registry``: print the key table, or the ``pyproject.toml`` table
+    (``--toml``), or rewrite the key table of a page (``--update-docs PAGE``).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: the command line's).
+    """
+    start, end = "<!-- options:start -->\n", "<!-- options:end -->"
+    parser = argparse.ArgumentParser(prog="python -m fedmf_app.registry", description="Print the key table.")
+    parser.add_argument("--toml", action="store_true", help="print the pyproject.toml table")
+    parser.add_argument("--update-docs", type=Path, metavar="PAGE", help="rewrite the key table of PAGE")
+    args = parser.parse_args(argv)
+    if args.update_docs is not None:
+        page = args.update_docs.read_text()
+        if start not in page or end not in page:
+            sys.exit(f"{args.update_docs}: no '{start.strip()}' ... '{end}' lines to write the table between")
+        head, rest = page.split(start, 1)
+        args.update_docs.write_text(head + start + markdown_table() + "\n" + end + rest.split(end, 1)[1])
+    else:
+        sys.stdout.write((pyproject_table() if args.toml else markdown_table()) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -22,8 +22,8 @@ from fedmf_app.federated.client import NOT_IDENTIFYING
 from fedmf_app.federated.prompt_grid import PromptGrid
 from fedmf_app.federated.results import RunRecorder, default_run_name, load_result
 from fedmf_app.federated.server import ViewServer
-from fedmf_app.options.run_config import ConfigError, validate_run_config
-from fedmf_app.registry import strategy_class
+from fedmf_app.options import ConfigError
+from fedmf_app.registry import strategy_class, validate_run_config
 
 __all__ = ["app", "main", "server_fn"]
 

@@ -29,8 +29,8 @@ from fedmf_app.common.psi import Blinder, hash_to_point
 from fedmf_app.data import load_client_view
 from fedmf_app.federated.alignment import align_samples
 from fedmf_app.federated.client import ViewClient
-from fedmf_app.federated.in_process import InProcessProxy
-from fedmf_app.options.run_config import data_needs, validate_run_config
+from fedmf_app.in_process import InProcessProxy
+from fedmf_app.registry import data_needs, validate_run_config
 
 _START, _END = "<!-- alignment-cost:start -->", "<!-- alignment-cost:end -->"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fedmf_app.deployment.certificates import make_supernode_keys
-from fedmf_app.federated.in_process import run_in_process
+from fedmf_app.in_process import run_in_process
 
 log = logging.getLogger("bench_secure_aggregation")
 
@@ -68,7 +68,7 @@ CASES: dict[str, list[tuple[str, dict[str, Any]]]] = {
 
 
 def run_once(overrides: dict[str, Any], out: Path, name: str, keys: Path) -> dict[str, Any]:
-    """One in-process run (:func:`fedmf_app.federated.in_process.run_in_process`); per-round costs and the
+    """One in-process run (:func:`fedmf_app.in_process.run_in_process`); per-round costs and the
     final record."""
     strategy = run_in_process(
         overrides,

@@ -41,7 +41,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.federated.results import load_result
-from fedmf_app.options.run_config import ConfigError, defaults, validate_run_config
+from fedmf_app.options import ConfigError
+from fedmf_app.registry import defaults, validate_run_config
 
 ROOT = Path(__file__).resolve().parents[1]
 FAILED_JOB_FILE = "job_failed.json"

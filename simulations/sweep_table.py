@@ -30,8 +30,8 @@ from fedmf_app.common.references import REFERENCES, reference_scores
 from fedmf_app.data import load_client_view
 from fedmf_app.data.embedded import EMBEDDED
 from fedmf_app.data.multiview import load_multiview, require_labels
-from fedmf_app.methods.sonmf.options import resolve_rank
-from fedmf_app.options.run_config import data_needs, family_of, validate_run_config
+from fedmf_app.methods.sonmf.params import resolve_rank, sonmf_options
+from fedmf_app.registry import data_needs, family_of, validate_run_config
 from simulations.quality.datasets import DEVELOPMENT_SETS
 from simulations.spread import header, mean_spread
 
@@ -103,7 +103,7 @@ def _varying(runs: list[dict[str, Any]]) -> list[str]:
 def references_for(dataset: str, cfg: dict[str, Any], seeds: list[int]) -> dict[str, Any]:
     """The reference points on the views as the clients of a run with ``cfg`` prepare them.
 
-    The NMF has paper A's rank (:func:`~fedmf_app.methods.sonmf.options.resolve_rank`: the
+    The NMF has paper A's rank (:func:`~fedmf_app.methods.sonmf.params.resolve_rank`: the
     clusters, capped at the smallest view), the rank fedsonmf factorises with.
     """
     data = load_multiview(dataset)
@@ -115,7 +115,7 @@ def references_for(dataset: str, cfg: dict[str, Any], seeds: list[int]) -> dict[
     ]
     truth = require_labels(data)
     k = base["num-clusters"] or int(np.unique(truth).size)
-    rank = resolve_rank(base, k, [v.shape[1] for v in views])
+    rank = resolve_rank(sonmf_options(base), k, [v.shape[1] for v in views])
     started = time.perf_counter()
     scores = reference_scores(views, truth, k, seeds, rank)
     return {

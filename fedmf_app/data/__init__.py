@@ -99,7 +99,7 @@ def synthetic_spec(cfg: Mapping[str, Any], rank: int) -> SyntheticSpec:
     Parameters
     ----------
     cfg : mapping
-        Output of :func:`fedmf_app.options.validate_run_config`.
+        Output of :func:`fedmf_app.registry.validate_run_config`.
     rank : int
         The rank to plant (:attr:`DataNeeds.synthetic_rank`).
 
@@ -180,7 +180,7 @@ def load_client_view(
     rows : ndarray of int, shape (n_aligned,), optional
         The file rows to keep, in the aligned order (needs sample IDs).
     needs : DataNeeds
-        What the run's family needs (:func:`fedmf_app.options.run_config.data_needs`): the caller
+        What the run's family needs (:func:`fedmf_app.registry.data_needs`): the caller
         asks the family and tells the data layer, which imports nothing above it.
 
     Returns

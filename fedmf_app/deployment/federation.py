@@ -42,7 +42,8 @@ from fedmf_app.deployment.certificates import make_certificates, make_supernode_
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.deployment.supernode import LocalSuperNode
 from fedmf_app.federated.node_policy import STRICT_NODE_POLICY
-from fedmf_app.options.run_config import ConfigError, validate_run_config
+from fedmf_app.options import ConfigError
+from fedmf_app.registry import validate_run_config
 
 __all__ = [
     "DEPLOYMENT_DEFAULTS",

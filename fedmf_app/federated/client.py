@@ -13,7 +13,7 @@ import json
 import os
 import resource
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from flwr.client import Client, NumPyClient
@@ -26,7 +26,8 @@ from fedmf_app.data.sample_ids import sample_id_key
 from fedmf_app.federated.alignment import aligned_rows, answer_psi_stage
 from fedmf_app.federated.node_policy import check_node_policy
 from fedmf_app.federated.secure_sum_flower import SecureAggregationError, answer_key_stage
-from fedmf_app.options.run_config import data_needs, validate_run_config
+from fedmf_app.options import Family
+from fedmf_app.options.params import shared_params
 
 __all__ = [
     "NOT_IDENTIFYING",
@@ -50,12 +51,14 @@ class ClientStateError(RuntimeError):
     """The client's stored state does not match the round it is asked to run."""
 
 
-def load_state(context: Context, name: str, server_round: int) -> dict[str, np.ndarray]:
+def load_state(context: Context, cfg: dict[str, Any], name: str, server_round: int) -> dict[str, np.ndarray]:
     """Arrays stored by this client after round ``server_round - 1`` (empty in round 1).
 
     Parameters
     ----------
     context : Context
+    cfg : dict
+        Validated run config (``context.run_config``'s).
     name : str
         Namespace (the algorithm).
     server_round : int
@@ -87,7 +90,7 @@ def load_state(context: Context, name: str, server_round: int) -> dict[str, np.n
         )
     stored = context.state.config_records.get(f"{name}.meta")
     if stored is None and server_round > 1:
-        stored = _load_from_disk(context, name, server_round - 1)
+        stored = _load_from_disk(context, cfg, name, server_round - 1)
     last = int(stored["round"]) if stored is not None else 0
     if last != server_round - 1:
         raise ClientStateError(
@@ -99,12 +102,16 @@ def load_state(context: Context, name: str, server_round: int) -> dict[str, np.n
     return {k: v.numpy() for k, v in context.state.array_records[f"{name}.arrays"].items()}
 
 
-def save_state(context: Context, name: str, server_round: int, arrays: dict[str, np.ndarray]) -> None:
+def save_state(
+    context: Context, cfg: dict[str, Any], name: str, server_round: int, arrays: dict[str, np.ndarray]
+) -> None:
     """Store this client's arrays after round ``server_round``.
 
     Parameters
     ----------
     context : Context
+    cfg : dict
+        Validated run config (``context.run_config``'s).
     name : str
     server_round : int
     arrays : dict of ndarray
@@ -112,7 +119,7 @@ def save_state(context: Context, name: str, server_round: int, arrays: dict[str,
     # One RecordDict namespace holds records of every type: keep the two names distinct.
     context.state.array_records[f"{name}.arrays"] = ArrayRecord({k: Array(v) for k, v in arrays.items()})
     context.state.config_records[f"{name}.meta"] = ConfigRecord({"round": server_round})
-    path = state_file(context, name, server_round)
+    path = state_file(context, cfg, name, server_round)
     if path is not None:
         # keep this round's and the previous round's: a server that died during round s + 1
         # resumes from round s, which some clients may already have finished
@@ -120,12 +127,12 @@ def save_state(context: Context, name: str, server_round: int, arrays: dict[str,
         tmp = path.with_name(path.name + ".tmp.npz")
         np.savez(tmp, **arrays)
         os.replace(tmp, path)
-        old = state_file(context, name, server_round - 2)
+        old = state_file(context, cfg, name, server_round - 2)
         if old is not None and old.exists():
             old.unlink()
 
 
-def state_file(context: Context, name: str, server_round: int) -> Path | None:
+def state_file(context: Context, cfg: dict[str, Any], name: str, server_round: int) -> Path | None:
     """Where this client keeps its state after ``server_round`` on disk (``None``: nowhere).
 
     ``<state folder>/<run key>/<name>-p<partition>-r<round>.npz``: the folder is node config
@@ -136,6 +143,8 @@ def state_file(context: Context, name: str, server_round: int) -> Path | None:
     Parameters
     ----------
     context : Context
+    cfg : dict
+        Validated run config (``context.run_config``'s).
     name : str
     server_round : int
 
@@ -147,7 +156,7 @@ def state_file(context: Context, name: str, server_round: int) -> Path | None:
     if not folder:
         return None
     pid = context.node_config.get("partition-id")
-    key = run_key(context.run_config)
+    key = run_key(cfg)
     return Path(str(folder)).expanduser() / key / f"{name}-p{pid}-r{server_round}.npz"
 
 
@@ -162,15 +171,16 @@ NOT_IDENTIFYING = (
 )
 
 
-def run_key(run_config: dict[str, Any]) -> str:
+def run_key(cfg: dict[str, Any]) -> str:
     """16 hex digits identifying a run by its validated run config (bar :data:`NOT_IDENTIFYING`)."""
-    cfg = validate_run_config(run_config)
     kept = {k: v for k, v in sorted(cfg.items()) if k not in NOT_IDENTIFYING}
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _load_from_disk(context: Context, name: str, server_round: int) -> ConfigRecord | None:
-    path = state_file(context, name, server_round)
+def _load_from_disk(
+    context: Context, cfg: dict[str, Any], name: str, server_round: int
+) -> ConfigRecord | None:
+    path = state_file(context, cfg, name, server_round)
     if path is None or not path.exists():
         return None
     with np.load(path, allow_pickle=False) as stored:
@@ -194,6 +204,11 @@ class ViewClient(NumPyClient):
     num_partitions : int or None
         As declared in the node config.
     view : ClientView
+
+    Attributes
+    ----------
+    shared : SharedParams
+        The shared keys of ``cfg``, typed (:func:`~fedmf_app.options.params.shared_params`).
     """
 
     def __init__(
@@ -206,9 +221,15 @@ class ViewClient(NumPyClient):
     ) -> None:
         self.context = context
         self.cfg = cfg
+        self.shared = shared_params(cfg)
         self.partition_id = partition_id
         self.num_partitions = num_partitions
         self.view = view
+
+    #: The method family of this client (its ``options.py``'s ``FAMILY``): what the client needs
+    #: from the data layer (:meth:`~fedmf_app.options.Family.data_needs`), for a view reloaded
+    #: after a sample-ID alignment.
+    family: ClassVar[Family]
 
     #: Whether this method fills the rows its view misses with public values (zeros, or the mean
     #: of its observed rows: every method but fmvc-iai). Its contribution to a summed row it does not
@@ -304,7 +325,7 @@ class ViewClient(NumPyClient):
                     self.partition_id,
                     self.context.node_config,
                     rows=aligned_rows(self.context),
-                    needs=data_needs(self.cfg),
+                    needs=self.family.data_needs(self.cfg),
                 )
             return answer
         n, d = self.view.features.shape

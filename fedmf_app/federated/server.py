@@ -6,7 +6,7 @@ after the round in which the Strategy finished the run
 (:attr:`~fedmf_app.federated.strategy.ViewFederationStrategy.done`): the last configured round,
 or an earlier one when the algorithm's convergence stop fired. It keeps no History (the run's
 record is ``result.json``) and does no centralised evaluation. The ServerApp and the in-process
-federation (:mod:`fedmf_app.federated.in_process`) both run this loop.
+federation (:mod:`fedmf_app.in_process`) both run this loop.
 """
 
 from __future__ import annotations

@@ -62,6 +62,7 @@ from fedmf_app.federated.handshake import (
 from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays, check_finite_state, check_metrics
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_sum_flower import agree_keys
+from fedmf_app.options.params import shared_params
 
 __all__ = ["ClientReply", "FederationError", "ViewFederationStrategy"]
 
@@ -94,6 +95,8 @@ class ViewFederationStrategy(Strategy):
 
     Attributes
     ----------
+    shared : SharedParams
+        The shared keys of ``cfg``, typed (:func:`~fedmf_app.options.params.shared_params`).
     num_clusters : int or None
         Clusters of the final clustering, set before round 1: run config ``num-clusters``, or
         (when that is 0) the number of ground-truth classes the clients report, else ``None``.
@@ -124,6 +127,7 @@ class ViewFederationStrategy(Strategy):
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__()
         self.cfg = cfg
+        self.shared = shared_params(cfg)
         self.recorder = recorder
         self.num_rounds: int = cfg["num-server-rounds"]
         self.last_round: int = self.num_rounds

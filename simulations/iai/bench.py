@@ -43,9 +43,9 @@ from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data import load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.results import code_version
-from fedmf_app.methods.iai.options import iai_params
+from fedmf_app.methods.iai.params import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
-from fedmf_app.options.run_config import data_needs, validate_run_config
+from fedmf_app.registry import data_needs, validate_run_config
 from simulations.spread import header, mean_spread
 
 

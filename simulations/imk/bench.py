@@ -85,12 +85,12 @@ def clustered_views(n: int, dims: list[int], k: int, seed: int) -> list[np.ndarr
 def bench_flower(
     n: int, dims: list[int], k: int, rounds: int, seed: int, graph: str, num_anchors: int, secure: bool
 ) -> dict:
-    """The same data through the Flower strategy and clients (:mod:`fedmf_app.federated.in_process`).
+    """The same data through the Flower strategy and clients (:mod:`fedmf_app.in_process`).
 
     The views go to a temporary ``.npz`` with their labels (so every round also scores the labels
     by k-means, as a run with ground truth does); defaults otherwise.
     """
-    from fedmf_app.federated.in_process import run_in_process
+    from fedmf_app.in_process import run_in_process
 
     views, y = raw_clustered_views(n, dims, k, seed)
     with tempfile.TemporaryDirectory() as tmp:

@@ -38,7 +38,7 @@ from fedmf_app.methods.imk.model import label_rng
 from fedmf_app.methods.imk.params import imk_params
 from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.server_updates import extract_labels
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import validate_run_config
 from simulations.imk.figures import GRID, describe, grid_figure
 from simulations.spread import header, mean_spread
 

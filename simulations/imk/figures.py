@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from fedmf_app.federated.results import load_result  # noqa: E402
-from fedmf_app.options.run_config import defaults  # noqa: E402
+from fedmf_app.registry import defaults  # noqa: E402
 
 __all__ = ["GRID", "collect", "grid_figure"]
 

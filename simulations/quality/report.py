@@ -26,8 +26,8 @@ from scipy.stats import rankdata
 from fedmf_app.common.references import REFERENCES, reference_scores
 from fedmf_app.data import load_client_view
 from fedmf_app.data.multiview import load_multiview, require_labels
-from fedmf_app.methods.sonmf.options import resolve_rank
-from fedmf_app.options.run_config import data_needs, defaults, validate_run_config
+from fedmf_app.methods.sonmf.params import resolve_rank, sonmf_options
+from fedmf_app.registry import data_needs, defaults, validate_run_config
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
 from simulations.quality.study import ALGORITHMS, line_key
 from simulations.spread import header, mean_spread
@@ -115,7 +115,9 @@ def reference_points(dataset: str, algorithm: str, seeds: list[int]) -> dict[str
     ]
     truth = require_labels(data)
     k = int(np.unique(truth).size)
-    return reference_scores(views, truth, k, seeds, resolve_rank(cfg, k, [v.shape[1] for v in views]))
+    return reference_scores(
+        views, truth, k, seeds, resolve_rank(sonmf_options(cfg), k, [v.shape[1] for v in views])
+    )
 
 
 def _mean(runs: list[dict[str, Any]], key: str) -> float:

@@ -1,7 +1,7 @@
 """Run a method's grid of [A] choices on the development data sets; one JSON line per run.
 
 Every run goes through the method's real Strategy and NumPyClients in this process
-(:mod:`fedmf_app.federated.in_process`: the numbers of ``flwr run``, without its start-up per job). Keys
+(:mod:`fedmf_app.in_process`: the numbers of ``flwr run``, without its start-up per job). Keys
 that only change the final clustering (:data:`FINAL_ONLY`) are evaluated on the same run: the
 strategy's :meth:`final_labels` is called again with each value. The file is appended to and
 runs already in it are skipped, so a stopped study resumes. Usage::
@@ -26,8 +26,8 @@ from typing import Any
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data.multiview import load_multiview, require_labels
 from fedmf_app.data.preprocess import is_sparse_nonnegative
-from fedmf_app.federated.in_process import run_in_process
-from fedmf_app.options.run_config import defaults
+from fedmf_app.in_process import run_in_process
+from fedmf_app.registry import defaults
 from simulations.quality.datasets import available_sets
 
 __all__ = ["ALGORITHMS", "FINAL_ONLY", "GRIDS", "grid_configs", "run_study"]

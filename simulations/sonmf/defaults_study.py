@@ -2,7 +2,7 @@
 
 Runs ``fedsonmf`` with every option at its default (plus the overrides of ``--config``) on each
 development set present, once per seed, through the real Strategy and NumPyClients in process
-(:func:`fedmf_app.federated.in_process.run_in_process`). Each run is scored three times from its
+(:func:`fedmf_app.in_process.run_in_process`). Each run is scored three times from its
 final ``V``: by the run itself (``result.json["final"]``, the read ``sonmf.cluster-columns``
 chose), and by k-means on the columns as they are and on the columns scaled to unit norm (the
 same k-means seed), so the reads are compared on the same runs. Appends one JSON line per run to
@@ -32,7 +32,7 @@ import numpy as np
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data.multiview import load_multiview
-from fedmf_app.federated.in_process import run_in_process
+from fedmf_app.in_process import run_in_process
 from fedmf_app.methods.sonmf.clustering import READS, cluster_columns
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
 from simulations.spread import header, mean_spread

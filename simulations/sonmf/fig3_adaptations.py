@@ -1,6 +1,6 @@
 """Paper A's Fig. 3 claims under the documented alternatives of the adapted baselines.
 
-Runs, in this process (:mod:`fedmf_app.federated.in_process`, the numbers of ``flwr run``), the Fig. 3
+Runs, in this process (:mod:`fedmf_app.in_process`, the numbers of ``flwr run``), the Fig. 3
 setting (synthetic data, ``h`` in {0, 0.3, 0.6, 0.9}, 50 rounds) for adapted FedMAvg with both
 local-step schedules and adapted FedVRA-U over its dual step ``a`` and aggregation step ``d``,
 leaving the proposed method as it is, then writes the Fig. 3 panels and the curve-shape table
@@ -16,7 +16,7 @@ import itertools
 import logging
 from pathlib import Path
 
-from fedmf_app.federated.in_process import run_in_process
+from fedmf_app.in_process import run_in_process
 from simulations.sonmf import figures
 
 __all__ = ["ADAPTATIONS", "HETEROGENEITY"]

@@ -2,7 +2,7 @@
 
 Runs each (data set, algorithm) for the full ``num-server-rounds`` (the family default, 100) with
 no stop, through the real Strategy and NumPyClients in process
-(:func:`fedmf_app.federated.in_process.run_in_process`), and after every round clusters the current ``V``
+(:func:`fedmf_app.in_process.run_in_process`), and after every round clusters the current ``V``
 exactly as the final clustering does (:meth:`final_labels`). For each candidate tolerance it
 finds the round where ``sonmf.stop-ratio`` would have stopped the run and whether that round's
 clustering is the final one (the same partition: ARI = 1). Writes the per-run records (JSON lines)
@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.metrics import adjusted_rand_score
 
 from fedmf_app.data.multiview import load_multiview
-from fedmf_app.federated.in_process import run_in_process
+from fedmf_app.in_process import run_in_process
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
 
 ROOT = Path(__file__).resolve().parents[2]

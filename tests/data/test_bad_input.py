@@ -7,7 +7,7 @@ import scipy.io
 
 from fedmf_app.data import DataError, load_multiview
 from fedmf_app.federated.handshake import FederationError, check_view_count
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import validate_run_config
 
 from support.data import client_view
 

@@ -5,7 +5,7 @@ import pytest
 
 from fedmf_app.data import DataError
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import validate_run_config
 
 from support.data import client_view
 

@@ -13,7 +13,7 @@ from fedmf_app.data import ClientView, DataError
 from fedmf_app.data.multiview import load_multiview, load_single_view, require_labels
 from fedmf_app.data.preprocess import prepare_view
 from fedmf_app.data.readers import LABEL_KEYS
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import validate_run_config
 
 from support.data import client_view
 

@@ -6,7 +6,7 @@ import scipy.io
 
 from fedmf_app.data import DataError
 from fedmf_app.data.multiview import load_single_view
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import validate_run_config
 
 from support.data import client_view
 

@@ -8,7 +8,8 @@ import scipy.io
 from fedmf_app.data import DataError, dataset_view_count
 from fedmf_app.data.multiview import load_multiview
 from fedmf_app.federated.handshake import FederationError, check_view_count
-from fedmf_app.options.run_config import ConfigError, validate_run_config
+from fedmf_app.options import ConfigError
+from fedmf_app.registry import validate_run_config
 
 from support.data import client_view
 from support.federation import federation

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
 from fedmf_app.data.multiview import load_single_view
 from fedmf_app.data.preprocess import is_sparse_nonnegative, normalise_rows, prepare_view
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import validate_run_config
 
 from support.data import client_view
 

@@ -22,10 +22,10 @@ import pytest
 from fedmf_app.deployment.certificates import make_supernode_keys
 from fedmf_app.deployment.federation import LocalFederation
 from fedmf_app.deployment.supernode import LocalSuperNode
-from fedmf_app.federated.in_process import run_in_process
-from fedmf_app.methods.sonmf.options import sonmf_params
+from fedmf_app.in_process import run_in_process
+from fedmf_app.methods.sonmf.params import sonmf_params
 from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import validate_run_config
 from fedmf_app.resume import main as resume_main
 
 from support.flower import ROOT, assert_all_stopped, federation_processes

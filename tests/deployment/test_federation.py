@@ -23,7 +23,7 @@ from fedmf_app.data import DataError
 from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys
 from fedmf_app.deployment.federation import federation_run_config, main
 from fedmf_app.deployment.processes import OwnedProcess
-from fedmf_app.options.run_config import ConfigError
+from fedmf_app.options import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from fedmf_app.common.psi import POINT_BYTES, hash_to_point
 from fedmf_app.data import DataError
 from fedmf_app.deployment.certificates import make_supernode_keys
 from fedmf_app.federated.handshake import FederationError
-from fedmf_app.federated.in_process import InProcessProxy, run_in_process
+from fedmf_app.in_process import InProcessProxy, run_in_process
 
 from support.data import IAI_SMALL
 
@@ -277,5 +277,5 @@ def test_a_client_that_lost_its_alignment_refuses_to_train(tmp_path):
         run_id=1, node_id=1, node_config={"partition-id": 0}, state=RecordDict(), run_config=cfg
     )
     with pytest.raises(ClientStateError, match="partition 0: .* holds no sample-ID alignment"):
-        load_state(context, "fedsonmf", 1)
-    assert load_state(Context(1, 1, {"partition-id": 0}, RecordDict(), {}), "fedsonmf", 1) == {}
+        load_state(context, cfg, "fedsonmf", 1)
+    assert load_state(Context(1, 1, {"partition-id": 0}, RecordDict(), {}), {}, "fedsonmf", 1) == {}

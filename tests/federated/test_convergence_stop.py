@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fedmf_app.federated.in_process import run_in_process
+from fedmf_app.in_process import run_in_process
 
 BASE = {"num-clients": 3, "num-samples": 60, "num-server-rounds": 25, "seed": 1}
 
@@ -49,7 +49,8 @@ def test_a_stop_in_round_one_is_not_possible_the_ratio_starts_at_one(tmp_path):
 
 
 def test_a_run_ended_by_its_convergence_stop_is_not_resumed(tmp_path):
-    from fedmf_app.options.run_config import ConfigError, validate_run_config
+    from fedmf_app.options import ConfigError
+    from fedmf_app.registry import validate_run_config
     from fedmf_app.server_app import _resumed_strategy
 
     overrides = {**BASE, "sonmf.stop-ratio": 0.5}

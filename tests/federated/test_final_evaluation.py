@@ -11,8 +11,8 @@ from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data import DataError
 from fedmf_app.federated.strategy import FederationError
-from fedmf_app.methods.sonmf.options import resolve_cluster_columns, resolve_rank
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.methods.sonmf.params import resolve_cluster_columns, resolve_rank, sonmf_options
+from fedmf_app.registry import validate_run_config
 
 from support.federation import federation, run_federation
 
@@ -91,13 +91,17 @@ def test_auto_rank_is_components_per_cluster_capped_by_the_smallest_view(tmp_pat
     auto = validate_run_config({"dataset": path, "num-clients": 3})
     one = {**auto, "sonmf.rank-per-cluster": 1}
     assert auto["sonmf.rank-per-cluster"] == 2
-    assert resolve_rank(auto, 2, [6, 5, 9]) == 4
-    assert resolve_rank(auto, 3, [6, 5, 4]) == 4  # 2 x 3 capped by the 4-feature view
-    assert resolve_rank(one, 3, [6, 5, 4]) == 3
-    assert resolve_rank(auto, 10, [216, 6, 64]) == 6  # HW: the 6-feature view bounds U_p^T U_p = I
-    assert resolve_rank(auto, None, [50, 40]) == 6
-    assert resolve_rank({**auto, "sonmf.rank": 2}, 10, [6, 5]) == 2
-    assert resolve_rank(validate_run_config({"view-dim": 8}), None, [8]) == 6  # synthetic: paper's r
+    assert resolve_rank(sonmf_options(auto), 2, [6, 5, 9]) == 4
+    assert resolve_rank(sonmf_options(auto), 3, [6, 5, 4]) == 4  # 2 x 3 capped by the 4-feature view
+    assert resolve_rank(sonmf_options(one), 3, [6, 5, 4]) == 3
+    assert (
+        resolve_rank(sonmf_options(auto), 10, [216, 6, 64]) == 6
+    )  # HW: the 6-feature view bounds U_p^T U_p = I
+    assert resolve_rank(sonmf_options(auto), None, [50, 40]) == 6
+    assert resolve_rank(sonmf_options({**auto, "sonmf.rank": 2}), 10, [6, 5]) == 2
+    assert (
+        resolve_rank(sonmf_options(validate_run_config({"view-dim": 8})), None, [8]) == 6
+    )  # synthetic: paper's r
     strategy, _ = run_federation(tmp_path, _cfg(path, **{"sonmf.rank": 0, "sonmf.rank-per-cluster": 1}))
     assert strategy.rank == 3 and strategy.v.shape == (3, 3 * N_PER_CLASS)
     assert json.loads((tmp_path / "run" / "result.json").read_text())["summary"]["rank"] == 3
@@ -106,10 +110,13 @@ def test_auto_rank_is_components_per_cluster_capped_by_the_smallest_view(tmp_pat
 def test_auto_read_is_the_cosine_one_only_when_every_view_looks_like_counts(tmp_path):
     path, _ = _separable_views(tmp_path)
     auto = validate_run_config({"dataset": path, "num-clients": 3})
-    assert resolve_cluster_columns(auto, [True, True]) == "unit-norm"
-    assert resolve_cluster_columns(auto, [True, False]) == "as-is"
+    assert resolve_cluster_columns(sonmf_options(auto), [True, True]) == "unit-norm"
+    assert resolve_cluster_columns(sonmf_options(auto), [True, False]) == "as-is"
     for rule in ("as-is", "unit-norm"):
-        assert resolve_cluster_columns({**auto, "sonmf.cluster-columns": rule}, [True, False]) == rule
+        assert (
+            resolve_cluster_columns(sonmf_options({**auto, "sonmf.cluster-columns": rule}), [True, False])
+            == rule
+        )
     strategy, _ = run_federation(tmp_path, _cfg(path))  # dense views: the clients say so
     assert strategy.cluster_read == "as-is"
     assert json.loads((tmp_path / "run" / "result.json").read_text())["summary"]["cluster_columns"] == "as-is"

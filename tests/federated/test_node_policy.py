@@ -6,10 +6,10 @@ import pytest
 
 from fedmf_app.deployment.certificates import make_supernode_keys
 from fedmf_app.deployment.federation import LocalFederation
-from fedmf_app.federated.in_process import InProcessProxy, run_in_process
 from fedmf_app.federated.node_policy import STRICT_NODE_POLICY, NodePolicyError, check_node_policy
 from fedmf_app.federated.strategy import FederationError
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.in_process import InProcessProxy, run_in_process
+from fedmf_app.registry import validate_run_config
 
 from support.data import IMK_BASE, SONMF_SMALL
 

@@ -3,7 +3,7 @@
 import shutil
 
 import fedmf_app.federated.results as results
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import validate_run_config
 
 from support.data import SONMF_SMALL
 from support.federation import run_federation

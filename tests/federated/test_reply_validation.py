@@ -10,9 +10,9 @@ import pytest
 from flwr.common import ndarrays_to_parameters, parameters_to_ndarrays
 
 from fedmf_app.federated.checkpoint import load_checkpoint
-from fedmf_app.federated.in_process import InProcessProxy, run_in_process
 from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays, check_finite_state
 from fedmf_app.federated.strategy import FederationError
+from fedmf_app.in_process import InProcessProxy, run_in_process
 
 from support.data import IAI_SMALL, IMK_BASE, SONMF_SMALL
 

@@ -10,10 +10,10 @@ from flwr.common import Context
 
 from fedmf_app.federated.checkpoint import CHECKPOINT_FILE
 from fedmf_app.federated.handshake import FederationError
-from fedmf_app.federated.in_process import InProcessFederation
 from fedmf_app.federated.results import RunRecorder
-from fedmf_app.options.run_config import ConfigError, validate_run_config
-from fedmf_app.registry import strategy_class
+from fedmf_app.in_process import InProcessFederation
+from fedmf_app.options import ConfigError
+from fedmf_app.registry import strategy_class, validate_run_config
 from fedmf_app.resume import main as resume_main
 from fedmf_app.server_app import server_fn
 

@@ -34,14 +34,13 @@ from fedmf_app.common.secure_sum_math import (
     word_stream,
 )
 from fedmf_app.deployment.certificates import make_supernode_keys
-from fedmf_app.federated.in_process import InProcessProxy
 from fedmf_app.federated.secure_sum_flower import SecureAggregationError, masked_upload
 from fedmf_app.federated.strategy import FederationError, ViewFederationStrategy
+from fedmf_app.in_process import InProcessProxy
 from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph
 from fedmf_app.methods.imk.model import anchor_indices
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
-from fedmf_app.options.run_config import validate_run_config
-from fedmf_app.registry import client_class
+from fedmf_app.registry import client_class, validate_run_config
 
 from support.data import IMK_BASE, client_view
 from support.federation import federation, node_context, run_federation

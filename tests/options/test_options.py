@@ -6,28 +6,22 @@ from pathlib import Path
 
 import pytest
 
+from fedmf_app.options import ConfigError
 from fedmf_app.options.constraints import Interval, OneOf
-from fedmf_app.options.run_config import (
-    FAMILIES,
-    ConfigError,
-    defaults,
-    markdown_table,
-    nested_defaults,
-    validate_run_config,
-)
+from fedmf_app.registry import FAMILIES, defaults, markdown_table, nested_defaults, validate_run_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_pyproject_holds_every_default():
-    # regenerate with: python -m fedmf_app.options --toml
+    # regenerate with: python -m fedmf_app.registry --toml
     table = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["flwr"]["app"]["config"]
     assert table == nested_defaults()
     assert set(table) - {f.name for f in FAMILIES} == {k for k in defaults() if "." not in k}
 
 
 def test_docs_hold_the_current_table_of_keys():
-    # regenerate with: python -m fedmf_app.options --update-docs docs/options.md
+    # regenerate with: python -m fedmf_app.registry --update-docs docs/options.md
     page = (ROOT / "docs" / "options.md").read_text()
     between = page.split("<!-- options:start -->\n", 1)[1].split("\n<!-- options:end -->", 1)[0]
     assert between == markdown_table()

@@ -5,8 +5,9 @@ import math
 import pytest
 from flwr.common import Context, RecordDict
 
+from fedmf_app.options import ConfigError
 from fedmf_app.options.constraints import Boolean, Interval, OneOf, PositiveIntegers, Text
-from fedmf_app.options.run_config import FAMILIES, OPTIONS, ConfigError, validate_run_config
+from fedmf_app.registry import FAMILIES, OPTIONS, validate_run_config
 from fedmf_app.server_app import server_fn
 
 #: Keys that accept any string (a folder or a name): nothing is out of range.

@@ -9,7 +9,7 @@ import pytest
 import scipy.io
 from omegaconf import OmegaConf
 
-from fedmf_app.options.run_config import defaults, validate_run_config
+from fedmf_app.registry import defaults, validate_run_config
 from simulations.sweep_table import completed_runs, display_name, markdown, references_for
 
 ROOT = Path(__file__).resolve().parents[2]

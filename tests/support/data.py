@@ -5,7 +5,7 @@ import numpy as np
 
 from fedmf_app.data import load_client_view
 from fedmf_app.methods.imk.client_updates import preprocess_view
-from fedmf_app.options.run_config import data_needs
+from fedmf_app.registry import data_needs
 
 
 def clustered_views(n=120, k=3, dims=(8, 12, 6), noise=1.5, seed=0, prepare=True):
@@ -127,5 +127,5 @@ def sparse_file(tmp_path):
 
 def client_view(cfg, partition_id, node_config=None, **kwargs):
     """:func:`fedmf_app.data.load_client_view` told what the run's family needs, as the ClientApp
-    tells it (:func:`fedmf_app.options.run_config.data_needs`)."""
+    tells it (:func:`fedmf_app.registry.data_needs`)."""
     return load_client_view(cfg, partition_id, node_config, needs=data_needs(cfg), **kwargs)

@@ -1,4 +1,4 @@
-"""In-process runs for the tests, on the product's federation (:mod:`fedmf_app.federated.in_process`,
+"""In-process runs for the tests, on the product's federation (:mod:`fedmf_app.in_process`,
 the ServerApp's own round loop), and stand-ins for Flower's proxies that answer fixed properties or
 carry constructed replies, to test a Strategy on its own."""
 
@@ -13,10 +13,9 @@ from flwr.common import (
 from flwr.server import SimpleClientManager
 from flwr.server.client_proxy import ClientProxy
 
-from fedmf_app.federated.in_process import InProcessFederation, node_context
 from fedmf_app.federated.results import RunRecorder
-from fedmf_app.options.run_config import validate_run_config
-from fedmf_app.registry import strategy_class
+from fedmf_app.in_process import InProcessFederation, node_context
+from fedmf_app.registry import strategy_class, validate_run_config
 
 from support.data import IMK_BASE
 
@@ -75,7 +74,7 @@ def run_client_round(client, parameters, server_round):
 
 
 def federation(tmp_path, cfg, run_name="run", node_configs=None, **kwargs):
-    """The run's :class:`~fedmf_app.federated.in_process.InProcessFederation`, not started.
+    """The run's :class:`~fedmf_app.in_process.InProcessFederation`, not started.
 
     ``node_configs[p]`` adds keys to partition p's node config."""
     extra = node_configs or {}

@@ -32,7 +32,8 @@ from fedmf_app.data import ClientView
 from fedmf_app.federated.client import ViewClient, load_state, save_state
 from fedmf_app.federated.secure_sum_flower import masked_upload
 from fedmf_app.methods.iai.client_updates import client_round, client_seed, client_setup
-from fedmf_app.methods.iai.options import iai_params
+from fedmf_app.methods.iai.options import FAMILY
+from fedmf_app.methods.iai.params import iai_params
 
 __all__ = ["FMVCIAIClient"]
 
@@ -56,6 +57,8 @@ class FMVCIAIClient(ViewClient):
         See :class:`~fedmf_app.federated.client.ViewClient`.
     """
 
+    family = FAMILY
+
     #: fmvc-iai imputes a missing row from the view's own observed neighbours (private), not
     #: from public values (what a sum then shows: docs/privacy.md).
     fills_missing_rows = False
@@ -70,7 +73,7 @@ class FMVCIAIClient(ViewClient):
     ) -> None:
         super().__init__(context, cfg, partition_id, num_partitions, view)
         torch.set_num_threads(1)
-        self.seed = client_seed(cfg["seed"], partition_id)
+        self.seed = client_seed(self.shared.seed, partition_id)
 
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
         """Handshake, plus how many of this view's rows are observed."""
@@ -81,7 +84,7 @@ class FMVCIAIClient(ViewClient):
     ) -> tuple[list[np.ndarray], int, dict[str, Scalar]]:
         """Round 1: autoencoder and kNN graph; later rounds: one training round."""
         server_round = int(config["server-round"])
-        state = load_state(self.context, _NAME, server_round)
+        state = load_state(self.context, self.cfg, _NAME, server_round)
         started = time.perf_counter()
         x = self.view.features
         if server_round == 1:
@@ -89,13 +92,13 @@ class FMVCIAIClient(ViewClient):
             k = int(config.get("num-clusters", 1))
             params = iai_params(self.cfg, num_clusters=k, num_samples=x.shape[0])
             neighbours, ae_state = client_setup(x, self.observed, params, self.seed)
-            save_state(self.context, _NAME, server_round, {f"ae.{k}": v for k, v in ae_state.items()})
+            save_state(
+                self.context, self.cfg, _NAME, server_round, {f"ae.{k}": v for k, v in ae_state.items()}
+            )
             return [neighbours], int(self.observed.sum()), {"kernel_s": time.perf_counter() - started}
         neighbours, labels, target, anchors = parameters
-        params = replace(
-            iai_params(self.cfg, num_clusters=target.shape[1], num_samples=x.shape[0]),
-            device=_device(self.cfg["iai.device"]),
-        )
+        params = iai_params(self.cfg, num_clusters=target.shape[1], num_samples=x.shape[0])
+        params = replace(params, device=_device(params.device))
         ae_state = {k[3:]: v for k, v in state.items() if k.startswith("ae.")}
         gae_state = {k[4:]: v for k, v in state.items() if k.startswith("gae.")} or None
         upload = client_round(
@@ -112,6 +115,7 @@ class FMVCIAIClient(ViewClient):
         )
         save_state(
             self.context,
+            self.cfg,
             _NAME,
             server_round,
             {
@@ -128,7 +132,7 @@ class FMVCIAIClient(ViewClient):
         if upload.emd is not None:
             metrics["emd"] = upload.emd
         distances = upload.distances
-        if self.cfg["secure-aggregation"]:
+        if self.shared.secure_aggregation:
             # the server needs only sum E^(m) (or sum D^(m)) and the mean losses
             mask_started = time.perf_counter()
             losses = np.array(

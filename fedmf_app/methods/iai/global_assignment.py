@@ -31,7 +31,6 @@ from fedmf_app.methods.iai.deep_clustering import (
     student_t,
     target_distribution,
 )
-from fedmf_app.methods.iai.params import VIEW_BALANCES
 
 __all__ = [
     "VIEW_BALANCES",
@@ -42,6 +41,9 @@ __all__ = [
     "balance_embedding",
     "landmark_mds",
 ]
+
+#: How a client scales its embedding before its distances are summed (:func:`balance_embedding`).
+VIEW_BALANCES = ("unit-variance", "none")
 
 #: Relative size below which an MDS eigenvalue counts as zero.
 _EIG_RTOL = 1e-10

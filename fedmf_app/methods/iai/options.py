@@ -1,13 +1,14 @@
-"""Run-config keys of paper C's FMVC-IAI (``[tool.flwr.app.config.iai]``) and the parameters
-built from them."""
+"""Run-config keys of paper C's FMVC-IAI (``[tool.flwr.app.config.iai]``).
+
+The typed parameters built from these keys are :mod:`fedmf_app.methods.iai.params`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from fedmf_app.methods.iai.deep_clustering import FUSION_WEIGHTS
-from fedmf_app.methods.iai.global_assignment import adaptive_anchor_neighbours, adaptive_knn
+from fedmf_app.methods.iai.global_assignment import VIEW_BALANCES
 from fedmf_app.methods.iai.params import (
     ATTRIBUTE_SCALES,
     DEVICES,
@@ -15,15 +16,12 @@ from fedmf_app.methods.iai.params import (
     IMPUTATIONS,
     PSEUDO_LABELS,
     START_TARGETS,
-    VIEW_BALANCES,
-    GAEParams,
-    IAIParams,
 )
 from fedmf_app.methods.iai.sample_graphs import START_GRAPHS
 from fedmf_app.options.constraints import Boolean, Interval, OneOf, PositiveIntegers
 from fedmf_app.options.schema import ConfigError, Family, Option
 
-__all__ = ["FAMILY", "iai_params"]
+__all__ = ["FAMILY"]
 
 OPTIONS: tuple[Option, ...] = (
     Option(
@@ -237,73 +235,3 @@ FAMILY = Family(
     reads_missing_mask=True,
     reads_sparse_views=True,
 )
-
-
-def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | None = None) -> IAIParams:
-    """Parameters of FMVC-IAI (paper C) from a validated run config.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Output of :func:`fedmf_app.options.validate_run_config`.
-    num_clusters : int
-        K.
-    num_samples : int, optional
-        n; when given, the anchors are capped at n ([A]: a data set smaller than
-        ``iai.anchors`` uses every sample as an anchor rather than failing). Needed when
-        ``iai.knn = 0`` (the adaptive size).
-
-    Returns
-    -------
-    IAIParams
-        With the adaptive sizes (``0``) resolved.
-
-    Raises
-    ------
-    ValueError
-        When ``iai.knn = 0`` and ``num_samples`` is not given.
-    """
-    anchors = cfg["iai.anchors"] if num_samples is None else min(cfg["iai.anchors"], num_samples)
-    knn = cfg["iai.knn"]
-    if knn == 0:
-        if num_samples is None:
-            raise ValueError("iai.knn = 0 (adaptive) needs the number of samples")
-        knn = adaptive_knn(num_samples, num_clusters)
-    s = cfg["iai.anchor-neighbours"] or adaptive_anchor_neighbours(anchors, num_clusters)
-    return IAIParams(
-        num_clusters=num_clusters,
-        knn=knn,
-        anchors=anchors,
-        anchor_neighbours=s,
-        fp_iterations=cfg["iai.fp-iterations"],
-        imputation=cfg["iai.imputation"],
-        start_graph=cfg["iai.start-graph"],
-        fusion=cfg["iai.fusion"],
-        fusion_temperature=cfg["iai.fusion-temperature"],
-        pseudo_labels=cfg["iai.pseudo-labels"],
-        view_balance=cfg["iai.view-balance"],
-        mds_dim=cfg["iai.mds-dim"],
-        start_target=cfg["iai.start-target"],
-        feature_scaling=cfg["iai.feature-scaling"],
-        ae_hidden=tuple(int(w) for w in cfg["iai.ae-hidden"].split(",")),
-        embed_dim=cfg["iai.embed-dim"],
-        ae_epochs=cfg["iai.ae-epochs"],
-        ae_lr=cfg["iai.ae-lr"],
-        ae_batch_size=cfg["iai.ae-batch-size"],
-        device=cfg["iai.device"],
-        knn_probes=cfg["iai.knn-probes"],
-        gae=GAEParams(
-            hidden=cfg["iai.gat-hidden"],
-            heads=cfg["iai.gat-heads"],
-            out_dim=cfg["iai.embedding-dim"],
-            decoder_hidden=cfg["iai.decoder-hidden"],
-            structure_head=cfg["iai.structure-head"],
-            epochs=cfg["iai.epochs"],
-            lr=cfg["iai.lr"],
-            alpha=cfg["iai.alpha"],
-            negative_ratio=cfg["iai.negative-ratio"],
-            attribute_loss=cfg["iai.attribute-loss"],
-            attribute_scale=cfg["iai.attribute-scale"],
-            structure_loss=cfg["iai.structure-loss"],
-        ),
-    )

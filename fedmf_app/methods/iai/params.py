@@ -1,12 +1,19 @@
-"""Parameters of FMVC-IAI (paper C), torch-free so that the run config can build them.
+"""Paper C's FMVC-IAI: the parameters, typed, built from the validated run config; torch-free.
 
-Every field marked [A] is an assumption (a choice the paper does not state, see ``docs/iai.md``),
-exposed as a run-config option (:mod:`fedmf_app.methods.iai.options`).
+:func:`iai_params` turns the ``iai.*`` keys of a validated run config, with the number of clusters
+and samples, into one :class:`IAIParams`; the Flower adapters (:mod:`~fedmf_app.methods.iai.client`,
+:mod:`~fedmf_app.methods.iai.strategy`) read it and never the config's ``iai.*`` keys. Every field
+marked [A] is an assumption (a choice the paper does not state, see ``docs/iai.md``), exposed as a
+run-config option (:mod:`fedmf_app.methods.iai.options`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from fedmf_app.methods.iai.global_assignment import adaptive_anchor_neighbours, adaptive_knn
 
 __all__ = [
     "ATTRIBUTE_SCALES",
@@ -17,7 +24,7 @@ __all__ = [
     "IMPUTATIONS",
     "PSEUDO_LABELS",
     "START_TARGETS",
-    "VIEW_BALANCES",
+    "iai_params",
 ]
 
 #: Imputation of the missing rows of Z^(m): feature propagation (M1) or zeros (ablation of M1).
@@ -25,8 +32,6 @@ IMPUTATIONS = ("propagation", "zeros")
 #: Pseudo-labels Y: k-means on the landmark-MDS coordinates of the securely summed anchor distances
 #: ([A]), argmin of the summed prototype distances (the former [A] rule), or spectral clustering of A_g.
 PSEUDO_LABELS = ("anchor-kmeans", "prototype-argmin", "spectral")
-#: How a client scales its embedding before its distances are summed (see global_assignment.py).
-VIEW_BALANCES = ("unit-variance", "none")
 #: Scale of the attribute loss M3: plain MSE, or MSE over the imputed codes' variance.
 ATTRIBUTE_SCALES = ("none", "variance")
 #: Target of the first training round: none (alpha = 0 then) or Y⁰ as a smoothed one-hot P⁰.
@@ -111,7 +116,7 @@ class IAIParams:
     pseudo_labels : str
         One of :data:`PSEUDO_LABELS` (``anchor-kmeans``).
     view_balance : str
-        One of :data:`VIEW_BALANCES` (``unit-variance``).
+        One of :data:`~fedmf_app.methods.iai.global_assignment.VIEW_BALANCES` (``unit-variance``).
     start_target : str
         One of :data:`START_TARGETS` (``none``).
     mds_dim : int
@@ -157,3 +162,73 @@ class IAIParams:
     device: str = "cpu"
     knn_probes: int = 4
     gae: GAEParams = field(default_factory=GAEParams)
+
+
+def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | None = None) -> IAIParams:
+    """Parameters of FMVC-IAI (paper C) from a validated run config.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Output of :func:`fedmf_app.registry.validate_run_config`.
+    num_clusters : int
+        K.
+    num_samples : int, optional
+        n; when given, the anchors are capped at n ([A]: a data set smaller than
+        ``iai.anchors`` uses every sample as an anchor rather than failing). Needed when
+        ``iai.knn = 0`` (the adaptive size).
+
+    Returns
+    -------
+    IAIParams
+        With the adaptive sizes (``0``) resolved.
+
+    Raises
+    ------
+    ValueError
+        When ``iai.knn = 0`` and ``num_samples`` is not given.
+    """
+    anchors = cfg["iai.anchors"] if num_samples is None else min(cfg["iai.anchors"], num_samples)
+    knn = cfg["iai.knn"]
+    if knn == 0:
+        if num_samples is None:
+            raise ValueError("iai.knn = 0 (adaptive) needs the number of samples")
+        knn = adaptive_knn(num_samples, num_clusters)
+    s = cfg["iai.anchor-neighbours"] or adaptive_anchor_neighbours(anchors, num_clusters)
+    return IAIParams(
+        num_clusters=num_clusters,
+        knn=knn,
+        anchors=anchors,
+        anchor_neighbours=s,
+        fp_iterations=cfg["iai.fp-iterations"],
+        imputation=cfg["iai.imputation"],
+        start_graph=cfg["iai.start-graph"],
+        fusion=cfg["iai.fusion"],
+        fusion_temperature=cfg["iai.fusion-temperature"],
+        pseudo_labels=cfg["iai.pseudo-labels"],
+        view_balance=cfg["iai.view-balance"],
+        mds_dim=cfg["iai.mds-dim"],
+        start_target=cfg["iai.start-target"],
+        feature_scaling=cfg["iai.feature-scaling"],
+        ae_hidden=tuple(int(w) for w in cfg["iai.ae-hidden"].split(",")),
+        embed_dim=cfg["iai.embed-dim"],
+        ae_epochs=cfg["iai.ae-epochs"],
+        ae_lr=cfg["iai.ae-lr"],
+        ae_batch_size=cfg["iai.ae-batch-size"],
+        device=cfg["iai.device"],
+        knn_probes=cfg["iai.knn-probes"],
+        gae=GAEParams(
+            hidden=cfg["iai.gat-hidden"],
+            heads=cfg["iai.gat-heads"],
+            out_dim=cfg["iai.embedding-dim"],
+            decoder_hidden=cfg["iai.decoder-hidden"],
+            structure_head=cfg["iai.structure-head"],
+            epochs=cfg["iai.epochs"],
+            lr=cfg["iai.lr"],
+            alpha=cfg["iai.alpha"],
+            negative_ratio=cfg["iai.negative-ratio"],
+            attribute_loss=cfg["iai.attribute-loss"],
+            attribute_scale=cfg["iai.attribute-scale"],
+            structure_loss=cfg["iai.structure-loss"],
+        ),
+    )

@@ -23,7 +23,7 @@ LOSS_KEYS = {
 }
 
 
-def plot_rounds(result: dict[str, Any], path: str | Path) -> Path:
+def plot_rounds(result: dict[str, Any], path: str | Path, title: str) -> Path:
     """Scores, training losses and connected components of A_g against communication rounds.
 
     Round 1 is the set-up round: its scores are those of Y⁰ and it has no losses.
@@ -35,6 +35,8 @@ def plot_rounds(result: dict[str, Any], path: str | Path) -> Path:
         training rounds and, when the run was scored, ``acc``, ``nmi`` and ``ari``.
     path : str or Path
         PNG file to write.
+    title : str
+        The figure's title (the run: algorithm, data, seed).
 
     Returns
     -------
@@ -62,11 +64,7 @@ def plot_rounds(result: dict[str, Any], path: str | Path) -> Path:
     ax_c.set_ylabel("connected components of A_g")
     for ax in (ax_s, ax_l, ax_c):
         ax.set_xlabel("communication round")
-    cfg = result["config"]
-    data = Path(str(cfg["dataset"])).name
-    fig.suptitle(
-        f"{cfg['algorithm']}: {data}, missing-rate={cfg['missing-rate']}, seed={cfg['seed']}", fontsize=9
-    )
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=110)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from logging import INFO, WARNING
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,8 +35,7 @@ from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_sum_flower import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.iai import server_updates as iai_server
-from fedmf_app.methods.iai.options import iai_params
-from fedmf_app.methods.iai.params import GAEParams, IAIParams
+from fedmf_app.methods.iai.params import GAEParams, IAIParams, iai_params
 from fedmf_app.methods.iai.plots import plot_rounds
 from fedmf_app.methods.iai.server_updates import ServerState
 
@@ -81,11 +81,16 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             )
         n = int(self.client_info[0]["num-samples"])
         self.params = iai_params(self.cfg, self.num_clusters, num_samples=n)
-        if self.params.anchors < self.cfg["iai.anchors"]:
-            log(INFO, "fmvc-iai: %d anchors (run config 'iai.anchors' capped at the %d samples)", n, n)
-        if self.cfg["missing-rate"] > 0:
+        if self.params.anchors == n:
+            log(
+                INFO,
+                "fmvc-iai: every one of the %d samples is an anchor (run config 'iai.anchors' >= %d)",
+                n,
+                n,
+            )
+        if self.shared.missing_rate > 0:
             try:
-                views_dropped(len(self.client_info), self.cfg["missing-views-dropped"])
+                views_dropped(len(self.client_info), self.shared.missing_views_dropped)
             except ValueError as exc:
                 raise FederationError(str(exc)) from exc
         return []
@@ -99,7 +104,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         if server_round == 1:
             return [ArraySpec("kNN graph", (n, None), "iu", index_range=(-1, n))]
         width, name = self._distance_columns()
-        if self.cfg["secure-aggregation"]:
+        if self.shared.secure_aggregation:
             distances = ArraySpec(f"masked {name} and losses", (n * width + 3 + CHECK_WORDS,), "u")
         else:
             distances = ArraySpec(name, (n, width))
@@ -114,7 +119,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
         """Round 1: set up A_g⁰, Y⁰ and the anchors; later: P, Y and A_g."""
         assert self.params is not None
-        seed = int(self.cfg["seed"])
+        seed = int(self.shared.seed)
         record: dict[str, Any]
         if server_round == 1:
             self.state = iai_server.server_setup(
@@ -180,12 +185,12 @@ class FMVCIAIStrategy(ViewFederationStrategy):
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
         """The E^(m) (with secure aggregation: their sum, as a list of one) and the mean losses."""
         keys = ("loss_attribute", "loss_structure", "loss_clustering")
-        if not self.cfg["secure-aggregation"]:
+        if not self.shared.secure_aggregation:
             losses = {key: float(np.mean([r.metrics[key] for r in replies])) for key in keys}
             return [r.arrays[0] for r in replies], losses
         started = time.perf_counter()
         n, width = int(self.client_info[0]["num-samples"]), self._distance_columns()[0]
-        frac_bits = self.cfg["secure-aggregation-frac-bits"]
+        frac_bits = self.shared.frac_bits
         total, loss_sums = summed_arrays(
             [r.arrays[0] for r in replies], [(n, width), (3,)], frac_bits, f"round {server_round}, masked 'e'"
         )
@@ -204,7 +209,12 @@ class FMVCIAIStrategy(ViewFederationStrategy):
 
     def write_plots(self) -> list[str]:
         """Scores, training losses and connected components of A_g against rounds."""
-        plot_rounds(self.recorder.data, self.recorder.run_dir / "convergence.png")
+        shared = self.shared
+        title = (
+            f"{shared.algorithm}: {Path(shared.dataset).name}, missing-rate={shared.missing_rate}, "
+            f"seed={shared.seed}"
+        )
+        plot_rounds(self.recorder.data, self.recorder.run_dir / "convergence.png", title)
         return ["convergence.png"]
 
     def summary(self) -> dict[str, Any]:

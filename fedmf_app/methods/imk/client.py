@@ -42,6 +42,7 @@ from fedmf_app.methods.imk.client_updates import (
     view_knn_graph,
 )
 from fedmf_app.methods.imk.model import View, client_rng
+from fedmf_app.methods.imk.options import FAMILY
 from fedmf_app.methods.imk.params import IMKOptions, imk_options, resolve_graph
 
 __all__ = ["FMVCIMKClient"]
@@ -61,6 +62,8 @@ def _unpack(arrays: dict[str, np.ndarray]) -> ClientState:
 
 class FMVCIMKClient(ViewClient):
     """One view of FMVC-IMK: its graph, its factors and its copy of the indicator."""
+
+    family = FAMILY
 
     @cached_property
     def options(self) -> IMKOptions:
@@ -119,7 +122,7 @@ class FMVCIMKClient(ViewClient):
     def _setup(self, config: dict[str, Scalar], started: float) -> tuple[NDArrays, int, dict[str, Any]]:
         x = self._view()
         k = int(config["num-clusters"])
-        m = int(self.cfg["num-clients"])
+        m = int(self.shared.num_clients)
         values = self._graph_values(x, config)
         mask_started = time.perf_counter()
         upload = masked_upload(self.context, self.cfg, self.partition_id, [values], 0, "graph")
@@ -132,7 +135,7 @@ class FMVCIMKClient(ViewClient):
             m,
             self.options.client_init,
             self.options.steps,
-            client_rng(self.cfg["seed"], self.partition_id),
+            client_rng(self.shared.seed, self.partition_id),
         )
         self.context.state.array_records[f"{_NAME}.init"] = ArrayRecord(
             {key: Array(v) for key, v in _pack(state).items()}
@@ -150,21 +153,21 @@ class FMVCIMKClient(ViewClient):
     def _round(
         self, parameters: NDArrays, server_round: int, started: float
     ) -> tuple[NDArrays, int, dict[str, Any]]:
-        stored = load_state(self.context, _NAME, server_round)
+        stored = load_state(self.context, self.cfg, _NAME, server_round)
         if server_round == 1:
             stored = {k: v.numpy() for k, v in self.context.state.array_records[f"{_NAME}.init"].items()}
         x = self._view()
         state, stats = client_round(
             x, _unpack(stored), parameters[0], self.options.steps, first=server_round == 1
         )
-        save_state(self.context, _NAME, server_round, _pack(state))
+        save_state(self.context, self.cfg, _NAME, server_round, _pack(state))
         metrics = {
             "kernel_s": time.perf_counter() - started,
             "residual": stats.residual,
             "ortho": stats.ortho,
             "alpha": stats.alpha,
         }
-        if self.cfg["secure-aggregation"]:
+        if self.shared.secure_aggregation:
             # the server needs only sum H^(m), the two sums of scalars and sum ||H^(m)||^2
             mask_started = time.perf_counter()
             scalars = np.array([metrics.pop("residual"), metrics.pop("ortho"), np.sum(state.h**2)])

@@ -148,7 +148,7 @@ def imk_params(cfg: Mapping[str, Any]) -> IMKParams:
     Parameters
     ----------
     cfg : mapping
-        Output of :func:`fedmf_app.options.validate_run_config`.
+        Output of :func:`fedmf_app.registry.validate_run_config`.
 
     Returns
     -------
@@ -172,7 +172,7 @@ def imk_options(cfg: Mapping[str, Any]) -> IMKOptions:
     Parameters
     ----------
     cfg : mapping
-        Output of :func:`fedmf_app.options.validate_run_config`.
+        Output of :func:`fedmf_app.registry.validate_run_config`.
 
     Returns
     -------

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 __all__ = ["plot_convergence"]
 
 
-def plot_convergence(result: dict[str, Any], path: str | Path) -> Path:
+def plot_convergence(result: dict[str, Any], path: str | Path, title: str) -> Path:
     """Objective and clustering accuracy against communication rounds (paper B's Fig. 2).
 
     Parameters
@@ -23,6 +23,8 @@ def plot_convergence(result: dict[str, Any], path: str | Path) -> Path:
         known).
     path : str or Path
         PNG file to write.
+    title : str
+        The figure's title (the run: algorithm, data, seed).
 
     Returns
     -------
@@ -39,8 +41,7 @@ def plot_convergence(result: dict[str, Any], path: str | Path) -> Path:
         ax_a = ax_f.twinx()
         ax_a.plot(s, [100 * r["acc"] for r in rounds], color="C1")
         ax_a.set_ylabel("ACC (%)", color="C1")
-    cfg = result["config"]
-    fig.suptitle(f"{cfg['algorithm']}: {cfg['dataset']}, seed={cfg['seed']}", fontsize=9)
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=110)

@@ -148,7 +148,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         config: dict[str, Scalar] = {"imk-stage": "setup", "num-clusters": self.k}
         anchors = None
         if self.graph == "anchor":
-            anchors = anchor_indices(self.cfg["seed"], self.num_samples, self.options.anchors)
+            anchors = anchor_indices(self.shared.seed, self.num_samples, self.options.anchors)
             config["anchors"] = anchors.tobytes()
         replies = self._parallel(lambda p: self._fit_stage(p, config))
         n = self.num_samples
@@ -168,7 +168,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         (summed,) = summed_arrays(
             [arrays[0] for arrays, _ in replies],
             [(size,)],
-            self.cfg["secure-aggregation-frac-bits"],
+            self.shared.frac_bits,
             "fmvc-imk set-up, masked graph",
         )
         if anchors is None:
@@ -183,7 +183,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         self.solver = make_solver(self.laplacian, m, self.params, self.options.server_solver)
         sum_s = time.perf_counter() - sum_started
         h_inits = [arrays[1] for arrays, _ in replies]
-        self.h = initial_global_h(h_inits, self.options.server_init, server_rng(self.cfg["seed"]))
+        self.h = initial_global_h(h_inits, self.options.server_init, server_rng(self.shared.seed))
         self.h_locals = h_inits
         self.phis = [np.zeros_like(self.h) for _ in replies]
         truths = [arrays[2] for arrays, _ in replies if len(arrays) > 2]
@@ -222,7 +222,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
 
     def expected_reply(self, server_round: int) -> list[ArraySpec]:
         """:math:`H^{(m)}` (``N x k``); with secure aggregation one masked vector of it and three scalars."""
-        if self.cfg["secure-aggregation"]:
+        if self.shared.secure_aggregation:
             return [ArraySpec("masked H^(m) and scalars", (self.h.size + 3 + CHECK_WORDS,), "u")]
         return [ArraySpec("H^(m)", self.h.shape)]
 
@@ -230,7 +230,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         self, server_round: int, replies: list[ClientReply]
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
         """Multiplier copies, (20), objective, scores and the stopping rule."""
-        if self.cfg["secure-aggregation"]:
+        if self.shared.secure_aggregation:
             record = self._aggregate_sums(server_round, replies)
         else:
             h_locals = [r.arrays[0] for r in replies]
@@ -270,7 +270,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         h_sum, scalars = summed_arrays(
             [r.arrays[0] for r in replies],
             [self.h.shape, (3,)],
-            self.cfg["secure-aggregation-frac-bits"],
+            self.shared.frac_bits,
             f"round {server_round}, masked 'h'",
         )
         if server_round == 1:
@@ -289,7 +289,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         return record
 
     def _labels(self, server_round: int) -> np.ndarray:
-        return extract_labels(self.h, self.options.labels, label_rng(self.cfg["seed"], server_round))
+        return extract_labels(self.h, self.options.labels, label_rng(self.shared.seed, server_round))
 
     def _scores(self, labels: np.ndarray) -> dict[str, float]:
         from fedmf_app.common.metrics import clustering_scores
@@ -316,7 +316,8 @@ class FMVCIMKStrategy(ViewFederationStrategy):
 
     def write_plots(self) -> list[str]:
         """Objective and ACC against rounds (the paper's Fig. 2)."""
-        plot_convergence(self.recorder.data, self.recorder.run_dir / "convergence.png")
+        title = f"{self.shared.algorithm}: {self.shared.dataset}, seed={self.shared.seed}"
+        plot_convergence(self.recorder.data, self.recorder.run_dir / "convergence.png", title)
         return ["convergence.png"]
 
     # ---------------------------------------------------------------------------------- helpers
@@ -327,7 +328,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
 
     def _fit_stage(self, proxy: ClientProxy, config: dict[str, Scalar]) -> tuple[list[np.ndarray], dict]:
         ins = FitIns(parameters=ndarrays_to_parameters([]), config=config)
-        res = proxy.fit(ins, timeout=float(self.cfg["round-timeout-s"]), group_id=0)
+        res = proxy.fit(ins, timeout=float(self.shared.round_timeout_s), group_id=0)
         if res.status.code != Code.OK:
             raise FederationError(f"SuperNode {proxy.cid} failed the setup: {res.status.message}")
         return parameters_to_ndarrays(res.parameters), dict(res.metrics)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from abc import abstractmethod
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from flwr.common import NDArrays, Scalar
@@ -39,7 +40,8 @@ from fedmf_app.methods.sonmf.adapted_updates import (
     fedvra_local_round,
 )
 from fedmf_app.methods.sonmf.nonneg_orth import random_feasible_basis
-from fedmf_app.methods.sonmf.options import basis_init, fedmgs_params, fedvra_params, sonmf_params, start
+from fedmf_app.methods.sonmf.options import FAMILY
+from fedmf_app.methods.sonmf.params import SONMFOptions, sonmf_options
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.start import basis_from_coefficients, gram_sketch, sketch_test_matrix
 from fedmf_app.methods.sonmf.updates import SONMFParams, client_diagnostics, fixed_v_round, local_round
@@ -79,12 +81,19 @@ class LocalWork:
 class SparseONMFClient(ViewClient):
     """Base client of paper A's model; subclasses implement :meth:`local_work`."""
 
+    family = FAMILY
+
     #: Namespace of this method's arrays in ``context.state``.
     state_name: str = ""
 
+    @cached_property
+    def options(self) -> SONMFOptions:
+        """The run's ``sonmf.*`` keys, typed (built once per message: Flower rebuilds the client)."""
+        return sonmf_options(self.cfg)
+
     def make_params(self) -> SONMFParams:
-        """Kernel parameters from the run config (default: the proposed method's)."""
-        return sonmf_params(self.cfg)
+        """Kernel parameters of the method (default: the proposed method's)."""
+        return self.options.steps
 
     @abstractmethod
     def local_work(
@@ -118,10 +127,10 @@ class SparseONMFClient(ViewClient):
             return super().get_properties(config)
         x = self.view.features.T
         omega = sketch_test_matrix(
-            x.shape[1], int(config["sonmf-sketch"]), rng_for(self.cfg["seed"], Stream.SONMF_SKETCH)
+            x.shape[1], int(config["sonmf-sketch"]), rng_for(self.shared.seed, Stream.SONMF_SKETCH)
         )
         share = gram_sketch(x, omega)
-        if self.cfg["secure-aggregation"]:
+        if self.shared.secure_aggregation:
             share = masked_upload(self.context, self.cfg, self.partition_id, [share], 0, "sonmf-sketch")
         return {"sketch": share.tobytes()}
 
@@ -148,15 +157,15 @@ class SparseONMFClient(ViewClient):
             masked vector instead with secure aggregation, which adds ``secagg_s``).
         """
         server_round = int(config["server-round"])
-        state = load_state(self.context, self.state_name, server_round)
+        state = load_state(self.context, self.cfg, self.state_name, server_round)
         x = self.view.features.T
         u_start = state.pop("u", None)
         if u_start is None:
-            rng = rng_for(self.cfg["seed"], Stream.CLIENT_INIT, self.partition_id)
+            rng = rng_for(self.shared.seed, Stream.CLIENT_INIT, self.partition_id)
             rank = parameters[0].shape[0]  # the run's rank: the broadcast V is r x n
-            if start(self.cfg) == "sketch":
+            if self.options.start == "sketch":
                 u_start = basis_from_coefficients(x, parameters[0])
-            elif basis_init(self.cfg) == "kmeans":
+            elif self.options.basis_init == "kmeans":
                 u_start = kmeans_basis(x, rank, rng)
             else:
                 u_start = random_feasible_basis(x.shape[0], rank, rng)
@@ -164,14 +173,14 @@ class SparseONMFClient(ViewClient):
         work = self.local_work(x, u_start, parameters, state, server_round)
         arrays: NDArrays = [work.upload]
         metrics: dict[str, Scalar] = {"partition-id": self.partition_id}
-        if self.cfg["sonmf.diagnostics"]:
+        if self.options.diagnostics:
             diag = client_diagnostics(x, u_start, work.u, work.v)
             arrays.append(diag.grad)
             metrics.update(loss=diag.loss, basis_residual=diag.basis_residual)
         metrics["kernel_s"] = time.perf_counter() - started
-        if self.cfg["secure-aggregation"]:
+        if self.shared.secure_aggregation:
             arrays, metrics = self._mask(arrays, metrics, server_round)
-        save_state(self.context, self.state_name, server_round, {"u": work.u, **work.state})
+        save_state(self.context, self.cfg, self.state_name, server_round, {"u": work.u, **work.state})
         return arrays, x.shape[1], metrics
 
     def _mask(
@@ -181,7 +190,7 @@ class SparseONMFClient(ViewClient):
         (the server needs only their means)."""
         started = time.perf_counter()
         summed = list(arrays)
-        if self.cfg["sonmf.diagnostics"]:
+        if self.options.diagnostics:
             summed.append(np.array([metrics.pop("loss"), metrics.pop("basis_residual")]))
         masked = masked_upload(self.context, self.cfg, self.partition_id, summed, server_round, "upload")
         metrics["secagg_s"] = time.perf_counter() - started
@@ -233,7 +242,7 @@ class FedMAvgClient(SparseONMFClient):
     ) -> LocalWork:
         """Upload :math:`V_p` after :math:`\\tau_s` steps (``fedmavg-schedule``)."""
         params = self.make_params()
-        steps = fedmavg_local_steps(params.local_steps, server_round, self.cfg["sonmf.fedmavg-schedule"])
+        steps = fedmavg_local_steps(params.local_steps, server_round, self.options.fedmavg_schedule)
         v_local, u_end = fedmavg_local_round(x, u, received[0], steps, params)
         return LocalWork(upload=v_local, u=u_end, v=received[0])
 
@@ -245,7 +254,7 @@ class FedMGSClient(FedSONMFClient):
 
     def make_params(self) -> SONMFParams:
         """The server-only ``V`` update with step ``fedmgs-step``."""
-        return fedmgs_params(self.cfg)
+        return self.options.fedmgs
 
 
 class FedVRAUClient(SparseONMFClient):
@@ -265,5 +274,5 @@ class FedVRAUClient(SparseONMFClient):
         """``tau`` primal steps from :math:`V^s`, then :math:`\\Lambda_p \\mathrel{+}= a\\rho(V_p - V^s)`."""
         v = received[0]
         dual = state.get("dual", np.zeros_like(v))
-        upload, dual, u_end = fedvra_local_round(x, u, v, dual, self.make_params(), fedvra_params(self.cfg))
+        upload, dual, u_end = fedvra_local_round(x, u, v, dual, self.make_params(), self.options.fedvra)
         return LocalWork(upload=upload, u=u_end, v=v, state={"dual": dual})

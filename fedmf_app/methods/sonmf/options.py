@@ -1,35 +1,22 @@
-"""Run-config keys of paper A's family (``[tool.flwr.app.config.sonmf]``) and the kernel
-parameters built from them.
+"""Run-config keys of paper A's family (``[tool.flwr.app.config.sonmf]``).
 
 The family is the proposed method ``fedsonmf`` (with its ablation variants, which are values of
-these keys), and the adapted baselines ``fedmavg``, ``fedmgs`` and ``fedvra-u``.
+these keys), and the adapted baselines ``fedmavg``, ``fedmgs`` and ``fedvra-u``. The typed
+parameters built from these keys are :mod:`fedmf_app.methods.sonmf.params`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
-from typing import Any
-
-from fedmf_app.data.synthetic import AUTO_RANK_DEFAULT, planted_rank
-from fedmf_app.methods.sonmf.adapted_updates import FEDMAVG_SCHEDULES, FedVRAParams
+from fedmf_app.data.synthetic import planted_rank
+from fedmf_app.methods.sonmf.adapted_updates import FEDMAVG_SCHEDULES
 from fedmf_app.methods.sonmf.clustering import CLUSTER_COLUMNS
-from fedmf_app.methods.sonmf.nonneg_orth import BASIS_SOLVERS, BasisSolverOptions
+from fedmf_app.methods.sonmf.nonneg_orth import BASIS_SOLVERS
 from fedmf_app.methods.sonmf.start import SKETCH_READINGS
-from fedmf_app.methods.sonmf.updates import RHO1_SCALES, SERVER_STEPS, V_UPDATES, SONMFParams
+from fedmf_app.methods.sonmf.updates import RHO1_SCALES, SERVER_STEPS, V_UPDATES
 from fedmf_app.options.constraints import Boolean, Interval, OneOf
 from fedmf_app.options.schema import Family, Option
 
-__all__ = [
-    "FAMILY",
-    "basis_init",
-    "start",
-    "fedmgs_params",
-    "fedvra_params",
-    "resolve_cluster_columns",
-    "resolve_rank",
-    "sonmf_params",
-]
+__all__ = ["FAMILY"]
 
 #: How clients start ``U_p`` under ``sonmf.start = "random"``.
 BASIS_INITS = ("auto", "random", "kmeans")
@@ -265,153 +252,3 @@ FAMILY = Family(
     reads_sparse_views=True,
     synthetic_rank=lambda cfg: planted_rank(cfg["sonmf.rank"]),
 )
-
-
-def resolve_rank(cfg: Mapping[str, Any], num_clusters: int | None, view_dims: list[int]) -> int:
-    """The rank a run uses (see option ``sonmf.rank``).
-
-    Parameters
-    ----------
-    cfg : mapping
-        Validated run config.
-    num_clusters : int or None
-        Clusters of the final clustering, when known before round 1.
-    view_dims : list of int
-        ``d_p`` of every view.
-
-    Returns
-    -------
-    int
-        ``sonmf.rank`` when it is set; else (auto) the planted rank for synthetic data, otherwise
-        ``min(sonmf.rank-per-cluster * num_clusters, min_p d_p)``, or
-        ``min(AUTO_RANK_DEFAULT, min_p d_p)`` when the clusters are not known.
-    """
-    if cfg["sonmf.rank"] > 0:
-        return int(cfg["sonmf.rank"])
-    if cfg["dataset"] == "synthetic":
-        return planted_rank(cfg["sonmf.rank"])
-    if num_clusters is None:
-        return int(min(AUTO_RANK_DEFAULT, *view_dims))
-    return int(min(cfg["sonmf.rank-per-cluster"] * num_clusters, *view_dims))
-
-
-def resolve_cluster_columns(cfg: Mapping[str, Any], sparse_counts: list[bool]) -> str:
-    """How the final k-means reads the columns of ``V`` (see option ``sonmf.cluster-columns``).
-
-    Parameters
-    ----------
-    cfg : mapping
-        Validated run config.
-    sparse_counts : list of bool
-        Per view: whether it looks like counts or bag of words (the clients' handshake).
-
-    Returns
-    -------
-    {"as-is", "unit-norm"}
-        ``sonmf.cluster-columns`` when it is set; else (auto) ``"unit-norm"`` when every view
-        looks like counts, ``"as-is"`` otherwise.
-    """
-    if cfg["sonmf.cluster-columns"] != "auto":
-        return str(cfg["sonmf.cluster-columns"])
-    return "unit-norm" if sparse_counts and all(sparse_counts) else "as-is"
-
-
-def _resolve_auto(cfg: Mapping[str, Any], key: str, synthetic: str, real: str) -> str:
-    """``cfg[key]``, with ``auto`` resolved by the data set: ``synthetic`` on synthetic data,
-    ``real`` otherwise.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Validated run config.
-    key : str
-    synthetic, real : str
-
-    Returns
-    -------
-    str
-    """
-    if cfg[key] != "auto":
-        return cfg[key]
-    return synthetic if cfg["dataset"] == "synthetic" else real
-
-
-def basis_init(cfg: Mapping[str, Any]) -> str:
-    """How clients start ``U_p`` under the random start (``sonmf.basis-init``): ``"random"`` or
-    ``"kmeans"`` (``auto``: random on synthetic data, k-means on real data)."""
-    return _resolve_auto(cfg, "sonmf.basis-init", "random", "kmeans")
-
-
-def start(cfg: Mapping[str, Any]) -> str:
-    """How the run starts ``V^1`` and the ``U_p`` (``sonmf.start``): ``"sketch"`` or ``"random"``
-    (``auto``: random on synthetic data, paper A's protocol; the sketch on real data)."""
-    return _resolve_auto(cfg, "sonmf.start", "random", "sketch")
-
-
-def sonmf_params(cfg: Mapping[str, Any]) -> SONMFParams:
-    """Kernel parameters of paper A's method from a validated run config.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Output of :func:`fedmf_app.options.validate_run_config`.
-
-    Returns
-    -------
-    SONMFParams
-    """
-    return SONMFParams(
-        local_steps=cfg["sonmf.local-steps"],
-        local_lr=cfg["sonmf.local-lr"],
-        global_lr=cfg["sonmf.global-lr"],
-        mu=cfg["sonmf.mu"],
-        rho1=cfg["sonmf.rho1"],
-        rho1_scale=cfg["sonmf.rho1-scale"],
-        drift_correction=cfg["sonmf.drift-correction"],
-        v_update=cfg["sonmf.v-update"],
-        server_step=cfg["sonmf.server-step"],
-        basis=BasisSolverOptions(
-            sigma0=cfg["sonmf.basis-sigma0"],
-            max_outer=cfg["sonmf.basis-max-outer"],
-            inner_tol0=cfg["sonmf.basis-inner-tol"],
-            polish=cfg["sonmf.basis-polish"],
-            kernel=cfg["sonmf.basis-kernel"],
-            method=cfg["sonmf.basis-solver"],
-        ),
-    )
-
-
-def fedmgs_params(cfg: Mapping[str, Any]) -> SONMFParams:
-    """Kernel parameters of adapted FedMGS: the server-only ``V`` update with step ``sonmf.fedmgs-step``.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Output of :func:`fedmf_app.options.validate_run_config`.
-
-    Returns
-    -------
-    SONMFParams
-    """
-    return replace(
-        sonmf_params(cfg), v_update="server", server_step=cfg["sonmf.fedmgs-step"], drift_correction=False
-    )
-
-
-def fedvra_params(cfg: Mapping[str, Any]) -> FedVRAParams:
-    """Steps of adapted FedVRA-U from a validated run config.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Output of :func:`fedmf_app.options.validate_run_config`.
-
-    Returns
-    -------
-    FedVRAParams
-    """
-    return FedVRAParams(
-        rho=cfg["sonmf.fedvra-rho"],
-        dual_step=cfg["sonmf.fedvra-dual-step"],
-        aggregation_step=cfg["sonmf.fedvra-aggregation-step"],
-    )

@@ -23,7 +23,7 @@ _CURVES = (
 )
 
 
-def plot_residuals(result: dict[str, Any], path: str | Path) -> Path:
+def plot_residuals(result: dict[str, Any], path: str | Path, title: str) -> Path:
     """Residual curves (log scale) and the objective against communication rounds.
 
     Parameters
@@ -32,6 +32,8 @@ def plot_residuals(result: dict[str, Any], path: str | Path) -> Path:
         Content of a ``result.json``.
     path : str or Path
         PNG file to write.
+    title : str
+        The figure's title (the run: algorithm, data, seed).
 
     Returns
     -------
@@ -55,12 +57,7 @@ def plot_residuals(result: dict[str, Any], path: str | Path) -> Path:
         ax_f.set_yscale("log")
     ax_f.set_xlabel("communication round")
     ax_f.set_ylabel("objective F")
-    cfg = result["config"]
-    fig.suptitle(
-        f"{cfg['algorithm']}: h={cfg['heterogeneity']}, tau={cfg['sonmf.local-steps']}, "
-        f"m={cfg['num-clients']}, seed={cfg['seed']}",
-        fontsize=9,
-    )
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=110)

@@ -83,14 +83,7 @@ from fedmf_app.federated.secure_sum_flower import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.sonmf.adapted_updates import fedmavg_server_step, fedvra_server_step
 from fedmf_app.methods.sonmf.clustering import cluster_columns
-from fedmf_app.methods.sonmf.options import (
-    fedmgs_params,
-    fedvra_params,
-    resolve_cluster_columns,
-    resolve_rank,
-    sonmf_params,
-    start,
-)
+from fedmf_app.methods.sonmf.params import resolve_cluster_columns, resolve_rank, sonmf_options
 from fedmf_app.methods.sonmf.plots import plot_residuals
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residuals import (
@@ -146,12 +139,14 @@ class SparseONMFStrategy(ViewFederationStrategy):
 
     Attributes
     ----------
+    options : SONMFOptions
+        The run's ``sonmf.*`` keys, typed (:func:`~fedmf_app.methods.sonmf.params.sonmf_options`).
     params : SONMFParams
         Kernel parameters (:meth:`make_params`).
     v : ndarray, shape (r, n)
         :math:`V^s`, the current post-proximal global variable (set before round 1).
     rank : int
-        ``r`` of this run (:func:`~fedmf_app.options.resolve_rank`, set before round 1).
+        ``r`` of this run (:func:`~fedmf_app.methods.sonmf.params.resolve_rank`, set before round 1).
 
     Notes
     -----
@@ -165,7 +160,8 @@ class SparseONMFStrategy(ViewFederationStrategy):
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)
-        self.params = self.make_params(cfg)
+        self.options = sonmf_options(cfg)
+        self.params = self.make_params()
         self.v: np.ndarray | None = None
         self.rank: int = 0
         self.cluster_read: str = "as-is"
@@ -173,9 +169,9 @@ class SparseONMFStrategy(ViewFederationStrategy):
         self._residuals: list[float] = []
 
     # ----------------------------------------------------------------- hooks for the methods
-    def make_params(self, cfg: dict[str, Any]) -> SONMFParams:
-        """Kernel parameters from the run config (default: the proposed method's)."""
-        return sonmf_params(cfg)
+    def make_params(self) -> SONMFParams:
+        """Kernel parameters of the method (default: the proposed method's)."""
+        return self.options.steps
 
     @property
     @abstractmethod
@@ -196,7 +192,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         :attr:`cluster_read` (option ``cluster-columns``) and checks ``rank <= d_p`` for every
         view."""
         super().check_clients(info)
-        self.rank = resolve_rank(self.cfg, self.num_clusters, [int(i["num-features"]) for i in info])
+        self.rank = resolve_rank(self.options, self.num_clusters, [int(i["num-features"]) for i in info])
         rank = self.rank
         small = [i for i in info if int(i["num-features"]) < rank]
         if small:
@@ -207,26 +203,26 @@ class SparseONMFStrategy(ViewFederationStrategy):
                 f"run config 'sonmf.rank' = {rank} is invalid: every view needs at least {rank} features "
                 f"for a nonnegative orthonormal basis, but {detail}"
             )
-        self.cluster_read = resolve_cluster_columns(self.cfg, [bool(i["sparse-counts"]) for i in info])
+        self.cluster_read = resolve_cluster_columns(self.options, [bool(i["sparse-counts"]) for i in info])
 
     def initial_arrays(self) -> list[np.ndarray]:
         """:math:`\\bar V^1` from the federated sketch (``sonmf.start = "sketch"``:
         :meth:`sketched_start`) or :math:`c\\,|N(0,1)|^{r \\times n}` (``"random"``, [A]
         ``sonmf.v-init-scale`` = c); :math:`V^1 = P_{t\\mu}(\\bar V^1)`."""
         n = int(self.client_info[0]["num-samples"])
-        if start(self.cfg) == "sketch":
+        if self.options.start == "sketch":
             v_bar = self.sketched_start(n)
         else:
-            rng = rng_for(self.cfg["seed"], Stream.SERVER_INIT)
-            v_bar = self.cfg["sonmf.v-init-scale"] * np.abs(rng.standard_normal((self.rank, n)))
+            rng = rng_for(self.shared.seed, Stream.SERVER_INIT)
+            v_bar = self.options.v_init_scale * np.abs(rng.standard_normal((self.rank, n)))
         self.v = prox_l21_nonneg(v_bar, self.initial_prox_step * self.params.mu)
         return self.initial_broadcast(v_bar)
 
     def expected_reply(self, server_round: int) -> list[ArraySpec]:
         """The upload (and with diagnostics the gradient), each ``r x n``; with secure aggregation
         one masked vector of them (and the two diagnostic scalars)."""
-        diagnostics = self.cfg["sonmf.diagnostics"]
-        if self.cfg["secure-aggregation"]:
+        diagnostics = self.options.diagnostics
+        if self.shared.secure_aggregation:
             size = self.v.size * (2 if diagnostics else 1) + (2 if diagnostics else 0) + CHECK_WORDS
             return [ArraySpec("masked upload", (size,), "u")]
         specs = [ArraySpec("upload", self.v.shape)]
@@ -247,14 +243,14 @@ class SparseONMFStrategy(ViewFederationStrategy):
         ndarray, shape (r, n)
         """
         started = time.perf_counter()
-        omega = sketch_test_matrix(n, self.rank, rng_for(self.cfg["seed"], Stream.SONMF_SKETCH))
+        omega = sketch_test_matrix(n, self.rank, rng_for(self.shared.seed, Stream.SONMF_SKETCH))
         replies = ask_all(
             self.clients,
             lambda p: {"sonmf-sketch": self.rank},
-            float(self.cfg["round-timeout-s"]),
+            float(self.shared.round_timeout_s),
             "sonmf start sketch",
         )
-        masked = bool(self.cfg["secure-aggregation"])
+        masked = bool(self.shared.secure_aggregation)
         shares = []
         for p, reply in enumerate(replies):
             share = np.frombuffer(reply["sketch"], dtype=np.uint64 if masked else np.float64)
@@ -270,7 +266,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
             shares.append(share)
         if masked:
             stage = "start sketch (before round 1), masked 'sonmf-sketch'"
-            total = summed_arrays(shares, [omega.shape], self.cfg["secure-aggregation-frac-bits"], stage)[0]
+            total = summed_arrays(shares, [omega.shape], self.shared.frac_bits, stage)[0]
         else:
             total = np.sum(shares, axis=0)
         v_bar = coefficients_from_sketch(
@@ -278,8 +274,8 @@ class SparseONMFStrategy(ViewFederationStrategy):
             omega,
             self.rank,
             len(replies),
-            self.cfg["sonmf.sketch-reading"],
-            rng_for(self.cfg["seed"], Stream.SERVER_INIT),
+            self.options.sketch_reading,
+            rng_for(self.shared.seed, Stream.SERVER_INIT),
         )
         self.start_s = time.perf_counter() - started
         return v_bar
@@ -293,16 +289,16 @@ class SparseONMFStrategy(ViewFederationStrategy):
         mean upload (every method's server update depends on the uploads only through their
         mean) and takes the mean gradient and scalars from the decoded sum.
         """
-        diagnostics = self.cfg["sonmf.diagnostics"]
+        diagnostics = self.options.diagnostics
         record: dict[str, Any] = {}
-        if self.cfg["secure-aggregation"]:
+        if self.shared.secure_aggregation:
             started = time.perf_counter()
             m = len(replies)
             shapes = [self.v.shape, self.v.shape, (2,)] if diagnostics else [self.v.shape]
             sums = summed_arrays(
                 [r.arrays[0] for r in replies],
                 shapes,
-                self.cfg["secure-aggregation-frac-bits"],
+                self.shared.frac_bits,
                 f"round {server_round}, masked 'upload'",
             )
             uploads = [sums[0] / m]
@@ -328,7 +324,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
             else:
                 r_v = residual_v(update.prox_input, update.v_next, mean_grad, update.prox_step)
             self._residuals.append(r_v + r_u)
-            ratio, running = normalised_residuals(self._residuals, self.cfg["sonmf.residual-eps"])
+            ratio, running = normalised_residuals(self._residuals, self.options.residual_eps)
             record.update(
                 objective=loss + regulariser(self.v, self.params.mu),
                 residual=r_v + r_u,
@@ -344,7 +340,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
 
     def converged(self, record: dict[str, Any]) -> str | None:
         """Residual ratio at or below ``sonmf.stop-ratio`` (never without diagnostics)."""
-        tol = self.cfg["sonmf.stop-ratio"]
+        tol = self.options.stop_ratio
         ratio = record.get("residual_ratio")
         if tol <= 0 or ratio is None or not ratio <= tol:  # NaN never converges
             return None
@@ -354,14 +350,14 @@ class SparseONMFStrategy(ViewFederationStrategy):
         """The rank used, final residuals and rounds to 1e-2 under each normalisation."""
         rounds = self.recorder.data["rounds"]
         last = rounds[-1]
-        if not self.cfg["sonmf.diagnostics"]:
+        if not self.options.diagnostics:
             return {
                 "rank": self.rank,
                 "cluster_columns": self.cluster_read,
                 "start_s": self.start_s,
                 "final_gradient_mapping": last.get("gradient_mapping"),
             }
-        eps = self.cfg["sonmf.residual-eps"]
+        eps = self.options.residual_eps
         min_norm = [r["residual_min"] for r in rounds]
         return {
             "rank": self.rank,
@@ -399,12 +395,17 @@ class SparseONMFStrategy(ViewFederationStrategy):
         if k > n:
             raise FederationError(f"cannot form {k} clusters from {n} samples (run config 'num-clusters')")
         return cluster_columns(
-            self.v, k, self.cluster_read, rng_for(self.cfg["seed"], Stream.FINAL_CLUSTERING)
+            self.v, k, self.cluster_read, rng_for(self.shared.seed, Stream.FINAL_CLUSTERING)
         )
 
     def write_plots(self) -> list[str]:
         """``residuals.png``: residual curves and objective against rounds."""
-        path = plot_residuals(self.recorder.data, self.recorder.run_dir / "residuals.png")
+        shared = self.shared
+        title = (
+            f"{shared.algorithm}: h={shared.heterogeneity}, tau={self.params.local_steps}, "
+            f"m={shared.num_clients}, seed={shared.seed}"
+        )
+        path = plot_residuals(self.recorder.data, self.recorder.run_dir / "residuals.png", title)
         return [path.name]
 
 
@@ -481,9 +482,9 @@ class FedMGSStrategy(FedSONMFStrategy):
     :math:`V^{s+1} = P_{\\eta\\mu}(\\bar V^{s+1})` (clients apply the same prox).
     """
 
-    def make_params(self, cfg: dict[str, Any]) -> SONMFParams:
+    def make_params(self) -> SONMFParams:
         """The server-only ``V`` update with step ``fedmgs-step``."""
-        return fedmgs_params(cfg)
+        return self.options.fedmgs
 
 
 class FedVRAUStrategy(SparseONMFStrategy):
@@ -491,7 +492,7 @@ class FedVRAUStrategy(SparseONMFStrategy):
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)
-        self.vra = fedvra_params(cfg)
+        self.vra = self.options.fedvra
 
     @property
     def initial_prox_step(self) -> float:

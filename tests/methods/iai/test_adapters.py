@@ -10,10 +10,9 @@ from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.client import ClientStateError
 from fedmf_app.federated.results import load_result
 from fedmf_app.methods.iai.client_updates import client_round, client_setup
-from fedmf_app.methods.iai.options import iai_params
+from fedmf_app.methods.iai.params import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
-from fedmf_app.options.run_config import validate_run_config
-from fedmf_app.registry import client_class
+from fedmf_app.registry import client_class, validate_run_config
 
 from support.data import IAI_SMALL as SMALL
 from support.data import client_view, iai_labelled_file

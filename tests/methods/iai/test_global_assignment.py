@@ -14,12 +14,11 @@ from fedmf_app.methods.iai.global_assignment import (
     balance_embedding,
     landmark_mds,
 )
-from fedmf_app.methods.iai.options import iai_params
-from fedmf_app.methods.iai.params import GAEParams, IAIParams
+from fedmf_app.methods.iai.params import GAEParams, IAIParams, iai_params
 from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.methods.iai.sample_graphs import anchor_graph
 from fedmf_app.methods.iai.server_updates import ServerState, server_round, start_target
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import validate_run_config
 
 from support.data import clustered_views
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import fedmf_app.federated.in_process as in_process
+import fedmf_app.in_process as in_process
 from fedmf_app.common.secure_sum_math import (
     CHECK_WORDS,
     decode_fixed,
@@ -25,8 +25,7 @@ from fedmf_app.methods.imk.params import imk_params
 from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.server_updates import AnchorLaplacian
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
-from fedmf_app.options.run_config import validate_run_config
-from fedmf_app.registry import client_class
+from fedmf_app.registry import client_class, validate_run_config
 
 from support.data import IMK_BASE as BASE
 from support.data import client_view, labelled_file, sparse_file

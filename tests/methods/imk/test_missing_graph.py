@@ -12,8 +12,8 @@ from fedmf_app.methods.imk.model import anchor_indices
 from fedmf_app.methods.imk.params import IMKParams
 from fedmf_app.methods.imk.reference import IMKSettings, graph_laplacian
 from fedmf_app.methods.imk.server_updates import AnchorLaplacian, WoodburySolver
-from fedmf_app.options.run_config import validate_run_config
 from fedmf_app.options.schema import ConfigError
+from fedmf_app.registry import validate_run_config
 
 from support.data import IMK_BASE as BASE
 from support.data import clustered_views

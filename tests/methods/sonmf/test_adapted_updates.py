@@ -16,7 +16,7 @@ from fedmf_app.methods.sonmf.adapted_updates import (
     fedvra_server_step,
 )
 from fedmf_app.methods.sonmf.nonneg_orth import random_feasible_basis, solve_basis
-from fedmf_app.methods.sonmf.options import fedmgs_params, fedvra_params
+from fedmf_app.methods.sonmf.params import fedmgs_params, fedvra_params
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residuals import residual_v, residual_v_min_norm
 from fedmf_app.methods.sonmf.updates import (
@@ -26,7 +26,7 @@ from fedmf_app.methods.sonmf.updates import (
     local_round,
     prox_gradient_step,
 )
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import validate_run_config
 
 from support.federation import federation, fit_res, run_federation
 

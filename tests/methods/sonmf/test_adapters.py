@@ -12,7 +12,7 @@ from fedmf_app.federated.client import ClientStateError
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.strategy import FederationError
 from fedmf_app.methods.sonmf.client import FedSONMFClient
-from fedmf_app.methods.sonmf.options import sonmf_params
+from fedmf_app.methods.sonmf.params import sonmf_params
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
 from fedmf_app.methods.sonmf.start import (
@@ -22,7 +22,7 @@ from fedmf_app.methods.sonmf.start import (
 )
 from fedmf_app.methods.sonmf.strategy import FedSONMFStrategy
 from fedmf_app.methods.sonmf.updates import local_round, server_step
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import validate_run_config
 
 from support.data import client_view
 from support.federation import (

@@ -10,8 +10,8 @@ import pytest
 
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data.multiview import load_multiview
-from fedmf_app.federated.in_process import run_in_process
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.in_process import run_in_process
+from fedmf_app.registry import validate_run_config
 
 from support.flower import flwr_run
 

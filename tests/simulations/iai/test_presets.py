@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import validate_run_config
 from simulations.iai.table import method_name
 
 ROOT = Path(__file__).resolve().parents[3]

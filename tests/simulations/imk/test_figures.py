@@ -2,7 +2,7 @@
 
 import json
 
-from fedmf_app.options.run_config import defaults
+from fedmf_app.registry import defaults
 from simulations.imk.figures import GRID, collect, main
 
 

@@ -7,8 +7,8 @@ import pytest
 
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.common.references import REFERENCES
-from fedmf_app.federated.in_process import run_in_process
-from fedmf_app.options.run_config import defaults
+from fedmf_app.in_process import run_in_process
+from fedmf_app.registry import defaults
 from simulations.quality.report import mean_ranks, render_family
 from simulations.quality.study import canonical, grid_configs, run_study
 

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from fedmf_app.options.run_config import validate_run_config
+from fedmf_app.registry import validate_run_config
 from simulations.bench_sweep import job_breakdown
 from simulations.sonmf.figures import collect, main, normalised, rounds_table, variant_label
 

@@ -11,7 +11,7 @@ process-wide, and Flower runs every client in a process of its own.
 
 Tests, studies and benchmarks drive runs through this module::
 
-    from fedmf_app.federated.in_process import run_in_process
+    from fedmf_app.in_process import run_in_process
     strategy = run_in_process({"algorithm": "fmvc-imk", "dataset": "hw", "num-clients": 6}, out_dir)
     strategy.recorder.data["final"]["acc"]
 """
@@ -52,8 +52,7 @@ from flwr.server.client_proxy import ClientProxy
 from fedmf_app.data import load_client_view
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.server import ViewServer
-from fedmf_app.options.run_config import data_needs, validate_run_config
-from fedmf_app.registry import client_class, strategy_class
+from fedmf_app.registry import client_class, data_needs, strategy_class, validate_run_config
 
 __all__ = ["InProcessFederation", "InProcessProxy", "node_context", "run_in_process"]
 
