@@ -1,7 +1,8 @@
 """Benchmark: cost of a round against the number of samples, for every method, through Flower.
 
 For each ``N`` it writes a seeded clustered multi-view file (``k`` classes, ``views`` views of
-``dim`` features each with planted class feature blocks, see :func:`clustered_views`), runs each
+``dim`` features each with planted class feature blocks, see
+:func:`simulations.clustered_data.clustered_views`, ``planted-blocks``), runs each
 method on it with ``flwr run`` on a private SuperLink (simulation engine, one SuperNode per view),
 and reads from the run's ``result.json``:
 
@@ -32,39 +33,11 @@ import numpy as np
 
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.federated.results import load_result
+from simulations.clustered_data import clustered_views
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("fedsonmf", "fmvc-imk", "fmvc-iai")
 log = logging.getLogger("bench_scale")
-
-
-def clustered_views(n: int, views: int, dim: int, k: int, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
-    """``views`` nonnegative views of ``n`` samples in ``k`` classes with planted feature blocks.
-
-    In every view each feature belongs to one class (at random, every class owning at least one);
-    a sample of class ``c`` has mean 3 on its class's features and 0 elsewhere, plus ``|N(0, 1)|``
-    noise: a parts-based structure NMF recovers and k-means separates.
-
-    Parameters
-    ----------
-    n, views, dim, k : int
-        Samples, views, features per view (``dim >= k``), classes.
-    seed : int
-
-    Returns
-    -------
-    views : list of ndarray, each shape (n, dim)
-        Nonnegative, float64.
-    labels : ndarray, shape (n,)
-    """
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, k, n)
-    out = []
-    for _ in range(views):
-        owner = np.concatenate([np.arange(k), rng.integers(0, k, dim - k)])
-        centres = 3.0 * (owner[None, :] == np.arange(k)[:, None])
-        out.append(centres[y] + np.abs(rng.normal(size=(n, dim))))
-    return out, y
 
 
 def measure(
@@ -199,7 +172,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home, LocalSuperLink(home) as link:
         for n in args.n:
             data = Path(home) / f"clustered-n{n}.npz"
-            views, y = clustered_views(n, args.views, args.dim, args.k, args.seed)
+            views, y = clustered_views(
+                n,
+                args.k,
+                [args.dim] * args.views,
+                args.seed,
+                noise=1.0,
+                centre_scale=3.0,
+                centres="planted-blocks",
+            )
             np.savez(data, **{f"X_{i}": v for i, v in enumerate(views)}, y=y)
             del views
             for method in args.methods:

@@ -9,7 +9,8 @@ one client's footprint plus the server's. The clustering is scored against the g
 every round (the federation itself never sees labels).
 
 ``--num-samples N`` runs on generated clustered data instead (``--views`` views of ``--view-dim``
-Gaussian features around per-view cluster means, :func:`clustered_views`), written to a temporary
+Gaussian features around per-view cluster means of spread 0.3,
+:func:`simulations.clustered_data.clustered_views`, stored as float32), written to a temporary
 ``.npz`` file that the clients load as a user's file. ``--table`` turns records into the
 Markdown tables of docs/iai.md.
 
@@ -46,36 +47,8 @@ from fedmf_app.federated.results import code_version
 from fedmf_app.methods.iai.params import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.registry import data_needs, validate_run_config
+from simulations.clustered_data import clustered_views
 from simulations.spread import header, mean_spread
-
-
-def clustered_views(
-    n: int, views: int, dim: int, clusters: int, seed: int, spread: float = 0.3
-) -> tuple[list[np.ndarray], np.ndarray]:
-    """Gaussian clusters seen through several views.
-
-    Sample ``i`` of class ``y_i`` (uniform over ``clusters``) has, in view ``m``, the features
-    ``mu_{m, y_i} + N(0, I)`` with the cluster means ``mu_{m, c} ~ N(0, spread² I)``.
-
-    Parameters
-    ----------
-    n, views, dim, clusters : int
-    seed : int
-    spread : float
-        Standard deviation of the cluster means (per feature).
-
-    Returns
-    -------
-    views : list of ndarray of float32, each (n, dim)
-    labels : ndarray of int64, shape (n,)
-    """
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, clusters, n)
-    out = []
-    for _ in range(views):
-        means = spread * rng.standard_normal((clusters, dim))
-        out.append((means[labels] + rng.standard_normal((n, dim))).astype(np.float32))
-    return out, labels
 
 
 def _peak_mb() -> float:
@@ -188,8 +161,14 @@ def _summary(result: dict[str, Any]) -> dict[str, Any]:
 def _generated(args: argparse.Namespace, run: dict[str, Any], folder: str) -> dict[str, Any]:
     """Write the generated views to ``folder`` and point the run config at them."""
     views, labels = clustered_views(
-        args.num_samples, args.views, args.view_dim, args.clusters, args.data_seed
+        args.num_samples,
+        args.clusters,
+        [args.view_dim] * args.views,
+        args.data_seed,
+        noise=1.0,
+        centre_scale=0.3,
     )
+    views = [v.astype(np.float32) for v in views]
     path = Path(folder) / f"clustered_{args.num_samples}.npz"
     np.savez(path, **{f"X_{i}": v for i, v in enumerate(views)}, y=labels)
     return {"dataset": str(path), "num-clients": args.views, **run}

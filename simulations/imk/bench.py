@@ -63,23 +63,12 @@ from fedmf_app.methods.imk.server_updates import (
     normalised_laplacian_sum,
     objective,
 )
+from simulations.clustered_data import clustered_views
 
 
 def peak_mb() -> float:
     """Peak resident memory of this process so far (MiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def raw_clustered_views(n: int, dims: list[int], k: int, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
-    """Views ``centre_m[y] + N(0, 1.5^2)`` and the labels ``y``."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, k, n)
-    return [2.0 * rng.normal(size=(k, d))[y] + 1.5 * rng.normal(size=(n, d)) for d in dims], y
-
-
-def clustered_views(n: int, dims: list[int], k: int, seed: int) -> list[np.ndarray]:
-    """:func:`raw_clustered_views`, preprocessed (z-score, unit Frobenius norm)."""
-    return [preprocess_view(x, "zscore", True) for x in raw_clustered_views(n, dims, k, seed)[0]]
 
 
 def bench_flower(
@@ -92,7 +81,7 @@ def bench_flower(
     """
     from fedmf_app.in_process import run_in_process
 
-    views, y = raw_clustered_views(n, dims, k, seed)
+    views, y = clustered_views(n, k, dims, seed)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "clustered.npz"
         np.savez(path, y=y, **{f"X_{m}": x for m, x in enumerate(views)})
@@ -193,7 +182,7 @@ def bench(
 ) -> dict:
     """One configuration; returns the measurements."""
     views_count = len(dims)
-    views = clustered_views(n, dims, k, seed)
+    views = [preprocess_view(x, "zscore", True) for x in clustered_views(n, k, dims, seed)[0]]
     params = IMKParams(lam=1.0)  # the run-config default
     anchors = anchor_indices(seed, n, num_anchors) if graph == "anchor" else None
     out: dict = {"n": n, "views": views_count, "k": k, "dims": dims, "graph": graph}

@@ -1,15 +1,17 @@
-"""Small seeded data for the tests: clustered multi-view data, sparse counts, run configs, client
-views loaded as the ClientApp loads them."""
+"""Small seeded data for the tests: clustered multi-view data (the benchmarks' one generator,
+prepared), sparse counts, run configs, client views loaded as the ClientApp loads them."""
 
 import numpy as np
 
 from fedmf_app.data import load_client_view
 from fedmf_app.methods.imk.client_updates import preprocess_view
 from fedmf_app.registry import data_needs
+from simulations.clustered_data import clustered_views as generate_views
 
 
-def clustered_views(n=120, k=3, dims=(8, 12, 6), noise=1.5, seed=0, prepare=True):
-    """Views ``x_m = centre_m[y] + noise * N(0, I)`` and the classes ``y``.
+def clustered_views(n=120, k=3, dims=(8, 12, 6), noise=1.5, seed=0):
+    """The one generator's Gaussian clusters (:func:`simulations.clustered_data.clustered_views`),
+    each view z-scored and scaled to unit Frobenius norm (FMVC-IMK's preparation).
 
     Parameters
     ----------
@@ -19,22 +21,14 @@ def clustered_views(n=120, k=3, dims=(8, 12, 6), noise=1.5, seed=0, prepare=True
         Features of each view.
     noise : float
     seed : int
-    prepare : bool
-        Return each view z-scored and scaled to unit Frobenius norm (FMVC-IMK's preparation).
 
     Returns
     -------
     views : list of ndarray, shapes (n, d_m)
     y : ndarray, shape (n,)
     """
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, k, n)
-    views = []
-    for d in dims:
-        centres = 2.0 * rng.normal(size=(k, d))
-        x = centres[y] + noise * rng.normal(size=(n, d))
-        views.append(preprocess_view(x, "zscore", True) if prepare else x)
-    return views, y
+    views, y = generate_views(n, k, dims, seed, noise=noise)
+    return [preprocess_view(x, "zscore", True) for x in views], y
 
 
 def sparse_counts(n=120, d=200, k=3, seed=0):
