@@ -71,7 +71,7 @@ def adaptive_anchor_neighbours(num_anchors: int, num_clusters: int) -> int:
     """Anchors per sample s of the anchor graph for ``iai.anchor-neighbours = 0`` ([A]).
 
     ``s = clamp(round(r / (2K)), 3, 10)``: half the anchors a cluster holds on average, at most 10
-    (the former default, HW's 20 anchors per cluster), at least 3; always ``<= r - 1``.
+    (HW's 20 anchors per cluster give 10), at least 3; always ``<= r - 1``.
 
     Parameters
     ----------

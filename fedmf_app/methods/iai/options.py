@@ -84,7 +84,7 @@ OPTIONS: tuple[Option, ...] = (
         "Global assignment Y and target P: `anchor-kmeans` ([A]: the clients' squared distances to "
         "the shared anchor samples, summed (masked under secure aggregation), placed by landmark MDS, "
         "clustered by k-means with restarts, P sharpened from the k-means centres), "
-        "`prototype-argmin` (the former [A] rule: one federated k-means step, Y = argmin_k of the "
+        "`prototype-argmin` ([A]: one federated k-means step, Y = argmin_k of the "
         "summed prototype distances), or `spectral` (spectral clustering of A_g, the literal "
         "reading; collapsed on HW).",
     ),

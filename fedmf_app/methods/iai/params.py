@@ -30,7 +30,7 @@ __all__ = [
 #: Imputation of the missing rows of Z^(m): feature propagation (M1) or zeros (ablation of M1).
 IMPUTATIONS = ("propagation", "zeros")
 #: Pseudo-labels Y: k-means on the landmark-MDS coordinates of the securely summed anchor distances
-#: ([A]), argmin of the summed prototype distances (the former [A] rule), or spectral clustering of A_g.
+#: ([A]), argmin of the summed prototype distances, or spectral clustering of A_g.
 PSEUDO_LABELS = ("anchor-kmeans", "prototype-argmin", "spectral")
 #: Scale of the attribute loss M3: plain MSE, or MSE over the imputed codes' variance.
 ATTRIBUTE_SCALES = ("none", "variance")

@@ -10,6 +10,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from fedmf_app.federated.figures import save_figure  # noqa: E402
+
 __all__ = ["LOSS_KEYS", "SCORE_KEYS", "plot_rounds"]
 
 #: Per-round scores drawn (present once the run was scored against ground truth).
@@ -64,9 +66,4 @@ def plot_rounds(result: dict[str, Any], path: str | Path, title: str) -> Path:
     ax_c.set_ylabel("connected components of A_g")
     for ax in (ax_s, ax_l, ax_c):
         ax.set_xlabel("communication round")
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, path, title)

@@ -10,6 +10,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from fedmf_app.federated.figures import save_figure  # noqa: E402
+
 __all__ = ["plot_convergence"]
 
 
@@ -41,9 +43,4 @@ def plot_convergence(result: dict[str, Any], path: str | Path, title: str) -> Pa
         ax_a = ax_f.twinx()
         ax_a.plot(s, [100 * r["acc"] for r in rounds], color="C1")
         ax_a.set_ylabel("ACC (%)", color="C1")
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, path, title)

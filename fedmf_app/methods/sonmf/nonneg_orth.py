@@ -39,13 +39,13 @@ keeps the outer alternating minimisation monotone.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from fedmf_app.common.feasible_basis import project_oblique_nonneg, random_feasible_basis, round_to_feasible
 from fedmf_app.methods.sonmf.assignment_kernel import assignment_ascent, compiled_assignment_ascent
+from fedmf_app.methods.sonmf.penalty_kernel import compiled_penalty_loop, penalty_loop
 from fedmf_app.methods.sonmf.residual_products import residual_times_vt, squared_norm, squared_residual
 
 __all__ = [
@@ -356,18 +356,16 @@ def _exact_penalty(u, q, b, inv_r, options):
 
     Inner solver: projected gradient with Barzilai-Borwein steps and the Zhang-Hager nonmonotone
     line search (gamma = 0.85, halving, acceptance ``1e-6 / t * ||dU||^2``), stopped when
-    ``||min(U, grad_R P_sigma(U))||_F <= tol``. ``options.kernel`` says how it runs: compiled
-    (:func:`~fedmf_app.methods.sonmf.penalty_kernel.penalty_loop`; the matrices are ``d x r``, so
-    interpreted numpy spends its time in call overhead) or in numpy (:func:`_penalty_loop_numpy`,
-    no numba import and no compilation: cheaper in a process that solves only a few subproblems).
+    ``||min(U, grad_R P_sigma(U))||_F <= tol``
+    (:func:`~fedmf_app.methods.sonmf.penalty_kernel.penalty_loop`). ``options.kernel`` says how it
+    runs: compiled by numba (the matrices are ``d x r``, so interpreted code spends its time in
+    call overhead) or as plain Python (``numpy``: no numba import and no compilation, cheaper in
+    a process that solves only a few small subproblems).
 
     Returns the point, the outer and inner iteration counts and the final ``||Uw||^2 - 1``.
     """
-    if options.kernel == "numpy":
-        return _penalty_loop_numpy(u, q, b, inv_r, options)
-    from fedmf_app.methods.sonmf.penalty_kernel import penalty_loop  # numba: only where U is solved
-
-    out, outer, inner_total, gap = penalty_loop(
+    loop = penalty_loop if options.kernel == "numpy" else compiled_penalty_loop()
+    out, outer, inner_total, gap = loop(
         np.ascontiguousarray(u, dtype=np.float64),
         np.ascontiguousarray(q, dtype=np.float64),
         np.ascontiguousarray(b, dtype=np.float64),
@@ -383,81 +381,3 @@ def _exact_penalty(u, q, b, inv_r, options):
         float(options.feasibility_tol),
     )
     return out, int(outer), int(inner_total), float(gap)
-
-
-class _SmoothPart:
-    """Smooth part of the scaled penalised function at one point, kept while sigma changes.
-
-    With ``rows = U 1_r`` the penalised function is
-    ``P_sigma(U) = psi(U) + sigma (rows^T rows / r - 1)`` and its gradient
-    ``grad psi(U) + (2 sigma / r) rows 1_r^T``, where ``psi(U) = <U, UQ> - <U, B>`` and
-    ``grad psi(U) = 2UQ - B``. Only the sigma terms change between outer iterations.
-    """
-
-    __slots__ = ("u", "rows", "value", "grad")
-
-    def __init__(self, u: np.ndarray, q: np.ndarray, b: np.ndarray) -> None:
-        uq = u @ q
-        self.u = u
-        self.rows = u.sum(axis=1)
-        self.value = np.vdot(u, uq) - np.vdot(u, b)
-        self.grad = 2.0 * uq - b
-
-    def penalised(self, sigma: float, inv_r: float) -> float:
-        return float(self.value + sigma * (inv_r * self.rows @ self.rows - 1.0))
-
-    def penalised_grad(self, sigma: float, inv_r: float) -> np.ndarray:
-        return self.grad + (2.0 * sigma * inv_r) * self.rows[:, None]
-
-
-def _penalty_loop_numpy(u, q, b, inv_r, options):
-    """:func:`_exact_penalty` in numpy (``kernel = "numpy"``): the steps of the compiled loop.
-
-    Between outer iterations sigma and tol change and ``U`` stays, so the smooth part is
-    evaluated once per accepted point (:class:`_SmoothPart`) and the penalised value only when a
-    line search needs it. Returns what :func:`_exact_penalty` returns.
-    """
-    gamma = 0.85
-    sigma, tol, step = options.sigma0, options.inner_tol0, 1.0
-    here = _SmoothPart(u, q, b)
-    inner_total = 0
-    outer = 0
-    gap = float(inv_r * (here.rows**2).sum() - 1.0)
-    for outer in range(1, options.max_outer + 1):  # noqa: B007 (the count is returned)
-        g = here.penalised_grad(sigma, inv_r)
-        ref, weight = None, 1.0
-        for _ in range(options.max_inner):
-            u = here.u
-            rgrad = g - u * np.einsum("ij,ij->j", u, g)
-            m = np.minimum(u, rgrad).ravel()
-            if math.sqrt(m.dot(m)) <= tol:
-                break
-            if ref is None:
-                ref = here.penalised(sigma, inv_r)
-            inner_total += 1
-            t = step
-            for _ in range(30):
-                un = project_oblique_nonneg(u - t * g)
-                there = _SmoothPart(un, q, b)
-                fn = there.penalised(sigma, inv_r)
-                s = un - u
-                if fn <= ref - 1e-6 / t * float(np.vdot(s, s)):
-                    break
-                t *= 0.5
-            else:
-                break  # no acceptable step: keep u
-            gn = there.penalised_grad(sigma, inv_r)
-            y = gn - g
-            sy = float(np.vdot(s, y))
-            yy = float(np.vdot(y, y))
-            step = min(max(sy / yy, 1e-10), 1e10) if sy > 0.0 and yy > 0.0 else min(2.0 * t, 1e10)
-            weight_new = gamma * weight + 1.0
-            ref = (gamma * weight * ref + fn) / weight_new
-            weight = weight_new
-            here, g = there, gn
-        gap = float(inv_r * (here.rows**2).sum() - 1.0)
-        if abs(gap) <= options.feasibility_tol:
-            break
-        sigma = min(sigma * options.sigma_growth, options.sigma_max)
-        tol = max(tol * options.inner_tol_decay, options.inner_tol_min)
-    return here.u, outer, inner_total, gap

@@ -1,22 +1,24 @@
-"""Compiled penalty loop of the ``U`` solver (:func:`~fedmf_app.methods.sonmf.nonneg_orth.solve_basis`).
+"""Penalty loop of the ``U`` solver (``sonmf.basis-solver = "penalty"``,
+:func:`~fedmf_app.methods.sonmf.nonneg_orth.solve_basis`), as plain Python and compiled by numba.
 
-The matrices are ``d x r`` with small ``r``, so interpreted numpy would spend its time in call
-overhead; these functions do the same steps in the same order compiled by numba (``cache=True``:
-compiled once per machine and app version, then loaded from ``__pycache__``). Only a process that
-solves for ``U`` imports this module (numba's import costs a few tenths of a second).
+The matrices are ``d x r`` with small ``r``, so the loop is written element by element.
+:func:`penalty_loop` is plain Python (``sonmf.basis-kernel = "numpy"``: no numba import, no
+compilation); :func:`compiled_penalty_loop` compiles the same functions with numba
+(``"compiled"``; ``cache=True``: compiled once per machine and app version, then loaded from
+``__pycache__``), so the two take the same steps.
 """
 
 from __future__ import annotations
 
 import math
+import types
+from functools import cache
 
-import numba
 import numpy as np
 
-__all__ = ["penalised", "penalty_loop", "project_step", "smooth_part"]
+__all__ = ["compiled_penalty_loop", "penalised", "penalty_loop", "project_step", "smooth_part"]
 
 
-@numba.njit(cache=True)
 def smooth_part(u, q, b, uq, rows, grad):
     """Smooth part of the scaled penalised function at ``u``, written into ``uq``, ``rows``, ``grad``.
 
@@ -42,7 +44,6 @@ def smooth_part(u, q, b, uq, rows, grad):
     return value
 
 
-@numba.njit(cache=True)
 def project_step(u, g, t, out):
     """``out = project_oblique_nonneg(u - t g)``, written in place (see ``nonneg_orth``)."""
     d, r = u.shape
@@ -66,13 +67,11 @@ def project_step(u, g, t, out):
             out[best, j] = 1.0
 
 
-@numba.njit(cache=True)
 def penalised(value, rows, sigma, inv_r):
     """``P_sigma(U) = psi(U) + sigma (rows^T rows / r - 1)`` from ``psi(U)`` and ``rows = U 1_r``."""
     return value + sigma * (inv_r * np.dot(rows, rows) - 1.0)
 
 
-@numba.njit(cache=True)
 def penalty_loop(
     u0,
     q,
@@ -191,3 +190,22 @@ def penalty_loop(
         sigma = min(sigma * sigma_growth, sigma_max)
         tol = max(tol * tol_decay, tol_min)
     return u, outer, inner_total, gap
+
+
+@cache
+def compiled_penalty_loop():
+    """:func:`penalty_loop` compiled by numba, with its three helpers (cached on disk, compiled
+    once per machine).
+
+    Returns
+    -------
+    callable
+        Same signature and results as :func:`penalty_loop`.
+    """
+    import numba  # only where U is solved with the compiled kernel
+
+    jit = numba.njit(cache=True)
+    helpers = {f.__name__: jit(f) for f in (smooth_part, project_step, penalised)}
+    loop = types.FunctionType(penalty_loop.__code__, {**penalty_loop.__globals__, **helpers}, "penalty_loop")
+    loop.__qualname__ = penalty_loop.__qualname__
+    return jit(loop)

@@ -10,6 +10,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from fedmf_app.federated.figures import save_figure  # noqa: E402
+
 __all__ = ["plot_residuals"]
 
 _CURVES = (
@@ -57,9 +59,4 @@ def plot_residuals(result: dict[str, Any], path: str | Path, title: str) -> Path
         ax_f.set_yscale("log")
     ax_f.set_xlabel("communication round")
     ax_f.set_ylabel("objective F")
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, path, title)

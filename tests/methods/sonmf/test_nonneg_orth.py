@@ -161,7 +161,7 @@ def test_assignment_ends_where_no_single_feature_move_lowers_the_objective(rho1)
                 assert basis_objective(x, v, other, u0, rho1) >= value - 1e-12
 
 
-def test_compiled_projection_step_equals_project_oblique_nonneg():
+def test_the_loop_s_projection_step_equals_project_oblique_nonneg():
     from fedmf_app.methods.sonmf.penalty_kernel import project_step
 
     rng = np.random.default_rng(7)
@@ -177,7 +177,7 @@ def test_compiled_projection_step_equals_project_oblique_nonneg():
 @pytest.mark.parametrize("seed", range(4))
 def test_compiled_penalty_loop_equals_its_interpreted_form(seed):
     """The compiled solver gives the numbers of the same code run by the Python interpreter."""
-    from fedmf_app.methods.sonmf.penalty_kernel import penalty_loop
+    from fedmf_app.methods.sonmf.penalty_kernel import compiled_penalty_loop, penalty_loop
 
     rng = np.random.default_rng(seed)
     x, v, u0 = _problem(rng, d=15, r=4, n=30)
@@ -199,8 +199,8 @@ def test_compiled_penalty_loop_equals_its_interpreted_form(seed):
         o.inner_tol_min,
         o.feasibility_tol,
     )
-    compiled = penalty_loop(*args)
-    interpreted = penalty_loop.py_func(*args)
+    compiled = compiled_penalty_loop()(*args)
+    interpreted = penalty_loop(*args)
     assert compiled[1:3] == interpreted[1:3]  # same outer and inner iteration counts
     np.testing.assert_allclose(compiled[0], interpreted[0], rtol=0, atol=1e-10)
     assert compiled[3] == pytest.approx(interpreted[3], abs=1e-10)

@@ -68,7 +68,7 @@ def test_objective_decreases_and_u_learns_with_the_default_weight(seed):
 
 
 def test_absolute_weight_freezes_u_on_normalised_data():
-    # The former default (rho1 = 1 as it is) outweighs the data term of a unit-norm view: no
+    # The absolute weight (rho1 = 1 as it is) outweighs the data term of a unit-norm view: no
     # feature ever leaves the component of its random start.
     x = _normalised_view()
     params = SONMFParams(local_steps=1, global_lr=1.0, local_lr=0.25, rho1=1.0, rho1_scale="absolute")
