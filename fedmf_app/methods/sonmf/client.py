@@ -68,12 +68,15 @@ class LocalWork:
         :math:`V^s` as this client used it (for the diagnostics).
     state : dict of ndarray
         Further private arrays to keep until the next round.
+    xvt : ndarray, shape (d, r), optional
+        :math:`XV^\\top` at ``v`` when the round computed it (the diagnostics reuse it).
     """
 
     upload: np.ndarray
     u: np.ndarray
     v: np.ndarray
     state: dict[str, np.ndarray] = field(default_factory=dict)
+    xvt: np.ndarray | None = None
 
 
 class SparseONMFClient(ViewClient):
@@ -165,7 +168,7 @@ class SparseONMFClient(ViewClient):
         arrays: NDArrays = [work.upload]
         metrics: dict[str, Scalar] = {"partition-id": self.partition_id}
         if self.cfg["sonmf.diagnostics"]:
-            diag = client_diagnostics(x, u_start, work.u, work.v)
+            diag = client_diagnostics(x, u_start, work.u, work.v, work.xvt)
             arrays.append(diag.grad)
             metrics.update(loss=diag.loss, basis_residual=diag.basis_residual)
         metrics["kernel_s"] = time.perf_counter() - started
@@ -214,6 +217,7 @@ class FedSONMFClient(SparseONMFClient):
             u=result.u,
             v=result.v,
             state={"grad_prev": result.grad_avg, "v_prev": result.v},
+            xvt=result.xvt,
         )
 
 
