@@ -8,13 +8,16 @@ first deployment run with Flower's DEBUG log (timestamps) and splits each round 
 the SuperNode to poll, starting the ClientApp process (Python + imports), the ClientApp's work
 (load the view, kernels, push the reply), sending the reply, and waiting for the ServerApp to poll.
 With ``--kill`` it times how long after a SuperNode is killed (SIGKILL, after round 1) the run
-ends, for each given ``round-timeout-s``.
+ends, for each given ``round-timeout-s``. With ``--floor`` it also runs the no-op app of
+``simulations/floor_app`` (empty messages, an empty reply at once, replies pulled every 0.1 s) on
+a federation of the same size: Flower's own time per round, against which ours is read.
 
 Usage::
 
     python -m simulations.bench_deployment --nodes 3 6 --rounds 8 --breakdown
     python -m simulations.bench_deployment --nodes 6 --no-simulation --task-poll-interval 1.0
     python -m simulations.bench_deployment --nodes --kill 12 600
+    python -m simulations.bench_deployment --nodes 3 --rounds 8 --no-simulation --floor
 """
 
 from __future__ import annotations
@@ -33,11 +36,13 @@ from pathlib import Path
 import numpy as np
 from flwr.common.config import parse_config_args
 
-from fedmf_app.deployment.federation import LocalFederation
+from fedmf_app.deployment.federation import DEPLOYMENT_DEFAULTS, LocalFederation
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.federated.results import load_result
 
 ROOT = Path(__file__).resolve().parents[1]
+FLOOR_APP = Path(__file__).resolve().parent / "floor_app"
+_FLOOR_ROUND = re.compile(r"floor round (\d+): ([0-9.]+) s")
 _STAMP = re.compile(r"^(?:\x1b\[[0-9;]*m)?\w+ (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
 
 
@@ -53,6 +58,7 @@ def _config(nodes: int, rounds: int, out: Path, name: str) -> dict:
         "seed": 3,
         "out-dir": str(out),
         "run-name": name,
+        **DEPLOYMENT_DEFAULTS,  # what the federation command runs unless told otherwise
         **EXTRA,
     }
 
@@ -129,6 +135,29 @@ def deployment(nodes: int, rounds: int, out: Path, name: str, task_poll: float =
         "supernode_logs": logs,
         "marks": marks,
     }
+
+
+def floor(nodes: int, rounds: int, task_poll: float = 0.1) -> dict:
+    """The no-op app (``simulations/floor_app``) on a local federation of ``nodes`` SuperNodes.
+
+    Returns
+    -------
+    dict
+        ``median_round_s`` (rounds 2..) and ``round_s`` (every round), seconds.
+    """
+    with tempfile.TemporaryDirectory(prefix="fedmf-floor-") as work:
+        federation = LocalFederation(Path(work) / "fed", nodes, FLOOR_APP, task_poll_interval=task_poll)
+        federation.start()
+        try:
+            proc = federation.superlink.run(
+                FLOOR_APP, {"num-rounds": rounds, "num-nodes": nodes}, timeout=120.0 + 30.0 * rounds
+            )
+        finally:
+            federation.stop()
+    seconds = [float(m.group(2)) for m in _FLOOR_ROUND.finditer(proc.stdout)]
+    if len(seconds) != rounds:
+        raise RuntimeError(f"floor app: {len(seconds)} of {rounds} rounds logged:\n{proc.stdout[-2000:]}")
+    return {"median_round_s": statistics.median(seconds[1:] or seconds), "round_s": seconds}
 
 
 def simulation(nodes: int, rounds: int, out: Path, name: str) -> dict:
@@ -256,6 +285,7 @@ def main() -> None:
         help="FLWR_SUPEREXEC_TASK_POLL_INTERVAL of the SuperNodes (Flower: 1.0)",
     )
     parser.add_argument("--no-simulation", action="store_true", help="deployment runs only")
+    parser.add_argument("--floor", action="store_true", help="also the no-op app on the same federation")
     parser.add_argument(
         "--kill",
         type=float,
@@ -276,7 +306,16 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for nodes in args.nodes:
+        if args.floor:
+            low = floor(nodes, args.rounds, args.task_poll_interval)
+            print(
+                f"floor ({nodes} nodes, no-op app): {low['median_round_s']:.2f} s per round, median; "
+                f"rounds: {', '.join(f'{s:.2f}' for s in low['round_s'])}"
+            )
         dep = deployment(nodes, args.rounds, args.out, f"deployment-m{nodes}", args.task_poll_interval)
+        if args.floor:
+            dep["floor_round_s"] = low["median_round_s"]
+            print(f"ours ({nodes} nodes, fedsonmf): {dep['median_round_s']:.2f} s per round, median")
         if args.no_simulation:
             rows.append({"nodes": nodes, "deployment": dep, "max_rel_diff": float("nan")})
             continue

@@ -9,13 +9,17 @@ and reads from the run's ``result.json``:
 * seconds per round (median over rounds 2.., round 1 pays the set-up), and the set-up (handshake
   and round 1);
 * peak resident memory of the ServerApp process and of the largest client (Ray actor) process;
-* bytes down (the broadcast) and up (the largest reply) per client per round.
+* bytes down (the broadcast) and up (the largest reply) per client per round;
+* per round (``per_round``): wall seconds, the clients' kernel seconds (sum and largest) and, for
+  ``fedsonmf``, the floating-point operations of the clients' products with their views
+  (:func:`fedsonmf_round_flops`), so that the kernels' rate can be read against the machine's.
 
 It writes the records (``runs.jsonl``, resumed when rerun), a Markdown table and a log-log figure
 of seconds per round and peak memory against ``N`` with the fitted slope of each method. Usage::
 
     python -m simulations.bench_scale --n 2000 10000 50000 100000 --out docs/scale
     python -m simulations.bench_scale --n 2000 10000 --methods fedsonmf --out results/bench_scale
+    python -m simulations.bench_scale --n 100000 --methods fedsonmf --client-cpus 1 --out results/bench2
 """
 
 from __future__ import annotations
@@ -33,11 +37,43 @@ import numpy as np
 
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.federated.results import load_result
+from fedmf_app.methods.sonmf.params import resolve_rank, sonmf_options
 from simulations.clustered_data import clustered_views
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("fedsonmf", "fmvc-imk", "fmvc-iai")
 log = logging.getLogger("bench_scale")
+
+
+def fedsonmf_round_flops(dims: list[int], n: int, rank: int, local_steps: int) -> float:
+    """Floating-point operations of one ``fedsonmf`` round in the clients' products (diagnostics on).
+
+    Per client with a dense ``d x n`` view and rank ``r``, each of the ``tau`` local steps takes
+    :math:`XV^\\top` and :math:`U^\\top X` (``2dnr`` each) and :math:`(U^\\top U)V` (``2r^2 n``); the
+    diagnostics take the residual :math:`UV - X` and its squares (``2dnr + 3dn``), the gradient at
+    the round's start (``2dnr + 2r^2 n``) and :math:`VV^\\top` (``2r^2 n``). Products of ``d x r``
+    matrices and the ``r x n`` updates are left out (memory traffic, not arithmetic).
+
+    Parameters
+    ----------
+    dims : list of int
+        Features ``d_p`` of each client's view.
+    n : int
+        Samples.
+    rank : int
+        ``r``.
+    local_steps : int
+        ``tau``.
+
+    Returns
+    -------
+    float
+        Summed over the clients.
+    """
+    r = rank
+    per_step = [4 * d * n * r + 2 * r * r * n for d in dims]
+    diagnostics = [4 * d * n * r + 3 * d * n + 4 * r * r * n for d in dims]
+    return float(local_steps * sum(per_step) + sum(diagnostics))
 
 
 def measure(
@@ -56,7 +92,8 @@ def measure(
         "round-timeout-s": 3600.0,
     }
     started = time.perf_counter()
-    link.run(ROOT, run_config, num_supernodes=args.views, timeout=args.timeout)
+    federation = {"client-resources-num-cpus": args.client_cpus}
+    link.run(ROOT, run_config, num_supernodes=args.views, timeout=args.timeout, federation_config=federation)
     command_s = time.perf_counter() - started
     result = load_result(runs / name)
     if result["status"] != "completed":
@@ -64,10 +101,27 @@ def measure(
     rounds = result["rounds"]
     later = rounds[1:] or rounds
     summary = result["summary"]
+    flops = None
+    if method == "fedsonmf":
+        cfg = result["config"]
+        rank = resolve_rank(sonmf_options(cfg), args.k, [args.dim] * args.views)
+        flops = fedsonmf_round_flops([args.dim] * args.views, n, rank, cfg["sonmf.local-steps"])
+    per_round = [
+        {
+            "wall_s": r["wall_s"],
+            "kernel_s_sum": r["client_kernel_s_sum"],
+            "kernel_s_max": r["client_kernel_s_max"],
+            "gflop": None if flops is None else flops / 1e9,
+            "gflop_per_kernel_s": None if flops is None else flops / 1e9 / r["client_kernel_s_sum"],
+        }
+        for r in rounds
+    ]
     return {
         "method": method,
         "n": n,
         "status": "completed",
+        "code_version": result.get("code_version"),
+        "config": result["config"],
         "rounds": len(rounds),
         "s_per_round": statistics.median(r["wall_s"] for r in later),
         "round1_s": rounds[0]["wall_s"],
@@ -77,6 +131,7 @@ def measure(
         "bytes_down": max(r["bytes_down_per_client"] for r in later),
         "bytes_up": max(r["bytes_up_per_client_max"] for r in later),
         "acc": result.get("final", {}).get("acc"),
+        "per_round": per_round,
     }
 
 
@@ -162,6 +217,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
+    parser.add_argument(
+        "--client-cpus",
+        type=int,
+        default=2,
+        help="CPUs per Ray actor (client-resources-num-cpus; 2, Flower's default: one actor on 2 cores)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_scale")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")

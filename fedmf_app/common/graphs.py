@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 if TYPE_CHECKING:
     from sklearn.neighbors import NearestNeighbors
@@ -165,6 +164,8 @@ def num_components(a: sp.spmatrix) -> int:
     -------
     int
     """
+    from scipy.sparse.csgraph import connected_components  # imported here: keeps config imports light
+
     return int(connected_components(a, directed=False)[0])
 
 

@@ -7,10 +7,14 @@ GPU; the set-up round's autoencoder and every server step stay on the CPU). The 
 from the same seeds but are not bitwise equal: CUDA's scatter and matrix kernels sum in another
 order and its random streams differ, so the pseudo-labels may part after a few rounds. The check
 passes when every final score (ACC, NMI, ARI) of the GPU run is within ``--tolerance`` (default
-0.03, less than half the spread of HW's scores over seeds, 0.07 in ACC) of the CPU run's. It
-writes both records and the comparison to ``--out`` and exits with status 1 when the check fails,
-2 when no GPU is present (then nothing is compared; the CPU fallback of ``iai.device = "cuda"``
-is what the test suite covers)::
+0.03, less than half the spread of HW's scores over seeds, 0.07 in ACC) of the CPU run's. The
+two runs go side by side in two processes (each one thread, as
+:func:`~simulations.iai.bench.benchmark` runs), so the check takes about as long as the CPU run
+alone. It writes both records and the comparison to ``--out`` and exits with status 1 when the
+check fails, 2 when no GPU is present (then nothing is compared; the CPU fallback of
+``iai.device = "cuda"`` is what the test suite covers). ``simulations/iai/gpu_check_device.sh``
+runs it on a machine without network access (the image's torch, the app and Flower from
+carried wheels)::
 
     python -m simulations.iai.gpu_check --out gpu_check.json
     python -m simulations.iai.gpu_check --run missing-rate=0.9 seed=1 --tolerance 0.05
@@ -21,7 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import multiprocessing
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         log.error("no GPU is present (torch.cuda.is_available() is False): nothing to compare")
         return 2
     run = {**DEFAULT_RUN, **parse_overrides(args.run)}
-    records = [benchmark({**run, "iai.device": device}) for device in (first, second)]
+    # spawn, not fork: CUDA cannot be initialised in a forked child of a process that used it
+    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        records = list(pool.map(benchmark, [{**run, "iai.device": device} for device in (first, second)]))
     result = compare(*records, args.tolerance)
     log.info("%s", json.dumps(result, indent=1))
     if args.out:

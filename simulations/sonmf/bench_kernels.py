@@ -7,6 +7,14 @@ versions of the kernels can be compared for speed *and* for giving the same numb
 
     python -m simulations.sonmf.bench_kernels --h 0 0.9 --rounds 20 --kernel numpy compiled
     PYTHONPATH=<other checkout> python -m simulations.sonmf.bench_kernels ...   # the other version's kernels
+    python -m simulations.sonmf.bench_kernels --samples 100000      # one client round against its FLOPs
+
+``--samples N`` times one client's round (the proposed method's ``tau`` local steps and the
+diagnostics, as :class:`~fedmf_app.methods.sonmf.client.SparseONMFClient` runs them) on one view
+of ``simulations.bench_scale``'s data (50 features, ``N`` samples, rank 10) and prints its
+floating-point operations (:func:`simulations.bench_scale.fedsonmf_round_flops`) against its
+seconds, beside the rate of the round's product :math:`XV^\\top` alone, the yardstick of what the
+machine's BLAS does on these thin shapes.
 """
 
 from __future__ import annotations
@@ -65,6 +73,40 @@ def run(h: float, rounds: int, clients: int, tau: int, seed: int, kernel: str) -
     }
 
 
+def client_round(n: int, repeats: int = 5, seed: int = 0) -> dict[str, float]:
+    """Median seconds of one client round at ``n`` samples, its GFLOP, and the rate of ``X V^T``."""
+    from simulations.bench_scale import clustered_views, fedsonmf_round_flops
+
+    d, r = 50, 10
+    x = clustered_views(n, 1, d, 5, seed)[0][0].T  # (d, n), the layout a client holds
+    rng = np.random.default_rng(seed)
+    u = random_feasible_basis(d, r, rng)
+    v_bar = np.abs(rng.standard_normal((r, n)))
+    params = sonmf.SONMFParams()
+    first = sonmf.local_round(x, u, v_bar, params)
+
+    def one_round() -> None:
+        out = sonmf.local_round(x, first.u, 0.99 * v_bar, params, first.v, first.grad_avg)
+        sonmf.client_diagnostics(x, first.u, out.u, out.v, out.xvt)
+
+    def product() -> None:
+        x @ first.v.T
+
+    def median_s(fn) -> float:
+        fn()
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return float(np.median(times))
+
+    seconds, product_s = median_s(one_round), median_s(product)
+    gflop = fedsonmf_round_flops([d], n, r, params.local_steps) / 1e9
+    product_rate = 2 * d * n * r / 1e9 / product_s
+    return {"s": seconds, "gflop": gflop, "gflop_per_s": gflop / seconds, "product_gflop_per_s": product_rate}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--h", type=float, nargs="+", default=[0.0, 0.9])
@@ -73,7 +115,18 @@ def main() -> None:
     parser.add_argument("--tau", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kernel", nargs="+", default=["compiled"], choices=("compiled", "numpy"))
+    parser.add_argument("--samples", type=int, nargs="*", default=[], help="time one client round at N")
     args = parser.parse_args()
+    if args.samples:
+        lines = ["| N | s / client round | GFLOP | GFLOP/s | X V^T alone, GFLOP/s |", "|---|---|---|---|---|"]
+        for n in args.samples:
+            c = client_round(n)
+            lines.append(
+                f"| {n} | {c['s']:.3f} | {c['gflop']:.2f} | {c['gflop_per_s']:.1f} | "
+                f"{c['product_gflop_per_s']:.1f} |"
+            )
+        sys.stdout.write("\n".join(lines) + "\n")
+        return
     rows = [
         "| kernels from | U kernel | h | s / round | U solver share | final V (sha1) |",
         "|---|---|---|---|---|---|",

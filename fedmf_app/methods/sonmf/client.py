@@ -5,10 +5,10 @@ initialised in round 1 and kept in ``context.state`` afterwards: fitted to the r
 (``sonmf.start = "sketch"``, after answering the start's sketch request before round 1:
 :meth:`SparseONMFClient.get_properties`), or from ``(seed, partition id)`` (``"random"``: run config
 ``basis-init``, random or k-means on its own features).
-Each round :class:`SparseONMFClient` loads its state, runs the method's :meth:`local_work`, times
-it (``kernel_s``), appends the diagnostics at :math:`(U_p^{s,0}, V^s)` when ``diagnostics = true``
-(:func:`~fedmf_app.methods.sonmf.updates.client_diagnostics`: the gradient as the last array, the loss
-and the ``U`` residual as metrics) and saves its state.
+Each round :class:`SparseONMFClient` loads its state, runs the method's :meth:`local_work` with one
+BLAS thread and times it (``kernel_s``), appends the diagnostics at :math:`(U_p^{s,0}, V^s)` when
+``diagnostics = true`` (:func:`~fedmf_app.methods.sonmf.updates.client_diagnostics`: the gradient
+as the last array, the loss and the ``U`` residual as metrics) and saves its state.
 
 **The proposed method** (:class:`FedSONMFClient`) keeps in ``context.state`` (never sent): the
 basis :math:`U_p`, the average local gradient :math:`G_p^{s-1}` and the previous post-proximal
@@ -25,10 +25,11 @@ from __future__ import annotations
 import time
 from abc import abstractmethod
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 
 import numpy as np
 from flwr.common import NDArrays, Scalar
+from threadpoolctl import ThreadpoolController
 
 from fedmf_app.common.clustering import kmeans_basis
 from fedmf_app.common.seeding import Stream, rng_for
@@ -56,6 +57,12 @@ __all__ = [
 ]
 
 
+@cache
+def _blas() -> ThreadpoolController:
+    """The process's thread pools, found once (a search costs about 1 ms, a limit through it 10 us)."""
+    return ThreadpoolController()
+
+
 @dataclass(frozen=True)
 class LocalWork:
     """What one client's round produced.
@@ -70,12 +77,15 @@ class LocalWork:
         :math:`V^s` as this client used it (for the diagnostics).
     state : dict of ndarray
         Further private arrays to keep until the next round.
+    xvt : ndarray, shape (d, r), optional
+        :math:`XV^\\top` at ``v`` when the round computed it (the diagnostics reuse it).
     """
 
     upload: np.ndarray
     u: np.ndarray
     v: np.ndarray
     state: dict[str, np.ndarray] = field(default_factory=dict)
+    xvt: np.ndarray | None = None
 
 
 class SparseONMFClient(ViewClient):
@@ -170,13 +180,17 @@ class SparseONMFClient(ViewClient):
             else:
                 u_start = random_feasible_basis(x.shape[0], rank, rng)
         started = time.perf_counter()
-        work = self.local_work(x, u_start, parameters, state, server_round)
-        arrays: NDArrays = [work.upload]
-        metrics: dict[str, Scalar] = {"partition-id": self.partition_id}
-        if self.options.diagnostics:
-            diag = client_diagnostics(x, u_start, work.u, work.v)
-            arrays.append(diag.grad)
-            metrics.update(loss=diag.loss, basis_residual=diag.basis_residual)
+        # The products with the view are thin (d x n times n x r): a second BLAS thread gains
+        # little on them and, where clients share the cores (Ray sets OMP_NUM_THREADS to an actor's
+        # CPUs), it can cost half their speed (docs/scale.md).
+        with _blas().limit(limits=1, user_api="blas"):
+            work = self.local_work(x, u_start, parameters, state, server_round)
+            arrays: NDArrays = [work.upload]
+            metrics: dict[str, Scalar] = {"partition-id": self.partition_id}
+            if self.options.diagnostics:
+                diag = client_diagnostics(x, u_start, work.u, work.v, work.xvt)
+                arrays.append(diag.grad)
+                metrics.update(loss=diag.loss, basis_residual=diag.basis_residual)
         metrics["kernel_s"] = time.perf_counter() - started
         if self.shared.secure_aggregation:
             arrays, metrics = self._mask(arrays, metrics, server_round)
@@ -223,6 +237,7 @@ class FedSONMFClient(SparseONMFClient):
             u=result.u,
             v=result.v,
             state={"grad_prev": result.grad_avg, "v_prev": result.v},
+            xvt=result.xvt,
         )
 
 

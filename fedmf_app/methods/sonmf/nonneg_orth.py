@@ -219,7 +219,7 @@ def basis_objective(x: np.ndarray, v: np.ndarray, u: np.ndarray, u0: np.ndarray,
     return float(squared_residual(x, u, v) + 0.5 * rho1 * np.linalg.norm(u - u0) ** 2)
 
 
-def basis_residual(x: np.ndarray, v: np.ndarray, u: np.ndarray) -> float:
+def basis_residual(x: np.ndarray, v: np.ndarray, u: np.ndarray, xvt: np.ndarray | None = None) -> float:
     """Weak stationarity of a feasible ``U`` on its supports ([A] proxy).
 
     .. math::
@@ -232,12 +232,14 @@ def basis_residual(x: np.ndarray, v: np.ndarray, u: np.ndarray) -> float:
     v : ndarray, shape (r, n)
     u : ndarray, shape (d, r)
         Feasible basis (disjoint column supports).
+    xvt : ndarray, shape (d, r), optional
+        :math:`XV^\\top` when the caller has it (then ``x`` is not read).
 
     Returns
     -------
     float
     """
-    g = 2.0 * residual_times_vt(x, u, v)
+    g = 2.0 * residual_times_vt(x, u, v, xvt)
     tangent = g - u * np.einsum("ij,ij->j", u, g)
     return float(np.sum(np.where(u > 0.0, tangent, 0.0) ** 2))
 
@@ -248,6 +250,9 @@ def solve_basis(
     u0: np.ndarray,
     rho1: float,
     options: BasisSolverOptions = BasisSolverOptions(),
+    *,
+    xvt: np.ndarray | None = None,
+    x_squared_norm: float | None = None,
 ) -> tuple[np.ndarray, BasisSolveInfo]:
     """Solve the basis subproblem (7) from the feasible warm start ``u0``.
 
@@ -262,6 +267,10 @@ def solve_basis(
     rho1 : float
         Proximal weight :math:`\\rho_1 \\ge 0`.
     options : BasisSolverOptions
+    xvt : ndarray, shape (d, r), optional
+        :math:`XV^\\top` when the caller has it (the only product with ``X``).
+    x_squared_norm : float, optional
+        :math:`\\|X\\|_F^2` when the caller has it (the same at every step).
 
     Returns
     -------
@@ -270,10 +279,10 @@ def solve_basis(
     info : BasisSolveInfo
     """
     r = u0.shape[1]
-    data_term = 2.0 * np.asarray(x @ v.T)
+    data_term = 2.0 * (np.asarray(x @ v.T) if xvt is None else xvt)
     a = data_term + rho1 * u0
     # Both points are feasible (U^T U = I), where ||X - UV||^2 = ||X||^2 - <U, 2XV^T> + ||V||^2.
-    offset = squared_norm(x) + float(np.vdot(v, v))
+    offset = (squared_norm(x) if x_squared_norm is None else x_squared_norm) + float(np.vdot(v, v))
 
     def phi(u):
         return offset - float(np.vdot(u, data_term)) + 0.5 * rho1 * float(np.vdot(u - u0, u - u0))

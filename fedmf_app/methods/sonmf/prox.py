@@ -52,4 +52,5 @@ def prox_l21_nonneg(z: np.ndarray, t: float) -> np.ndarray:
     norms = np.linalg.norm(zp, axis=1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = np.where(norms > t, 1.0 - t / norms, 0.0)
-    return zp * scale
+    zp *= scale
+    return zp

@@ -41,7 +41,7 @@ import numpy as np
 
 from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions, basis_residual, solve_basis
 from fedmf_app.methods.sonmf.prox import l21_norm, prox_l21_nonneg
-from fedmf_app.methods.sonmf.residual_products import squared_residual, ut_times_residual
+from fedmf_app.methods.sonmf.residual_products import squared_norm, squared_residual, ut_times_residual
 
 __all__ = [
     "RHO1_SCALES",
@@ -173,6 +173,8 @@ class LocalRoundResult:
         :math:`V^s = P_{\\tilde\\eta\\mu}(\\bar V^s)` (private; next round's correction).
     correction : ndarray, shape (r, n)
         :math:`C_p^s` used in this round.
+    xvt : ndarray, shape (d, r)
+        :math:`X V^{s\\top}`, the first step's product, which the diagnostics at :math:`V^s` reuse.
     """
 
     v_hat: np.ndarray
@@ -180,6 +182,7 @@ class LocalRoundResult:
     grad_avg: np.ndarray
     v: np.ndarray
     correction: np.ndarray
+    xvt: np.ndarray
 
 
 def local_loss(x: np.ndarray, u: np.ndarray, v: np.ndarray) -> float:
@@ -211,7 +214,9 @@ def grad_v(x: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     -------
     ndarray, shape (r, n)
     """
-    return 2.0 * ut_times_residual(x, u, v)
+    out = ut_times_residual(x, u, v)
+    out *= 2.0
+    return out
 
 
 def regulariser(v: np.ndarray, mu: float) -> float:
@@ -281,6 +286,12 @@ def local_round(
     Returns
     -------
     LocalRoundResult
+
+    Notes
+    -----
+    Each step reads ``X`` twice, in :math:`XV^\\top` (``d x r``, the ``U`` step's linear term) and
+    :math:`U^\\top X` (``r x n``, the gradient); :math:`\\|X\\|_F^2` is computed once per round and
+    the ``r x n`` updates are made in place.
     """
     eta = params.effective_lr
     alpha, mu = params.local_lr, params.mu
@@ -292,13 +303,24 @@ def local_round(
     v_hat = v.copy()
     v_local = v
     grad_sum = np.zeros_like(v_bar)
+    step = np.empty_like(v_bar)
+    x_sq = squared_norm(x)
+    xvt_start = None
     for k in range(params.local_steps):
-        u, _ = solve_basis(x, v_local, u, params.basis_weight(v_local), params.basis)
+        xvt = np.asarray(x @ v_local.T)
+        if xvt_start is None:
+            xvt_start = xvt
+        u, _ = solve_basis(
+            x, v_local, u, params.basis_weight(v_local), params.basis, xvt=xvt, x_squared_norm=x_sq
+        )
         g = grad_v(x, u, v_local)
         grad_sum += g
-        v_hat -= alpha * (g + corr)
+        np.add(g, corr, out=step)
+        step *= alpha
+        v_hat -= step
         v_local = prox_l21_nonneg(v_hat, (k + 1) * alpha * mu)
-    return LocalRoundResult(v_hat=v_hat, u=u, grad_avg=grad_sum / params.local_steps, v=v, correction=corr)
+    grad_sum /= params.local_steps
+    return LocalRoundResult(v_hat=v_hat, u=u, grad_avg=grad_sum, v=v, correction=corr, xvt=xvt_start)
 
 
 def server_step(
@@ -353,10 +375,12 @@ def fixed_v_round(
         :math:`G_p^s` (the upload).
     """
     grad_sum = np.zeros_like(v)
+    xvt, x_sq, rho1 = np.asarray(x @ v.T), squared_norm(x), params.basis_weight(v)  # V is fixed
     for _ in range(params.local_steps):
-        u, _ = solve_basis(x, v, u, params.basis_weight(v), params.basis)
+        u, _ = solve_basis(x, v, u, rho1, params.basis, xvt=xvt, x_squared_norm=x_sq)
         grad_sum += grad_v(x, u, v)
-    return u, grad_sum / params.local_steps
+    grad_sum /= params.local_steps
+    return u, grad_sum
 
 
 def prox_gradient_step(
@@ -403,7 +427,7 @@ class ClientDiagnostics:
 
 
 def client_diagnostics(
-    x: np.ndarray, u_start: np.ndarray, u_end: np.ndarray, v: np.ndarray
+    x: np.ndarray, u_start: np.ndarray, u_end: np.ndarray, v: np.ndarray, xvt: np.ndarray | None = None
 ) -> ClientDiagnostics:
     """Diagnostics of one client's round.
 
@@ -416,6 +440,8 @@ def client_diagnostics(
         :math:`U_p^{s,\\tau}`.
     v : ndarray, shape (r, n)
         :math:`V^s`.
+    xvt : ndarray, shape (d, r), optional
+        :math:`XV^{s\\top}` when the round computed it (:attr:`LocalRoundResult.xvt`).
 
     Returns
     -------
@@ -424,5 +450,5 @@ def client_diagnostics(
     return ClientDiagnostics(
         loss=local_loss(x, u_start, v),
         grad=grad_v(x, u_start, v),
-        basis_residual=basis_residual(x, v, u_end),
+        basis_residual=basis_residual(x, v, u_end, xvt),
     )

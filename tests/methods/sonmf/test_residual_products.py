@@ -49,3 +49,33 @@ def test_basis_solve_and_local_round_on_a_sparse_view_equal_the_dense_ones():
     sparse_round = updates.local_round(x, u0, v, params)
     np.testing.assert_allclose(sparse_round.u, dense_round.u, rtol=0, atol=1e-10)
     np.testing.assert_allclose(sparse_round.v_hat, dense_round.v_hat, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_dense_residual_in_blocks_equals_the_whole_residual(layout):
+    rng = np.random.default_rng(7)
+    d, n, r = 300, 2500, 5  # blocks of 873 samples: three, the last one short
+    x = np.asarray(np.abs(rng.standard_normal((d, n))), order=layout)
+    u, v = random_feasible_basis(d, r, rng), np.abs(rng.standard_normal((r, n)))
+    whole = np.linalg.norm(x - u @ v) ** 2
+    assert squared_residual(x, u, v) == pytest.approx(whole, rel=1e-12)
+    exact = u @ v  # the expansion would leave about 1e-16 ||X||^2 here; the residual itself, round-off
+    assert squared_residual(exact, u, v) <= 1e-26 * np.linalg.norm(exact) ** 2
+
+
+def test_products_passed_in_give_what_the_solver_and_diagnostics_compute_themselves():
+    rng = np.random.default_rng(2)
+    x = np.abs(rng.standard_normal((40, 300)))
+    u0, v = random_feasible_basis(40, 4, rng), np.abs(rng.standard_normal((4, 300)))
+    xvt, x_sq = x @ v.T, float(np.sum(x * x))
+    for method in ("assignment", "penalty"):
+        options = updates.BasisSolverOptions(method=method)
+        u_own, info_own = solve_basis(x, v, u0, 0.3, options)
+        u_given, info_given = solve_basis(x, v, u0, 0.3, options, xvt=xvt, x_squared_norm=x_sq)
+        np.testing.assert_array_equal(u_given, u_own)
+        assert info_given.objective == pytest.approx(info_own.objective, rel=1e-13)
+    out = updates.local_round(x, u0, v, updates.SONMFParams(local_steps=2))
+    np.testing.assert_array_equal(out.xvt, x @ out.v.T)
+    own = updates.client_diagnostics(x, u0, out.u, out.v)
+    given = updates.client_diagnostics(x, u0, out.u, out.v, out.xvt)
+    assert given.basis_residual == own.basis_residual and given.loss == own.loss
