@@ -95,7 +95,8 @@ OPTIONS: tuple[Option, ...] = (
         "unit-variance",
         OneOf(VIEW_BALANCES),
         "Each client scales its embedding to unit total variance before its distances are summed "
-        "([A] `unit-variance`: no view dominates the global assignment), or keeps it (`none`).",
+        "([A] `unit-variance`: no view dominates the global assignment), then weighs it by the root of "
+        "its between-cluster variance share under Y (`consensus`), or keeps it (`none`).",
     ),
     Option(
         "iai.mds-dim",
@@ -175,6 +176,12 @@ OPTIONS: tuple[Option, ...] = (
         Interval(int, 1, None, closed="left"),
         "Full-batch GAE epochs per round ([A] 20; the reference settings say 100, 20 as in the measured "
         "reference reconstruction, 5x cheaper).",
+    ),
+    Option(
+        "iai.warmup-epochs",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "GAE epochs of the first training round, the one without a target P ([A] 0: `iai.epochs`).",
     ),
     Option("iai.lr", 1e-3, Interval(float, 0, None, closed="neither"), "GAE Adam step ([A] 1e-3)."),
     Option(
@@ -299,6 +306,7 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
             decoder_hidden=cfg["iai.decoder-hidden"],
             structure_head=cfg["iai.structure-head"],
             epochs=cfg["iai.epochs"],
+            warmup_epochs=cfg["iai.warmup-epochs"],
             lr=cfg["iai.lr"],
             alpha=cfg["iai.alpha"],
             negative_ratio=cfg["iai.negative-ratio"],

@@ -26,7 +26,7 @@ IMPUTATIONS = ("propagation", "zeros")
 #: ([A]), argmin of the summed prototype distances (the former [A] rule), or spectral clustering of A_g.
 PSEUDO_LABELS = ("anchor-kmeans", "prototype-argmin", "spectral")
 #: How a client scales its embedding before its distances are summed (see global_assignment.py).
-VIEW_BALANCES = ("unit-variance", "none")
+VIEW_BALANCES = ("unit-variance", "consensus", "none")
 #: Scale of the attribute loss M3: plain MSE, or MSE over the imputed codes' variance.
 ATTRIBUTE_SCALES = ("none", "variance")
 #: Target of the first training round: none (alpha = 0 then) or Y⁰ as a smoothed one-hot P⁰.
@@ -55,6 +55,8 @@ class GAEParams:
         ``mlp``: H_s = MLP_s(H) (d_h -> decoder_hidden -> d_h); ``identity``: H_s = H.
     epochs : int
         Full-batch epochs per round (100).
+    warmup_epochs : int
+        Epochs of the first training round, which has no target P (0: ``epochs``).
     lr : float
         Adam step (1e-3).
     alpha : float
@@ -76,6 +78,7 @@ class GAEParams:
     decoder_hidden: int = 256
     structure_head: str = "mlp"
     epochs: int = 100
+    warmup_epochs: int = 0
     lr: float = 1e-3
     alpha: float = 1.0
     negative_ratio: float = 1.0

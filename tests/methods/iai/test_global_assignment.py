@@ -12,6 +12,7 @@ from fedmf_app.methods.iai.global_assignment import (
     anchor_distances,
     anchor_kmeans,
     balance_embedding,
+    between_share,
     landmark_mds,
 )
 from fedmf_app.methods.iai.options import iai_params
@@ -144,3 +145,22 @@ def test_the_run_config_resolves_the_adaptive_sizes():
     assert (fixed.knn, fixed.anchor_neighbours) == (7, 4)
     with pytest.raises(ValueError, match="needs the number of samples"):
         iai_params(cfg, 10)
+
+
+def test_consensus_balance_weighs_a_view_by_its_between_cluster_share_under_y():
+    rng = np.random.default_rng(4)
+    k, per = 4, 60
+    labels = np.repeat(np.arange(k), per)
+    centres = rng.normal(size=(k, 5)) * 5.0
+    clear = centres[labels] + 0.1 * rng.normal(size=(k * per, 5))
+    noise = rng.normal(size=(k * per, 5)) * 50.0
+    share_clear, share_noise = between_share(clear, labels), between_share(noise, labels)
+    assert share_clear > 0.99 and share_noise < 0.05
+    # a scale-free share: R² of an embedding and of any multiple of it agree
+    assert between_share(7.0 * noise, labels) == pytest.approx(share_noise)
+    # the consensus scaling keeps R² of the total variance: the clear view weighs ~20x more
+    for h, share in ((clear, share_clear), (noise, share_noise)):
+        out = balance_embedding(h, "consensus", labels)
+        assert ((out - out.mean(axis=0)) ** 2).sum(axis=1).mean() == pytest.approx(share)
+    with pytest.raises(ValueError, match="needs the pseudo-labels"):
+        balance_embedding(clear, "consensus")
