@@ -12,6 +12,7 @@ from fedmf_app.methods.iai.params import (
     ATTRIBUTE_SCALES,
     DEVICES,
     FEATURE_SCALINGS,
+    GRAPH_UPDATES,
     IMPUTATIONS,
     PSEUDO_LABELS,
     START_TARGETS,
@@ -104,6 +105,14 @@ OPTIONS: tuple[Option, ...] = (
         Interval(int, 0, None, closed="left"),
         "Landmark-MDS coordinates of `anchor-kmeans` ([A] 0: every positive eigenvalue of the "
         "anchors' double-centred distances, at most r - 1).",
+    ),
+    Option(
+        "iai.graph-update",
+        "fused",
+        OneOf(GRAPH_UPDATES),
+        "A_g of a training round: the kNN graph of the fused anchor graph ([A] `fused`, paper C), or its "
+        "union with the start graph A_g⁰ (`fused-start`: every sample keeps the neighbours most views "
+        "listed; A_g travels as n x 2k indices).",
     ),
     Option(
         "iai.start-target",
@@ -286,6 +295,7 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
         imputation=cfg["iai.imputation"],
         start_graph=cfg["iai.start-graph"],
         fusion=cfg["iai.fusion"],
+        graph_update=cfg["iai.graph-update"],
         fusion_temperature=cfg["iai.fusion-temperature"],
         pseudo_labels=cfg["iai.pseudo-labels"],
         view_balance=cfg["iai.view-balance"],

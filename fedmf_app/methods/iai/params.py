@@ -12,6 +12,7 @@ __all__ = [
     "ATTRIBUTE_SCALES",
     "DEVICES",
     "FEATURE_SCALINGS",
+    "GRAPH_UPDATES",
     "GAEParams",
     "IAIParams",
     "IMPUTATIONS",
@@ -29,6 +30,8 @@ PSEUDO_LABELS = ("anchor-kmeans", "prototype-argmin", "spectral")
 VIEW_BALANCES = ("unit-variance", "consensus", "none")
 #: Scale of the attribute loss M3: plain MSE, or MSE over the imputed codes' variance.
 ATTRIBUTE_SCALES = ("none", "variance")
+#: A_g of a training round: kNN of the fused anchor graph (paper C), or that joined with A_g⁰.
+GRAPH_UPDATES = ("fused", "fused-start")
 #: Target of the first training round: none (alpha = 0 then) or Y⁰ as a smoothed one-hot P⁰.
 START_TARGETS = ("none", "start-labels")
 #: Per-client scaling of the raw features before the autoencoder.
@@ -109,6 +112,8 @@ class IAIParams:
         ``support`` (top-k by supporting views) or ``union`` (the literal reading).
     fusion : str
         ``inverse-emd``, ``softmax`` or ``uniform`` (M2 ablation).
+    graph_update : str
+        One of :data:`GRAPH_UPDATES` (``fused``).
     fusion_temperature : float
         Temperature of ``softmax`` fusion.
     pseudo_labels : str
@@ -146,6 +151,7 @@ class IAIParams:
     imputation: str = "propagation"
     start_graph: str = "support"
     fusion: str = "inverse-emd"
+    graph_update: str = "fused"
     fusion_temperature: float = 0.1
     pseudo_labels: str = "anchor-kmeans"
     view_balance: str = "unit-variance"
