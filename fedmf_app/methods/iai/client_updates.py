@@ -220,7 +220,7 @@ def client_round(
     losses = train_gae(model, z, edge_index, target, params.gae, seed, device)
     h_t = embed()
     q = soft_assignment(h_t, model.centroids.detach()).double().cpu().numpy()
-    h = balance_embedding(h_t.double().cpu().numpy(), params.view_balance)
+    h = balance_embedding(h_t.double().cpu().numpy(), params.view_balance, labels)
     idx, val = anchor_graph(h, h[anchors], params.anchor_neighbours)
     if params.pseudo_labels == "anchor-kmeans":
         distances = anchor_distances(h, anchors)

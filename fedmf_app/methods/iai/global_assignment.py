@@ -39,11 +39,12 @@ __all__ = [
     "anchor_distances",
     "anchor_kmeans",
     "balance_embedding",
+    "between_share",
     "landmark_mds",
 ]
 
 #: How a client scales its embedding before its distances are summed (:func:`balance_embedding`).
-VIEW_BALANCES = ("unit-variance", "none")
+VIEW_BALANCES = ("unit-variance", "consensus", "none")
 
 #: Relative size below which an MDS eigenvalue counts as zero.
 _EIG_RTOL = 1e-10
@@ -85,16 +86,21 @@ def adaptive_anchor_neighbours(num_anchors: int, num_clusters: int) -> int:
     return max(1, min(s, num_anchors - 1))
 
 
-def balance_embedding(h: np.ndarray, rule: str) -> np.ndarray:
+def balance_embedding(h: np.ndarray, rule: str, labels: np.ndarray | None = None) -> np.ndarray:
     """Scale one view's embedding so that no view dominates the summed distances ([A]).
 
     Parameters
     ----------
     h : ndarray, shape (n, d)
-    rule : {"unit-variance", "none"}
+    rule : {"unit-variance", "consensus", "none"}
         ``unit-variance``: divide by the root of the total variance, so that
         ``mean_i ||h_i - mean(h)||² = 1`` (every view contributes a mean squared distance of 2
-        between two samples); ``none``: unchanged.
+        between two samples); ``consensus``: then multiply by ``sqrt(R²)``, with ``R²`` the share
+        of that variance between the clusters of ``labels`` (the server's Y), so a view whose
+        embedding agrees with the consensus partition weighs more in the summed distances;
+        ``none``: unchanged.
+    labels : ndarray of int, shape (n,), optional
+        The server's pseudo-labels Y (needed by ``consensus``).
 
     Returns
     -------
@@ -102,10 +108,40 @@ def balance_embedding(h: np.ndarray, rule: str) -> np.ndarray:
     """
     if rule == "none":
         return h
-    if rule != "unit-variance":
+    if rule not in VIEW_BALANCES:
         raise ValueError(f"unknown view balance {rule!r}; use one of {VIEW_BALANCES}")
-    spread = float(((h - h.mean(axis=0)) ** 2).sum(axis=1).mean())
-    return h / np.sqrt(spread) if spread > 0 else h
+    centred = h - h.mean(axis=0)
+    spread = float((centred**2).sum(axis=1).mean())
+    if spread <= 0:
+        return h
+    out = h / np.sqrt(spread)
+    if rule == "consensus":
+        if labels is None:
+            raise ValueError("view balance 'consensus' needs the pseudo-labels")
+        out = out * np.sqrt(between_share(out, labels))
+    return out
+
+
+def between_share(h: np.ndarray, labels: np.ndarray) -> float:
+    """Share of an embedding's total variance that lies between the clusters of ``labels`` (R²).
+
+    Parameters
+    ----------
+    h : ndarray, shape (n, d)
+    labels : ndarray of int, shape (n,)
+
+    Returns
+    -------
+    float
+        ``1 - Σ_i ||h_i - c_{y_i}||² / Σ_i ||h_i - mean(h)||²`` in [0, 1], ``c_k`` the mean of
+        cluster ``k``; 0 when ``h`` has no spread.
+    """
+    _, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    sums = np.zeros((counts.size, h.shape[1]))
+    np.add.at(sums, inverse, h)
+    within = float(((h - (sums / counts[:, None])[inverse]) ** 2).sum())
+    total = float(((h - h.mean(axis=0)) ** 2).sum())
+    return float(np.clip(1.0 - within / total, 0.0, 1.0)) if total > 0 else 0.0
 
 
 def anchor_distances(h: np.ndarray, anchors: np.ndarray) -> np.ndarray:

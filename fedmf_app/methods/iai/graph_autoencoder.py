@@ -331,8 +331,9 @@ def train_gae(
     model.train()
     zero = torch.zeros((), device=device)
     attribute = structure = clustering = zero
+    epochs = params.warmup_epochs if p is None and params.warmup_epochs > 0 else params.epochs
     with seeded(seed):
-        for _ in range(params.epochs):
+        for _ in range(epochs):
             h = model(x, graph)
             attribute = (
                 F.mse_loss(model.attribute_decoder(h), x) / attribute_scale if params.attribute_loss else zero

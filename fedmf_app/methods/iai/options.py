@@ -13,6 +13,7 @@ from fedmf_app.methods.iai.params import (
     ATTRIBUTE_SCALES,
     DEVICES,
     FEATURE_SCALINGS,
+    GRAPH_UPDATES,
     IMPUTATIONS,
     PSEUDO_LABELS,
     START_TARGETS,
@@ -93,7 +94,8 @@ OPTIONS: tuple[Option, ...] = (
         "unit-variance",
         OneOf(VIEW_BALANCES),
         "Each client scales its embedding to unit total variance before its distances are summed "
-        "([A] `unit-variance`: no view dominates the global assignment), or keeps it (`none`).",
+        "([A] `unit-variance`: no view dominates the global assignment), then weighs it by the root of "
+        "its between-cluster variance share under Y (`consensus`), or keeps it (`none`).",
     ),
     Option(
         "iai.mds-dim",
@@ -101,6 +103,14 @@ OPTIONS: tuple[Option, ...] = (
         Interval(int, 0, None, closed="left"),
         "Landmark-MDS coordinates of `anchor-kmeans` ([A] 0: every positive eigenvalue of the "
         "anchors' double-centred distances, at most r - 1).",
+    ),
+    Option(
+        "iai.graph-update",
+        "fused",
+        OneOf(GRAPH_UPDATES),
+        "A_g of a training round: the kNN graph of the fused anchor graph ([A] `fused`, paper C), or its "
+        "union with the start graph A_g⁰ (`fused-start`: every sample keeps the neighbours most views "
+        "listed; A_g travels as n x 2k indices).",
     ),
     Option(
         "iai.start-target",
@@ -173,6 +183,12 @@ OPTIONS: tuple[Option, ...] = (
         Interval(int, 1, None, closed="left"),
         "Full-batch GAE epochs per round ([A] 20; the reference settings say 100, 20 as in the measured "
         "reference reconstruction, 5x cheaper).",
+    ),
+    Option(
+        "iai.warmup-epochs",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "GAE epochs of the first training round, the one without a target P ([A] 0: `iai.epochs`).",
     ),
     Option("iai.lr", 1e-3, Interval(float, 0, None, closed="neither"), "GAE Adam step ([A] 1e-3)."),
     Option(

@@ -19,6 +19,7 @@ __all__ = [
     "ATTRIBUTE_SCALES",
     "DEVICES",
     "FEATURE_SCALINGS",
+    "GRAPH_UPDATES",
     "GAEParams",
     "IAIParams",
     "IMPUTATIONS",
@@ -34,6 +35,8 @@ IMPUTATIONS = ("propagation", "zeros")
 PSEUDO_LABELS = ("anchor-kmeans", "prototype-argmin", "spectral")
 #: Scale of the attribute loss M3: plain MSE, or MSE over the imputed codes' variance.
 ATTRIBUTE_SCALES = ("none", "variance")
+#: A_g of a training round: kNN of the fused anchor graph (paper C), or that joined with A_g⁰.
+GRAPH_UPDATES = ("fused", "fused-start")
 #: Target of the first training round: none (alpha = 0 then) or Y⁰ as a smoothed one-hot P⁰.
 START_TARGETS = ("none", "start-labels")
 #: Per-client scaling of the raw features before the autoencoder.
@@ -60,6 +63,8 @@ class GAEParams:
         ``mlp``: H_s = MLP_s(H) (d_h -> decoder_hidden -> d_h); ``identity``: H_s = H.
     epochs : int
         Full-batch epochs per round (100).
+    warmup_epochs : int
+        Epochs of the first training round, which has no target P (0: ``epochs``).
     lr : float
         Adam step (1e-3).
     alpha : float
@@ -81,6 +86,7 @@ class GAEParams:
     decoder_hidden: int = 256
     structure_head: str = "mlp"
     epochs: int = 100
+    warmup_epochs: int = 0
     lr: float = 1e-3
     alpha: float = 1.0
     negative_ratio: float = 1.0
@@ -111,6 +117,8 @@ class IAIParams:
         ``support`` (top-k by supporting views) or ``union`` (the literal reading).
     fusion : str
         ``inverse-emd``, ``softmax`` or ``uniform`` (M2 ablation).
+    graph_update : str
+        One of :data:`GRAPH_UPDATES` (``fused``).
     fusion_temperature : float
         Temperature of ``softmax`` fusion.
     pseudo_labels : str
@@ -148,6 +156,7 @@ class IAIParams:
     imputation: str = "propagation"
     start_graph: str = "support"
     fusion: str = "inverse-emd"
+    graph_update: str = "fused"
     fusion_temperature: float = 0.1
     pseudo_labels: str = "anchor-kmeans"
     view_balance: str = "unit-variance"
@@ -204,6 +213,7 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
         imputation=cfg["iai.imputation"],
         start_graph=cfg["iai.start-graph"],
         fusion=cfg["iai.fusion"],
+        graph_update=cfg["iai.graph-update"],
         fusion_temperature=cfg["iai.fusion-temperature"],
         pseudo_labels=cfg["iai.pseudo-labels"],
         view_balance=cfg["iai.view-balance"],
@@ -224,6 +234,7 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
             decoder_hidden=cfg["iai.decoder-hidden"],
             structure_head=cfg["iai.structure-head"],
             epochs=cfg["iai.epochs"],
+            warmup_epochs=cfg["iai.warmup-epochs"],
             lr=cfg["iai.lr"],
             alpha=cfg["iai.alpha"],
             negative_ratio=cfg["iai.negative-ratio"],

@@ -9,7 +9,8 @@ D = Σ_m D^(m), the summed squared distances to the shared anchors
 E = Σ_m E^(m), the Student's-t assignment Q̄ and the target P and the pseudo-labels Y
 (argmin of E or spectral clustering of A_g). Y is aligned to the previous round; then the fused
 anchor graph G = Σ_m w^(m) G^(m) with weights decreasing in EMD_m, and A_g = kNN(G)
-searched within anchor lists (:func:`~fedmf_app.methods.iai.sample_graphs.anchor_knn`).
+searched within anchor lists (:func:`~fedmf_app.methods.iai.sample_graphs.anchor_knn`), with
+``graph_update = "fused-start"`` ([A]) joined with the start graph A_g⁰.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class ServerState:
         Shared anchor indices.
     components : int
         Connected components of A_g (a guard: many more than K signals a broken graph).
+    start_neighbours : ndarray of int32, shape (n, k), or None
+        A_g⁰, kept for ``graph_update = "fused-start"``.
     """
 
     neighbours: np.ndarray
@@ -57,6 +60,7 @@ class ServerState:
     target: np.ndarray | None
     anchors: np.ndarray
     components: int
+    start_neighbours: np.ndarray | None = None
 
 
 def server_setup(
@@ -92,7 +96,9 @@ def server_setup(
     graph = adjacency(neighbours, n)
     labels = spectral_labels(graph, params.num_clusters, seed)
     anchors = np.sort(rng.choice(n, size=params.anchors, replace=False)).astype(np.int64)
-    return ServerState(neighbours, labels, start_target(labels, params), anchors, num_components(graph))
+    return ServerState(
+        neighbours, labels, start_target(labels, params), anchors, num_components(graph), neighbours
+    )
 
 
 #: Weight of Y⁰'s one-hot rows in ``start_target = "start-labels"`` (the rest spread uniformly).
@@ -165,6 +171,8 @@ def server_round(
     )
     fused = fuse([anchor_matrix(i, v, params.anchors) for i, v in anchor_graphs], weights)
     neighbours = anchor_knn(fused, params.knn, params.knn_probes).astype(np.int32)
+    if params.graph_update == "fused-start" and state.start_neighbours is not None:
+        neighbours = np.hstack([neighbours, state.start_neighbours]).astype(np.int32)
     graph = adjacency(neighbours, n)
     if params.pseudo_labels == "spectral":
         labels = spectral_labels(graph, k, seed)
@@ -177,4 +185,6 @@ def server_round(
         renamed[:, mapping] = target
         target = renamed
     labels = mapping[labels]
-    return ServerState(neighbours, labels, target, state.anchors, num_components(graph)), weights
+    components = num_components(graph)
+    new = ServerState(neighbours, labels, target, state.anchors, components, state.start_neighbours)
+    return new, weights

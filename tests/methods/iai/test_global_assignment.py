@@ -12,6 +12,7 @@ from fedmf_app.methods.iai.global_assignment import (
     anchor_distances,
     anchor_kmeans,
     balance_embedding,
+    between_share,
     landmark_mds,
 )
 from fedmf_app.methods.iai.params import GAEParams, IAIParams, iai_params
@@ -143,3 +144,51 @@ def test_the_run_config_resolves_the_adaptive_sizes():
     assert (fixed.knn, fixed.anchor_neighbours) == (7, 4)
     with pytest.raises(ValueError, match="needs the number of samples"):
         iai_params(cfg, 10)
+
+
+def test_consensus_balance_weighs_a_view_by_its_between_cluster_share_under_y():
+    rng = np.random.default_rng(4)
+    k, per = 4, 60
+    labels = np.repeat(np.arange(k), per)
+    centres = rng.normal(size=(k, 5)) * 5.0
+    clear = centres[labels] + 0.1 * rng.normal(size=(k * per, 5))
+    noise = rng.normal(size=(k * per, 5)) * 50.0
+    share_clear, share_noise = between_share(clear, labels), between_share(noise, labels)
+    assert share_clear > 0.99 and share_noise < 0.05
+    # a scale-free share: R² of an embedding and of any multiple of it agree
+    assert between_share(7.0 * noise, labels) == pytest.approx(share_noise)
+    # the consensus scaling keeps R² of the total variance: the clear view weighs ~20x more
+    for h, share in ((clear, share_clear), (noise, share_noise)):
+        out = balance_embedding(h, "consensus", labels)
+        assert ((out - out.mean(axis=0)) ** 2).sum(axis=1).mean() == pytest.approx(share)
+    with pytest.raises(ValueError, match="needs the pseudo-labels"):
+        balance_embedding(clear, "consensus")
+
+
+def test_fused_start_graph_update_keeps_every_start_edge_and_every_fused_edge():
+    from dataclasses import replace
+
+    from fedmf_app.common.graphs import adjacency
+
+    rng = np.random.default_rng(5)
+    k, per, m = 3, 40, 2
+    n = k * per
+    truth = np.repeat(np.arange(k), per)
+    anchors = np.sort(rng.choice(n, 20, replace=False))
+    views = [rng.normal(size=(k, 4))[truth] * 5 + rng.normal(size=(n, 4)) for _ in range(m)]
+    start = np.stack([rng.choice(n, 5, replace=False) for _ in range(n)]).astype(np.int32)  # random A_g⁰
+    state = ServerState(start, truth, None, anchors, 1, start)
+    uploads = ([anchor_distances(v, anchors) for v in views], [anchor_graph(v, v[anchors], 4) for v in views])
+    params = IAIParams(num_clusters=k, knn=5, anchors=20, anchor_neighbours=4)
+    fused, _ = server_round(state, *uploads, None, params, 0)
+    joined, _ = server_round(state, *uploads, None, replace(params, graph_update="fused-start"), 0)
+    a_fused, a_joined, a_start = (
+        adjacency(fused.neighbours, n),
+        adjacency(joined.neighbours, n),
+        adjacency(start, n),
+    )
+    # the union, nothing else: A_joined = max(A_fused, A_start), and A_g⁰ stays in the state
+    assert (a_joined != a_fused.maximum(a_start)).nnz == 0
+    assert (a_fused != a_start).nnz > 0 and joined.neighbours.shape == (n, 10)
+    np.testing.assert_array_equal(joined.start_neighbours, start)
+    np.testing.assert_array_equal(fused.labels, joined.labels)  # the graph update leaves Y alone

@@ -209,3 +209,30 @@ def test_variance_scaled_attribute_loss_is_the_mse_over_the_codes_variance():
         losses[scale] = train_gae(model, z, edges, None, replace(plain, attribute_scale=scale), 0).attribute
     variance = float(((z - z.mean(axis=0)) ** 2).mean())
     assert losses["variance"] == pytest.approx(losses["none"] / variance, rel=1e-5)
+
+
+def test_warmup_epochs_run_only_in_the_round_without_a_target():
+    from dataclasses import replace
+
+    from fedmf_app.methods.iai.graph_autoencoder import GraphAutoencoder, seeded, train_gae
+    from fedmf_app.methods.iai.params import GAEParams
+
+    n = 50
+    a = _random_graph(n, 4, 8).tocoo()
+    edges = np.vstack([a.row, a.col])
+    z = np.random.default_rng(2).normal(size=(n, 3))
+    target = np.full((n, 2), 0.5)
+    base = GAEParams(hidden=4, heads=1, out_dim=4, decoder_hidden=8, epochs=2)
+
+    def count(params, p):
+        with seeded(0):
+            model = GraphAutoencoder(3, 2, params)
+        calls = []
+        original = model.forward
+        model.forward = lambda *args: calls.append(1) or original(*args)
+        train_gae(model, z, edges, p, params, 0)
+        return len(calls)
+
+    assert count(replace(base, warmup_epochs=5), None) == 5
+    assert count(replace(base, warmup_epochs=5), target) == 2
+    assert count(base, None) == 2  # 0: the per-round epochs
