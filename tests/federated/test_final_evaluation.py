@@ -86,15 +86,18 @@ def test_client_count_must_match_the_views_before_round_one(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_auto_rank_is_components_per_cluster_capped_by_the_smallest_view(tmp_path):
+def test_auto_rank_is_components_per_cluster_capped_by_the_views(tmp_path):
     path, _ = _separable_views(tmp_path)
     auto = validate_run_config({"dataset": path, "num-clients": 3})
-    one = {**auto, "sonmf.rank-per-cluster": 1}
+    capped = {**auto, "sonmf.narrow-views": "cap-rank"}
+    one = {**capped, "sonmf.rank-per-cluster": 1}
     assert auto["sonmf.rank-per-cluster"] == 2
     assert resolve_rank(auto, 2, [6, 5, 9]) == 4
-    assert resolve_rank(auto, 3, [6, 5, 4]) == 4  # 2 x 3 capped by the 4-feature view
+    assert resolve_rank(auto, 3, [6, 5, 4]) == 6  # 2 x 3: narrower views get empty columns
+    assert resolve_rank(auto, 4, [6, 5, 4]) == 6  # capped by the largest view
+    assert resolve_rank(capped, 3, [6, 5, 4]) == 4  # 2 x 3 capped by the 4-feature view
     assert resolve_rank(one, 3, [6, 5, 4]) == 3
-    assert resolve_rank(auto, 10, [216, 6, 64]) == 6  # HW: the 6-feature view bounds U_p^T U_p = I
+    assert resolve_rank(capped, 10, [216, 6, 64]) == 6  # HW: the 6-feature view bounds U_p^T U_p = I
     assert resolve_rank(auto, None, [50, 40]) == 6
     assert resolve_rank({**auto, "sonmf.rank": 2}, 10, [6, 5]) == 2
     assert resolve_rank(validate_run_config({"view-dim": 8}), None, [8]) == 6  # synthetic: paper's r

@@ -27,6 +27,7 @@ __all__ = [
     "fedmgs_params",
     "fedvra_params",
     "resolve_cluster_columns",
+    "rank_error",
     "resolve_rank",
     "sonmf_params",
 ]
@@ -36,6 +37,9 @@ BASIS_INITS = ("auto", "random", "kmeans")
 
 #: How a run starts ``V`` and the ``U_p``.
 STARTS = ("auto", "sketch", "random")
+
+#: Values of ``sonmf.narrow-views``: how a view with fewer features than the rank is handled.
+NARROW_VIEWS = ("empty-columns", "cap-rank")
 
 #: Values of ``sonmf.basis-kernel``.
 BASIS_KERNELS = ("compiled", "numpy")
@@ -51,10 +55,29 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "sonmf.rank",
         0,
-        Interval(int, 0, None, closed="left", text="an integer >= 0 and <= every view's dimension"),
+        Interval(
+            int,
+            0,
+            None,
+            closed="left",
+            text="an integer >= 0, <= the largest view's dimension (every view's under "
+            "sonmf.narrow-views = cap-rank)",
+        ),
         "Rank r; 0 = auto ([A]): synthetic data 6 (paper), real data sonmf.rank-per-cluster "
-        "times the number of clusters (num-clusters, else the ground-truth classes) capped at the "
-        "smallest view's dimension, since U_p^T U_p = I needs d_p >= r (6 without either).",
+        "times the number of clusters (num-clusters, else the ground-truth classes), capped at the "
+        "largest view's dimension (the smallest's under sonmf.narrow-views = cap-rank) (6 without "
+        "either).",
+    ),
+    Option(
+        "sonmf.narrow-views",
+        "empty-columns",
+        OneOf(NARROW_VIEWS),
+        "A view with fewer features d_p than the rank r, where U_p^T U_p = I is impossible: "
+        "`empty-columns` ([A]): its U_p may have zero columns (U_p >= 0, U_p^T U_p diagonal with "
+        "0/1 entries, at most d_p nonzero columns; a component that view does not use leaves its "
+        "term), so the rank is capped only by the largest view; needs sonmf.start = sketch (or auto "
+        "on real data) and the assignment U solver; `cap-rank`: paper A's constraint in every "
+        "view, the auto rank capped at the smallest view.",
     ),
     Option(
         "sonmf.rank-per-cluster",
@@ -283,16 +306,52 @@ def resolve_rank(cfg: Mapping[str, Any], num_clusters: int | None, view_dims: li
     -------
     int
         ``sonmf.rank`` when it is set; else (auto) the planted rank for synthetic data, otherwise
-        ``min(sonmf.rank-per-cluster * num_clusters, min_p d_p)``, or
-        ``min(AUTO_RANK_DEFAULT, min_p d_p)`` when the clusters are not known.
+        ``min(sonmf.rank-per-cluster * num_clusters, cap)``, or ``min(AUTO_RANK_DEFAULT, cap)``
+        when the clusters are not known; ``cap = max_p d_p`` (``min_p d_p`` under
+        ``sonmf.narrow-views = "cap-rank"``).
     """
     if cfg["sonmf.rank"] > 0:
         return int(cfg["sonmf.rank"])
     if cfg["dataset"] == "synthetic":
         return planted_rank(cfg["sonmf.rank"])
+    cap = min(view_dims) if cfg["sonmf.narrow-views"] == "cap-rank" else max(view_dims)
     if num_clusters is None:
-        return int(min(AUTO_RANK_DEFAULT, *view_dims))
-    return int(min(cfg["sonmf.rank-per-cluster"] * num_clusters, *view_dims))
+        return int(min(AUTO_RANK_DEFAULT, cap))
+    return int(min(cfg["sonmf.rank-per-cluster"] * num_clusters, cap))
+
+
+def rank_error(cfg: Mapping[str, Any], rank: int, view_dims: list[int]) -> str | None:
+    """Why ``rank`` cannot be used with these views, or None.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Validated run config.
+    rank : int
+        The run's rank (:func:`resolve_rank`).
+    view_dims : list of int
+        ``d_p`` of every view.
+
+    Returns
+    -------
+    str or None
+        Under ``sonmf.narrow-views = "cap-rank"`` every view needs ``d_p >= r``; under
+        ``"empty-columns"`` one view does, and a view with ``d_p < r`` needs the sketch start and
+        the assignment ``U`` solver (the random starts and the penalty method assume
+        ``U_p^T U_p = I``).
+    """
+    narrow = [p for p, d in enumerate(view_dims) if d < rank]
+    if not narrow:
+        return None
+    if cfg["sonmf.narrow-views"] == "cap-rank":
+        return "every view needs at least that many features for a nonnegative orthonormal basis"
+    if len(narrow) == len(view_dims):
+        return "at least one view needs that many features"
+    if start(cfg) != "sketch":
+        return "a view with fewer features than the rank needs sonmf.start = sketch"
+    if cfg["sonmf.basis-solver"] != "assignment":
+        return "a view with fewer features than the rank needs sonmf.basis-solver = assignment"
+    return None
 
 
 def resolve_cluster_columns(cfg: Mapping[str, Any], sparse_counts: list[bool]) -> str:
