@@ -89,9 +89,10 @@ def test_client_count_must_match_the_views_before_round_one(tmp_path):
 def test_auto_rank_is_components_per_cluster_capped_by_the_views(tmp_path):
     path, _ = _separable_views(tmp_path)
     auto = validate_run_config({"dataset": path, "num-clients": 3})
+    assert auto["sonmf.rank-per-cluster"] == 3
+    auto = {**auto, "sonmf.rank-per-cluster": 2}
     capped = {**auto, "sonmf.narrow-views": "cap-rank"}
     one = {**capped, "sonmf.rank-per-cluster": 1}
-    assert auto["sonmf.rank-per-cluster"] == 2
     assert resolve_rank(auto, 2, [6, 5, 9]) == 4
     assert resolve_rank(auto, 3, [6, 5, 4]) == 6  # 2 x 3: narrower views get empty columns
     assert resolve_rank(auto, 4, [6, 5, 4]) == 6  # capped by the largest view

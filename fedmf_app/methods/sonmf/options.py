@@ -81,11 +81,12 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "sonmf.rank-per-cluster",
-        2,
+        3,
         Interval(int, 1, None, closed="left"),
-        "Components per cluster of the auto rank on real data ([A] 2: with a nonnegative "
+        "Components per cluster of the auto rank on real data ([A] 3: with a nonnegative "
         "orthonormal U_p every feature belongs to one component, and one component per cluster "
-        "puts the features common to all clusters in one of them; paper: r = #clusters, 1).",
+        "puts the features common to all clusters in one of them; 3 is ahead of 2 on BBCSport, "
+        "ORL and Sonar and behind on 3Sources and Yale, 3 seeds; paper: r = #clusters, 1).",
     ),
     Option(
         "sonmf.local-steps", 10, Interval(int, 1, None, closed="left"), "Local steps tau per round ([A] 10)."

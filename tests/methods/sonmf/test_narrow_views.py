@@ -153,8 +153,9 @@ def test_the_start_keeps_a_narrow_views_columns_only_where_they_pay():
 
 def test_rank_and_its_checks_under_each_narrow_view_rule(tmp_path):
     real = validate_run_config({"dataset": str(tmp_path / "views.mat"), "num-clients": 3})
-    capped = {**real, "sonmf.narrow-views": "cap-rank"}
     assert real["sonmf.narrow-views"] == "empty-columns"
+    real = {**real, "sonmf.rank-per-cluster": 2}
+    capped = {**real, "sonmf.narrow-views": "cap-rank"}
     assert resolve_rank(real, 10, [216, 6, 64]) == 20  # HW: r = 2k, the mor view keeps 6 columns
     assert resolve_rank(real, 10, [12, 6, 9]) == 12  # capped by the largest view
     assert resolve_rank(capped, 10, [216, 6, 64]) == 6
