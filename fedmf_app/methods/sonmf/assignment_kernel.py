@@ -77,7 +77,8 @@ def assignment_ascent(sq, owner, max_passes, cost, keep_one):
             if j >= 0:
                 if keep_one and count[j] <= 1:
                     continue
-                loss = max(math.sqrt(s[j]) - cost[j], 0.0) - max(math.sqrt(max(s[j] - sq[i, j], 0.0)) - cost[j], 0.0)
+                remaining = math.sqrt(max(s[j] - sq[i, j], 0.0))
+                loss = max(math.sqrt(s[j]) - cost[j], 0.0) - max(remaining - cost[j], 0.0)
             best = j
             best_gain = 1e-14 * (1.0 + loss)
             for col in range(r):
