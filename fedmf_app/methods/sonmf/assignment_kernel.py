@@ -9,10 +9,19 @@ subproblem is therefore the choice of one owner column per feature (row),
     \\sum_j \\sqrt{\\textstyle\\sum_{i \\in S_j} (A^+_{ij})^2} ,
 
 and :func:`assignment_ascent` moves one row at a time to the column that raises this value most,
-until no single move raises it. Each pass costs ``O(d r)``. :func:`assignment_ascent` is plain
-Python (``sonmf.basis-kernel = "numpy"``: no numba import, no compilation);
-:func:`compiled_assignment_ascent` compiles the same function with numba (``"compiled"``), so the
-two make the same moves.
+until no single move raises it. Each pass costs ``O(d r)``.
+
+A view with fewer features than columns (``d < r``, ``sonmf.narrow-views = "empty-columns"``) has
+the feasible set :math:`\\{U \\ge 0,\\ U^\\top U = \\operatorname{diag}(\\delta),\\ \\delta_j \\in
+\\{0, 1\\}\\}`: a column is either a unit vector or zero. There an active column ``j`` also costs
+:math:`c_j = \\|V_{j\\cdot}\\|^2 + \\rho_1/2` (the terms of :math:`\\|UV\\|_F^2 + \\frac{\\rho_1}2
+\\|U\\|_F^2` that are constant when every column is a unit vector), a column is active exactly when
+it gains, and the value is :math:`\\sum_j \\max(\\sqrt{s_j} - c_j, 0)`, columns may lose their last
+row. With ``cost = 0`` and ``keep_one`` the two values agree and so do the moves.
+
+:func:`assignment_ascent` is plain Python (``sonmf.basis-kernel = "numpy"``: no numba import, no
+compilation); :func:`compiled_assignment_ascent` compiles the same function with numba
+(``"compiled"``), so the two make the same moves.
 """
 
 from __future__ import annotations
@@ -25,23 +34,29 @@ import numpy as np
 __all__ = ["assignment_ascent", "compiled_assignment_ascent"]
 
 
-def assignment_ascent(sq, owner, max_passes):
-    """Move rows between columns while a single move raises :math:`\\sum_j \\sqrt{s_j}`.
+def assignment_ascent(sq, owner, max_passes, cost, keep_one):
+    """Move rows between columns while a single move raises :math:`\\sum_j h_j(s_j)`,
+    :math:`h_j(s) = \\max(\\sqrt{s} - c_j, 0)`.
 
     Parameters
     ----------
     sq : ndarray, shape (d, r)
         Squared positive part of the linear term, :math:`(A^+_{ij})^2`.
     owner : ndarray of int64, shape (d,)
-        Owner column of every row (``-1``: none); updated in place. Every column must own a row;
-        a column's last row never leaves it, so every column keeps one.
+        Owner column of every row (``-1``: none); updated in place.
     max_passes : int
         Maximum number of passes over the rows.
+    cost : ndarray, shape (r,)
+        :math:`c_j \\ge 0`: zero when every column is a unit vector (``U^T U = I``), else the cost
+        of an active column (module docstring).
+    keep_one : bool
+        A column's last row never leaves it (``U^T U = I``: every column must own a row at the
+        start and keeps one); false where columns may be empty.
 
     Returns
     -------
     value : float
-        :math:`\\sum_j \\sqrt{s_j}` at the returned owners, :math:`s_j = \\sum_{i \\in S_j} sq_{ij}`.
+        :math:`\\sum_j h_j(s_j)` at the returned owners, :math:`s_j = \\sum_{i \\in S_j} sq_{ij}`.
     passes : int
         Passes done (the last one moved no row unless ``max_passes`` was reached).
     """
@@ -60,14 +75,19 @@ def assignment_ascent(sq, owner, max_passes):
             j = owner[i]
             loss = 0.0
             if j >= 0:
-                if count[j] <= 1:
+                if keep_one and count[j] <= 1:
                     continue
-                loss = math.sqrt(s[j]) - math.sqrt(max(s[j] - sq[i, j], 0.0))
+                remaining = math.sqrt(max(s[j] - sq[i, j], 0.0))
+                loss = max(math.sqrt(s[j]) - cost[j], 0.0) - max(remaining - cost[j], 0.0)
             best = j
             best_gain = 1e-14 * (1.0 + loss)
             for col in range(r):
                 if col != j:
-                    gain = math.sqrt(s[col] + sq[i, col]) - math.sqrt(s[col]) - loss
+                    gain = (
+                        max(math.sqrt(s[col] + sq[i, col]) - cost[col], 0.0)
+                        - max(math.sqrt(s[col]) - cost[col], 0.0)
+                        - loss
+                    )
                     if gain > best_gain:
                         best_gain = gain
                         best = col
@@ -83,7 +103,7 @@ def assignment_ascent(sq, owner, max_passes):
             break
     value = 0.0
     for j in range(r):
-        value += math.sqrt(s[j])
+        value += max(math.sqrt(s[j]) - cost[j], 0.0)
     return value, passes
 
 

@@ -155,13 +155,16 @@ class BasisSolveInfo:
     objective: float
 
 
-def polish_on_supports(u: np.ndarray, a: np.ndarray) -> np.ndarray:
+def polish_on_supports(u: np.ndarray, a: np.ndarray, cost: np.ndarray | None = None) -> np.ndarray:
     """Exact minimiser of ``-<U, A>`` over unit nonnegative columns supported on ``supp(U_{.j})``.
 
     For a feasible ``U`` with disjoint column supports :math:`S_j`, :math:`U^\\top U = I` and
     :math:`\\varphi(U) = \\text{const} - \\langle U, A\\rangle`; the minimiser on those supports is
     ``u_j = max(A_{S_j, j}, 0) / ||max(A_{S_j, j}, 0)||`` (the unit vector at the largest entry of
-    ``A_{S_j, j}`` when none is positive).
+    ``A_{S_j, j}`` when none is positive). Where columns may be zero (``cost`` given, a view with
+    fewer features than columns), :math:`\\varphi = \\text{const} - \\sum_j \\delta_j
+    (\\langle u_j, a_j\\rangle - c_j)` and column ``j`` is kept only when
+    ``||max(A_{S_j, j}, 0)|| > c_j``; an empty support gives a zero column.
 
     Parameters
     ----------
@@ -169,6 +172,9 @@ def polish_on_supports(u: np.ndarray, a: np.ndarray) -> np.ndarray:
         Feasible basis whose supports are kept.
     a : ndarray, shape (d, r)
         Linear term ``2 X V^T + rho1 U0``.
+    cost : ndarray, shape (r,), optional
+        Cost :math:`c_j = \\|V_{j\\cdot}\\|^2 + \\rho_1/2` of an active column where columns may be
+        zero; None: every column is a unit vector.
 
     Returns
     -------
@@ -179,10 +185,11 @@ def polish_on_supports(u: np.ndarray, a: np.ndarray) -> np.ndarray:
     pos = np.where(support, np.maximum(a, 0.0), 0.0)
     norms = np.linalg.norm(pos, axis=0)
     out = np.zeros_like(u)
-    ok = norms > 0.0
+    ok = norms > 0.0 if cost is None else norms > cost
     out[:, ok] = pos[:, ok] / norms[ok]
-    for j in np.flatnonzero(~ok):
-        out[np.argmax(masked[:, j]), j] = 1.0
+    if cost is None:
+        for j in np.flatnonzero(~ok):
+            out[np.argmax(masked[:, j]), j] = 1.0
     return out
 
 
@@ -278,18 +285,39 @@ def solve_basis(
         Feasible basis (``U >= 0``, ``U^T U = I``) with ``phi(u) <= phi(u0)``.
     info : BasisSolveInfo
     """
-    r = u0.shape[1]
+    d, r = u0.shape
     data_term = 2.0 * (np.asarray(x @ v.T) if xvt is None else xvt)
     a = data_term + rho1 * u0
-    # Both points are feasible (U^T U = I), where ||X - UV||^2 = ||X||^2 - <U, 2XV^T> + ||V||^2.
-    offset = (squared_norm(x) if x_squared_norm is None else x_squared_norm) + float(np.vdot(v, v))
+    if d >= r:
+        # Both points are feasible (U^T U = I), where ||X - UV||^2 = ||X||^2 - <U, 2XV^T> + ||V||^2.
+        offset = (squared_norm(x) if x_squared_norm is None else x_squared_norm) + float(np.vdot(v, v))
+        cost = None
 
-    def phi(u):
-        return offset - float(np.vdot(u, data_term)) + 0.5 * rho1 * float(np.vdot(u - u0, u - u0))
+        def phi(u):
+            return offset - float(np.vdot(u, data_term)) + 0.5 * rho1 * float(np.vdot(u - u0, u - u0))
+
+    else:
+        # U^T U = diag(delta): ||X - UV||^2 = ||X||^2 - <U, 2XV^T> + sum_j ||u_j||^2 ||v_j||^2.
+        if options.method != "assignment":
+            raise ValueError(
+                f"a view with {d} features and rank {r} (some columns zero) needs the 'assignment' "
+                f"U solver, not {options.method!r}"
+            )
+        offset = squared_norm(x) if x_squared_norm is None else x_squared_norm
+        v_sq = np.einsum("ij,ij->i", v, v)
+        cost = v_sq + 0.5 * rho1
+
+        def phi(u):
+            return (
+                offset
+                - float(np.vdot(u, data_term))
+                + float(np.einsum("ij,ij->j", u, u) @ v_sq)
+                + 0.5 * rho1 * float(np.vdot(u - u0, u - u0))
+            )
 
     phi0 = phi(u0)
     if options.method == "assignment":
-        u, passes = _assignment(u0, a, options.max_outer, options.kernel)
+        u, passes = _assignment(u0, a, options.max_outer, options.kernel, cost)
         value = phi(u)
         if value <= phi0:
             return u, BasisSolveInfo(passes, 0, 0.0, True, False, value)
@@ -314,7 +342,7 @@ def solve_basis(
     return u0.copy(), BasisSolveInfo(outer, inner_total, gap, rounded is not None, True, phi0)
 
 
-def _assignment(u0, a, max_passes, kernel):
+def _assignment(u0, a, max_passes, kernel, cost=None):
     """Row-assignment ascent from two starts (module docstring); the better end point, polished.
 
     Parameters
@@ -328,6 +356,9 @@ def _assignment(u0, a, max_passes, kernel):
     kernel : {"compiled", "numpy"}
         :func:`~fedmf_app.methods.sonmf.assignment_kernel.assignment_ascent` compiled by numba, or
         as plain Python (same moves, no numba import and no compilation).
+    cost : ndarray, shape (r,), optional
+        Cost of an active column where columns may be zero (``d < r``,
+        :func:`polish_on_supports`); None: every column a unit vector.
 
     Returns
     -------
@@ -345,19 +376,20 @@ def _assignment(u0, a, max_passes, kernel):
     norms = np.sqrt(sq.sum(axis=0))
     greedy = np.argmax(positive / np.where(norms > 0.0, norms, 1.0), axis=1)
     greedy[positive.max(axis=1) <= 0.0] = -1
-    if np.all(np.bincount(greedy[greedy >= 0], minlength=r) > 0):
+    if cost is not None or np.all(np.bincount(greedy[greedy >= 0], minlength=r) > 0):
         starts.append(greedy)
+    column_cost = np.zeros(r) if cost is None else np.ascontiguousarray(cost, dtype=np.float64)
     best = None
     for start in starts:
         owner = np.ascontiguousarray(start, dtype=np.int64)
-        value, passes = ascent(sq, owner, int(max_passes))
+        value, passes = ascent(sq, owner, int(max_passes), column_cost, cost is None)
         if best is None or value > best[0]:
             best = (value, owner, int(passes))
     _, owner, passes = best
     support = np.zeros((d, r))
     owned = np.flatnonzero(owner >= 0)
     support[owned, owner[owned]] = 1.0
-    return polish_on_supports(support, a), passes
+    return polish_on_supports(support, a, cost), passes
 
 
 def _exact_penalty(u, q, b, inv_r, options):

@@ -24,6 +24,7 @@ __all__ = [
     "basis_init",
     "fedmgs_params",
     "fedvra_params",
+    "rank_error",
     "resolve_cluster_columns",
     "resolve_rank",
     "sonmf_options",
@@ -52,6 +53,8 @@ class SONMFOptions:
     rank : int
         ``sonmf.rank`` (0: auto, :func:`resolve_rank`).
     rank_per_cluster : int
+    narrow_views : {"empty-columns", "cap-rank"}
+        ``sonmf.narrow-views``: how a view with fewer features than the rank is handled.
     synthetic : bool
         Whether the run's data set is the synthetic generator (the rank is then the planted one).
     cluster_columns : str
@@ -72,6 +75,7 @@ class SONMFOptions:
     basis_init: str
     rank: int
     rank_per_cluster: int
+    narrow_views: str
     synthetic: bool
     cluster_columns: str
     v_init_scale: float
@@ -103,6 +107,7 @@ def sonmf_options(cfg: Mapping[str, Any]) -> SONMFOptions:
         basis_init=basis_init(cfg),
         rank=cfg["sonmf.rank"],
         rank_per_cluster=cfg["sonmf.rank-per-cluster"],
+        narrow_views=cfg["sonmf.narrow-views"],
         synthetic=cfg["dataset"] == "synthetic",
         cluster_columns=cfg["sonmf.cluster-columns"],
         v_init_scale=cfg["sonmf.v-init-scale"],
@@ -130,16 +135,52 @@ def resolve_rank(options: SONMFOptions, num_clusters: int | None, view_dims: lis
     -------
     int
         ``sonmf.rank`` when it is set; else (auto) the planted rank for synthetic data, otherwise
-        ``min(sonmf.rank-per-cluster * num_clusters, min_p d_p)``, or
-        ``min(AUTO_RANK_DEFAULT, min_p d_p)`` when the clusters are not known.
+        ``min(sonmf.rank-per-cluster * num_clusters, cap)``, or ``min(AUTO_RANK_DEFAULT, cap)``
+        when the clusters are not known; ``cap = max_p d_p`` (``min_p d_p`` under
+        ``sonmf.narrow-views = "cap-rank"``).
     """
     if options.rank > 0:
         return int(options.rank)
     if options.synthetic:
         return planted_rank(options.rank)
+    cap = min(view_dims) if options.narrow_views == "cap-rank" else max(view_dims)
     if num_clusters is None:
-        return int(min(AUTO_RANK_DEFAULT, *view_dims))
-    return int(min(options.rank_per_cluster * num_clusters, *view_dims))
+        return int(min(AUTO_RANK_DEFAULT, cap))
+    return int(min(options.rank_per_cluster * num_clusters, cap))
+
+
+def rank_error(options: SONMFOptions, rank: int, view_dims: list[int]) -> str | None:
+    """Why ``rank`` cannot be used with these views, or None.
+
+    Parameters
+    ----------
+    options : SONMFOptions
+        The run's (:func:`sonmf_options`).
+    rank : int
+        The run's rank (:func:`resolve_rank`).
+    view_dims : list of int
+        ``d_p`` of every view.
+
+    Returns
+    -------
+    str or None
+        Under ``sonmf.narrow-views = "cap-rank"`` every view needs ``d_p >= r``; under
+        ``"empty-columns"`` one view does, and a view with ``d_p < r`` needs the sketch start and
+        the assignment ``U`` solver (the random starts and the penalty method assume
+        ``U_p^T U_p = I``).
+    """
+    narrow = [p for p, d in enumerate(view_dims) if d < rank]
+    if not narrow:
+        return None
+    if options.narrow_views == "cap-rank":
+        return "every view needs at least that many features for a nonnegative orthonormal basis"
+    if len(narrow) == len(view_dims):
+        return "at least one view needs that many features"
+    if options.start != "sketch":
+        return "a view with fewer features than the rank needs sonmf.start = sketch"
+    if options.steps.basis.method != "assignment":
+        return "a view with fewer features than the rank needs sonmf.basis-solver = assignment"
+    return None
 
 
 def resolve_cluster_columns(options: SONMFOptions, sparse_counts: list[bool]) -> str:

@@ -148,22 +148,29 @@ def basis_from_coefficients(x: np.ndarray, v: np.ndarray) -> np.ndarray:
     supports (:func:`~fedmf_app.methods.sonmf.nonneg_orth.polish_on_supports`).
 
     A component that wins no feature takes the feature that costs least to move to it (from a
-    component with more than one).
+    component with more than one). A view with fewer features than components (``d < r``) keeps
+    the components its features choose, each only where it lowers the residual (``||[2 X_p
+    V^T]_{+, S_j j}|| > ||V_{j.}||^2``); the others are zero columns.
 
     Parameters
     ----------
     x : ndarray or scipy sparse matrix, shape (d, n)
     v : ndarray, shape (r, n)
-        Nonnegative coefficients, ``r <= d``.
+        Nonnegative coefficients.
 
     Returns
     -------
     ndarray, shape (d, r)
-        ``U >= 0`` with orthonormal columns.
+        ``U >= 0`` with orthonormal columns (``d >= r``), or with ``U^T U`` diagonal with 0/1
+        entries (``d < r``).
     """
     a = np.asarray(x @ v.T)
     d, r = a.shape
     owner = np.argmax(a, axis=1)
+    if d < r:
+        support = np.zeros((d, r))
+        support[np.arange(d), owner] = 1.0
+        return polish_on_supports(support, 2.0 * a, np.einsum("ij,ij->i", v, v))
     for j in range(r):
         if np.any(owner == j):
             continue

@@ -5,7 +5,8 @@ FedVRA-U hold one global :math:`V` (``r x n``) and differ only in what the clien
 the server turns the uploads into :math:`V^{s+1}`. :class:`SparseONMFStrategy` does the rest, the
 same way for all of them, so that their records can be compared:
 
-* before round 1: checks ``rank <= d_p`` for every view; draws :math:`\\bar V^1 = c\\,|N(0,1)|`
+* before round 1: checks that the views allow the rank (``rank <= d_p``, see
+  ``sonmf.narrow-views``); draws :math:`\\bar V^1 = c\\,|N(0,1)|`
   (``v-init-scale`` = c, the server's seed stream) and sets :math:`V^1 = P_{t\\mu}(\\bar V^1)` with
   the method's server prox step ``t``;
 * each round, with ``diagnostics = true`` (every client then appends
@@ -83,7 +84,7 @@ from fedmf_app.federated.secure_sum_flower import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.sonmf.adapted_updates import fedmavg_server_step, fedvra_server_step
 from fedmf_app.methods.sonmf.clustering import cluster_columns
-from fedmf_app.methods.sonmf.params import resolve_cluster_columns, resolve_rank, sonmf_options
+from fedmf_app.methods.sonmf.params import rank_error, resolve_cluster_columns, resolve_rank, sonmf_options
 from fedmf_app.methods.sonmf.plots import plot_residuals
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residuals import (
@@ -189,20 +190,19 @@ class SparseONMFStrategy(ViewFederationStrategy):
     # ---------------------------------------------------------------------------- base hooks
     def check_clients(self, info: list[dict[str, Scalar]]) -> None:
         """Equal sample counts; sets :attr:`rank` (option ``rank``, 0 = auto) and
-        :attr:`cluster_read` (option ``cluster-columns``) and checks ``rank <= d_p`` for every
-        view."""
+        :attr:`cluster_read` (option ``cluster-columns``) and checks that the views allow the rank
+        (:func:`~fedmf_app.methods.sonmf.params.rank_error`)."""
         super().check_clients(info)
-        self.rank = resolve_rank(self.options, self.num_clusters, [int(i["num-features"]) for i in info])
+        dims = [int(i["num-features"]) for i in info]
+        self.rank = resolve_rank(self.options, self.num_clusters, dims)
         rank = self.rank
-        small = [i for i in info if int(i["num-features"]) < rank]
-        if small:
+        problem = rank_error(self.options, rank, dims)
+        if problem:
+            small = [i for i in info if int(i["num-features"]) < rank]
             detail = ", ".join(
                 f"partition {i['partition-id']} ({i['source']}) has {i['num-features']}" for i in small
             )
-            raise FederationError(
-                f"run config 'sonmf.rank' = {rank} is invalid: every view needs at least {rank} features "
-                f"for a nonnegative orthonormal basis, but {detail}"
-            )
+            raise FederationError(f"rank {rank} cannot be used: {problem}, but {detail} features")
         self.cluster_read = resolve_cluster_columns(self.options, [bool(i["sparse-counts"]) for i in info])
 
     def initial_arrays(self) -> list[np.ndarray]:

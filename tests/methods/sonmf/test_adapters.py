@@ -159,8 +159,22 @@ def test_a_failed_client_fails_the_run_and_keeps_finished_rounds(tmp_path):
                 }
                 for p in range(3)
             ],
-            "'sonmf.rank' = 6 is invalid: every view needs at least 6 features for a nonnegative "
-            "orthonormal basis, but partition 1 (f1.mat) has 4",
+            "rank 6 cannot be used: a view with fewer features than the rank needs sonmf.start = "
+            "sketch, but partition 1 (f1.mat) has 4 features",
+        ),
+        (
+            {"sonmf.narrow-views": "cap-rank"},
+            [
+                {
+                    "partition-id": p,
+                    "num-samples": 40,
+                    "num-features": 4 if p == 1 else 20,
+                    "source": f"f{p}.mat",
+                }
+                for p in range(3)
+            ],
+            "rank 6 cannot be used: every view needs at least that many features for a nonnegative "
+            "orthonormal basis, but partition 1 (f1.mat) has 4 features",
         ),
         (
             {},

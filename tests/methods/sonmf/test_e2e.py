@@ -43,7 +43,7 @@ def test_every_client_loads_its_embedded_view(run):
     result = run.completed()
     assert [c["source"] for c in result["clients"]] == [f"embedded:hw view {p}" for p in range(6)]
     assert [c["partition-id"] for c in result["clients"]] == list(range(6))
-    assert result["summary"]["rank"] == 6  # auto: 10 classes, capped by the 6-feature mor view
+    assert result["summary"]["rank"] == 30  # auto: 3 per cluster x 10 classes; the mor view uses <= 6
     assert result["summary"]["start_s"] > 0  # real data: the sketch start's masked shares went through Flower
 
 

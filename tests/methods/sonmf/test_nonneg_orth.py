@@ -232,8 +232,8 @@ def test_the_numpy_and_the_compiled_assignment_ascent_make_the_same_moves(seed):
     owner = rng.integers(-1, r, size=d).astype(np.int64)
     owner[:r] = np.arange(r)  # every column owns a row
     compiled_owner, numpy_owner = owner.copy(), owner.copy()
-    compiled = compiled_assignment_ascent()(sq, compiled_owner, 50)
-    interpreted = assignment_ascent(sq, numpy_owner, 50)
+    compiled = compiled_assignment_ascent()(sq, compiled_owner, 50, np.zeros(r), True)
+    interpreted = assignment_ascent(sq, numpy_owner, 50, np.zeros(r), True)
     np.testing.assert_array_equal(compiled_owner, numpy_owner)
     assert compiled == interpreted  # same value and pass count, bit for bit
     assert not np.array_equal(compiled_owner, owner)  # the ascent moved rows
