@@ -4,7 +4,7 @@ Reads the JSON lines of :mod:`simulations.quality.study` (``docs/quality/runs/<f
 computes the reference points on the same prepared views (:func:`reference_points`) and writes
 Markdown. Usage::
 
-    python -m simulations.quality.report --out docs/quality/tables.md
+    python -m simulations.quality.report --out <dir>/tables.md
 
 For each family: (1) every configuration's mean ACC per data set and its mean rank across the data
 sets (rank 1 = best ACC on that set; ties share the mean rank); (2) per data set, the defaults'

@@ -26,6 +26,7 @@ from typing import Any
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data.multiview import load_multiview, require_labels
 from fedmf_app.data.preprocess import is_sparse_nonnegative
+from fedmf_app.federated.results import code_version
 from fedmf_app.in_process import run_in_process
 from fedmf_app.registry import defaults
 from simulations.quality.datasets import available_sets
@@ -196,9 +197,12 @@ def run_study(
                 for key, value in variant.items():
                     strategy.cfg[key] = value
                 scores = clustering_scores(truth, strategy.final_labels())
+                run_config = dict(strategy.cfg)
                 for key in variant:
                     strategy.cfg[key] = base[key]
-                record.update(scores, seconds=seconds, rounds=rounds)
+                record.update(
+                    scores, seconds=seconds, rounds=rounds, code_version=code_version(), run_config=run_config
+                )
                 with out.open("a") as f:
                     f.write(json.dumps(record, sort_keys=True) + "\n")
                 by_canonical[line_key({**record, "config": canonical(record["config"], sparse[name])})] = (
