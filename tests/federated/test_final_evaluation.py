@@ -111,12 +111,12 @@ def test_auto_rank_is_components_per_cluster_capped_by_the_views(tmp_path):
     assert json.loads((tmp_path / "run" / "result.json").read_text())["summary"]["rank"] == 3
 
 
-def test_auto_read_is_the_cosine_one_only_when_every_view_looks_like_counts(tmp_path):
+def test_auto_read_is_the_proportions_one_only_when_every_view_looks_like_counts(tmp_path):
     path, _ = _separable_views(tmp_path)
     auto = validate_run_config({"dataset": path, "num-clients": 3})
-    assert resolve_cluster_columns(sonmf_options(auto), [True, True]) == "unit-norm"
+    assert resolve_cluster_columns(sonmf_options(auto), [True, True]) == "hellinger"
     assert resolve_cluster_columns(sonmf_options(auto), [True, False]) == "as-is"
-    for rule in ("as-is", "unit-norm"):
+    for rule in ("as-is", "unit-norm", "hellinger"):
         assert (
             resolve_cluster_columns(sonmf_options({**auto, "sonmf.cluster-columns": rule}), [True, False])
             == rule

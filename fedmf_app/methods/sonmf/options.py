@@ -196,10 +196,12 @@ OPTIONS: tuple[Option, ...] = (
         "sonmf.cluster-columns",
         "auto",
         OneOf(CLUSTER_COLUMNS),
-        "Final clustering: k-means on the columns of V as they are (`as-is`) or each scaled to "
-        "unit l2 norm first (`unit-norm`, the cosine geometry; an all-zero column stays zero); "
-        "`auto` ([A]): unit-norm when every view looks like counts or bag of words (at least 90 % "
-        "zeros, no negative entry: the rule of sample-normalisation = auto), as-is otherwise.",
+        "Final clustering: k-means on the columns of V as they are (`as-is`), each scaled to "
+        "unit l2 norm first (`unit-norm`, the cosine geometry), or each scaled to sum one and "
+        "square-rooted (`hellinger`: a sample's loadings read as proportions, compared by the "
+        "Hellinger distance); an all-zero column stays zero. `auto` ([A]): hellinger when every "
+        "view looks like counts or bag of words (at least 90 % zeros, no negative entry: the "
+        "rule of sample-normalisation = auto), as-is otherwise.",
     ),
     Option(
         "sonmf.v-init-scale",

@@ -195,13 +195,13 @@ def resolve_cluster_columns(options: SONMFOptions, sparse_counts: list[bool]) ->
 
     Returns
     -------
-    {"as-is", "unit-norm"}
-        ``sonmf.cluster-columns`` when it is set; else (auto) ``"unit-norm"`` when every view
+    {"as-is", "unit-norm", "hellinger"}
+        ``sonmf.cluster-columns`` when it is set; else (auto) ``"hellinger"`` when every view
         looks like counts, ``"as-is"`` otherwise.
     """
     if options.cluster_columns != "auto":
         return str(options.cluster_columns)
-    return "unit-norm" if sparse_counts and all(sparse_counts) else "as-is"
+    return "hellinger" if sparse_counts and all(sparse_counts) else "as-is"
 
 
 def _resolve_auto(cfg: Mapping[str, Any], key: str, synthetic: str, real: str) -> str:

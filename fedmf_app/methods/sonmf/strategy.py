@@ -384,7 +384,8 @@ class SparseONMFStrategy(ViewFederationStrategy):
 
     def final_labels(self) -> np.ndarray | None:
         """k-means on the columns of the final :math:`V` (``k`` = :attr:`num_clusters` or the rank),
-        as they are or scaled to unit norm (:attr:`cluster_read`, from ``sonmf.cluster-columns``).
+        as they are, scaled to unit norm or read as proportions (:attr:`cluster_read`, from
+        ``sonmf.cluster-columns``).
 
         Returns
         -------

@@ -17,6 +17,7 @@ def _record(seed, acc, unit_acc):
         "default": scores,
         "as-is": scores,
         "unit-norm": {**scores, "acc": unit_acc},
+        "hellinger": {**scores, "acc": 0.4},
     }
 
 
@@ -27,5 +28,6 @@ def test_table_gives_mean_and_std_over_seeds_per_read_beside_the_reference():
     assert cells[:7] == ["Sonar", "defaults", "2", "2", "50", "2", "as-is"]
     assert cells[7] == "65.0 ± 5.0" and cells[8] == "50.0 ± 0.0"  # the run's own read: ACC, NMI
     assert cells[9] == "65.0 ± 5.0" and cells[10] == "50.0 ± 0.0"  # ACC as-is, ACC unit-norm
+    assert cells[11] == "40.0 ± 0.0"  # ACC hellinger
     assert SPREAD in text  # the table names its statistic
     assert cells[-1] == str(NMF_REFERENCE_ACC["Sonar"])
