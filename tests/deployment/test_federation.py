@@ -123,6 +123,8 @@ def test_run_config_must_have_one_client_per_supernode():
         ["--num-nodes", "3", "--run-config", "num-clients=2"],
         ["--num-nodes", "2", "--data-file", "a.npy"],
         ["--num-nodes", "3", "--run-config", "nonsense-key=1"],
+        ["--num-nodes", "3", "--task-poll-interval", "0.001"],
+        ["--num-nodes", "3", "--task-poll-interval", "61"],
     ],
 )
 def test_command_line_rejects_bad_arguments_before_starting_anything(argv):
