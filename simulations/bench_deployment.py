@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 from flwr.common.config import parse_config_args
 
-from fedmf_app.deployment.federation import DEPLOYMENT_DEFAULTS, LocalFederation
+from fedmf_app.deployment.federation import LocalFederation, with_deployment_defaults
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.deployment.supernode import DEFAULT_TASK_POLL_INTERVAL
 from fedmf_app.federated.results import load_result
@@ -52,16 +52,18 @@ EXTRA: dict = {}
 
 
 def _config(nodes: int, rounds: int, out: Path, name: str) -> dict:
-    return {
-        "num-clients": nodes,
-        "num-server-rounds": rounds,
-        "heterogeneity": 0.3,
-        "seed": 3,
-        "out-dir": str(out),
-        "run-name": name,
-        **DEPLOYMENT_DEFAULTS,  # what the federation command runs unless told otherwise
-        **EXTRA,
-    }
+    # what the federation command runs unless told otherwise
+    return with_deployment_defaults(
+        {
+            "num-clients": nodes,
+            "num-server-rounds": rounds,
+            "heterogeneity": 0.3,
+            "seed": 3,
+            "out-dir": str(out),
+            "run-name": name,
+            **EXTRA,
+        }
+    )
 
 
 def _summary(result: dict) -> dict:

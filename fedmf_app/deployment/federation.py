@@ -47,7 +47,7 @@ from fedmf_app.deployment.supernode import (
 )
 from fedmf_app.federated.node_policy import STRICT_NODE_POLICY
 from fedmf_app.options import ConfigError
-from fedmf_app.registry import validate_run_config
+from fedmf_app.registry import ALGORITHM_NAMES, defaults, family_of, validate_run_config
 
 __all__ = [
     "DEPLOYMENT_DEFAULTS",
@@ -56,6 +56,7 @@ __all__ = [
     "federation_run_config",
     "main",
     "run_timeout",
+    "with_deployment_defaults",
 ]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -66,13 +67,39 @@ _STARTUP_SLACK_S = 120.0
 
 #: Run-config values this command uses unless ``--run-config`` sets them: secure aggregation with
 #: signed keys (each SuperNode's own key in ``supernode-<i>/own-key/``, the public ones in
-#: ``peer-keys/``), and paper A's ``U`` solver in numpy (every message starts a new ClientApp
-#: process, which would import numba and load the compiled solver each time).
+#: ``peer-keys/``), and for paper A's algorithms their ``U`` solver in numpy (every message starts
+#: a new ClientApp process, which would import numba and load the compiled solver each time);
+#: :func:`with_deployment_defaults` adds them.
 DEPLOYMENT_DEFAULTS: dict[str, Any] = {
     "secure-aggregation": True,
     "secure-aggregation-signed-keys": True,
     "sonmf.basis-kernel": "numpy",
 }
+
+
+def with_deployment_defaults(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``overrides`` with the :data:`DEPLOYMENT_DEFAULTS` they do not set, of the run's family only.
+
+    A family's key (``sonmf.basis-kernel``) is added only when the run's algorithm belongs to that
+    family: the run config refuses another family's keys.
+
+    Parameters
+    ----------
+    overrides : mapping
+        The run-config overrides of ``--run-config``.
+
+    Returns
+    -------
+    dict
+    """
+    algorithm = overrides.get("algorithm", defaults()["algorithm"])
+    family = family_of(algorithm).name if algorithm in ALGORITHM_NAMES else None
+    merged = dict(overrides)
+    for key, value in DEPLOYMENT_DEFAULTS.items():
+        owner = key.split(".", 1)[0] if "." in key else None
+        if owner is None or owner == family:
+            merged.setdefault(key, value)
+    return merged
 
 
 def run_timeout(cfg: Mapping[str, Any]) -> float:
@@ -458,9 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        overrides = parse_config_args([args.run_config]) if args.run_config else {}
-        for key in DEPLOYMENT_DEFAULTS:
-            overrides.setdefault(key, DEPLOYMENT_DEFAULTS[key])
+        overrides = with_deployment_defaults(parse_config_args([args.run_config]) if args.run_config else {})
         federation_run_config(args.num_nodes, overrides)
         workdir = Path(args.workdir or tempfile.mkdtemp(prefix="fedmf-federation-"))
         federation = LocalFederation(
