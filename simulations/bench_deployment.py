@@ -36,8 +36,9 @@ from pathlib import Path
 import numpy as np
 from flwr.common.config import parse_config_args
 
-from fedmf_app.deployment.federation import DEPLOYMENT_DEFAULTS, LocalFederation
+from fedmf_app.deployment.federation import LocalFederation, with_deployment_defaults
 from fedmf_app.deployment.superlink import LocalSuperLink
+from fedmf_app.deployment.supernode import DEFAULT_TASK_POLL_INTERVAL
 from fedmf_app.federated.results import load_result
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,16 +52,18 @@ EXTRA: dict = {}
 
 
 def _config(nodes: int, rounds: int, out: Path, name: str) -> dict:
-    return {
-        "num-clients": nodes,
-        "num-server-rounds": rounds,
-        "heterogeneity": 0.3,
-        "seed": 3,
-        "out-dir": str(out),
-        "run-name": name,
-        **DEPLOYMENT_DEFAULTS,  # what the federation command runs unless told otherwise
-        **EXTRA,
-    }
+    # what the federation command runs unless told otherwise
+    return with_deployment_defaults(
+        {
+            "num-clients": nodes,
+            "num-server-rounds": rounds,
+            "heterogeneity": 0.3,
+            "seed": 3,
+            "out-dir": str(out),
+            "run-name": name,
+            **EXTRA,
+        }
+    )
 
 
 def _summary(result: dict) -> dict:
@@ -102,7 +105,9 @@ class _Stamps:
         """Nothing buffered."""
 
 
-def deployment(nodes: int, rounds: int, out: Path, name: str, task_poll: float = 0.1) -> dict:
+def deployment(
+    nodes: int, rounds: int, out: Path, name: str, task_poll: float = DEFAULT_TASK_POLL_INTERVAL
+) -> dict:
     """One run on a local federation; phases timed from outside, rounds from result.json."""
     with tempfile.TemporaryDirectory(prefix="fedmf-bench-") as work:
         t0 = time.perf_counter()
@@ -137,7 +142,7 @@ def deployment(nodes: int, rounds: int, out: Path, name: str, task_poll: float =
     }
 
 
-def floor(nodes: int, rounds: int, task_poll: float = 0.1) -> dict:
+def floor(nodes: int, rounds: int, task_poll: float = DEFAULT_TASK_POLL_INTERVAL) -> dict:
     """The no-op app (``simulations/floor_app``) on a local federation of ``nodes`` SuperNodes.
 
     Returns
@@ -281,7 +286,7 @@ def main() -> None:
     parser.add_argument(
         "--task-poll-interval",
         type=float,
-        default=0.1,
+        default=DEFAULT_TASK_POLL_INTERVAL,
         help="FLWR_SUPEREXEC_TASK_POLL_INTERVAL of the SuperNodes (Flower: 1.0)",
     )
     parser.add_argument("--no-simulation", action="store_true", help="deployment runs only")

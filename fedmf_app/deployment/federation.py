@@ -40,10 +40,14 @@ from flwr.common.logger import log
 from fedmf_app.common.key_signing import fingerprint, load_public_key
 from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys
 from fedmf_app.deployment.superlink import LocalSuperLink
-from fedmf_app.deployment.supernode import LocalSuperNode
+from fedmf_app.deployment.supernode import (
+    DEFAULT_TASK_POLL_INTERVAL,
+    TASK_POLL_INTERVAL_RANGE,
+    LocalSuperNode,
+)
 from fedmf_app.federated.node_policy import STRICT_NODE_POLICY
 from fedmf_app.options import ConfigError
-from fedmf_app.registry import validate_run_config
+from fedmf_app.registry import ALGORITHM_NAMES, defaults, family_of, validate_run_config
 
 __all__ = [
     "DEPLOYMENT_DEFAULTS",
@@ -52,6 +56,7 @@ __all__ = [
     "federation_run_config",
     "main",
     "run_timeout",
+    "with_deployment_defaults",
 ]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -62,13 +67,39 @@ _STARTUP_SLACK_S = 120.0
 
 #: Run-config values this command uses unless ``--run-config`` sets them: secure aggregation with
 #: signed keys (each SuperNode's own key in ``supernode-<i>/own-key/``, the public ones in
-#: ``peer-keys/``), and paper A's ``U`` solver in numpy (every message starts a new ClientApp
-#: process, which would import numba and load the compiled solver each time).
+#: ``peer-keys/``), and for paper A's algorithms their ``U`` solver in numpy (every message starts
+#: a new ClientApp process, which would import numba and load the compiled solver each time);
+#: :func:`with_deployment_defaults` adds them.
 DEPLOYMENT_DEFAULTS: dict[str, Any] = {
     "secure-aggregation": True,
     "secure-aggregation-signed-keys": True,
     "sonmf.basis-kernel": "numpy",
 }
+
+
+def with_deployment_defaults(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``overrides`` with the :data:`DEPLOYMENT_DEFAULTS` they do not set, of the run's family only.
+
+    A family's key (``sonmf.basis-kernel``) is added only when the run's algorithm belongs to that
+    family: the run config refuses another family's keys.
+
+    Parameters
+    ----------
+    overrides : mapping
+        The run-config overrides of ``--run-config``.
+
+    Returns
+    -------
+    dict
+    """
+    algorithm = overrides.get("algorithm", defaults()["algorithm"])
+    family = family_of(algorithm).name if algorithm in ALGORITHM_NAMES else None
+    merged = dict(overrides)
+    for key, value in DEPLOYMENT_DEFAULTS.items():
+        owner = key.split(".", 1)[0] if "." in key else None
+        if owner is None or owner == family:
+            merged.setdefault(key, value)
+    return merged
 
 
 def run_timeout(cfg: Mapping[str, Any]) -> float:
@@ -173,7 +204,10 @@ class LocalFederation:
         Working folder of the SuperLink, hence of the ServerApp: a relative ``out-dir``
         resolves against it. Default: this process's working folder.
     task_poll_interval : float
-        Seconds between a SuperNode's checks for new ClientApp tasks.
+        Seconds between a SuperNode's SuperExec checks for new ClientApp tasks
+        (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, within
+        :data:`~fedmf_app.deployment.supernode.TASK_POLL_INTERVAL_RANGE`; Flower's
+        default is 1 s, this federation's 0.1 s).
     node_policy : mapping
         Node-config policy keys every SuperNode gets (:mod:`fedmf_app.federated.node_policy`);
         default :data:`~fedmf_app.federated.node_policy.STRICT_NODE_POLICY`: secure aggregation
@@ -190,13 +224,19 @@ class LocalFederation:
         tls: bool = False,
         supernode_auth: bool = False,
         cwd: str | Path | None = None,
-        task_poll_interval: float = 0.1,
+        task_poll_interval: float = DEFAULT_TASK_POLL_INTERVAL,
         node_policy: Mapping[str, Any] = STRICT_NODE_POLICY,
     ) -> None:
         if num_nodes < 1:
             raise ValueError(f"num_nodes = {num_nodes} must be >= 1")
         if data_files is not None and len(data_files) != num_nodes:
             raise ValueError(f"{len(data_files)} data files for {num_nodes} SuperNodes: give one each")
+        low, high = TASK_POLL_INTERVAL_RANGE
+        if not low <= task_poll_interval <= high:
+            raise ValueError(
+                f"task poll interval (--task-poll-interval) = {task_poll_interval} s is outside "
+                f"{low:g}..{high:g} s, the range Flower 1.42 accepts for FLWR_SUPEREXEC_TASK_POLL_INTERVAL"
+            )
         self.workdir = Path(workdir).resolve()
         self.num_nodes = num_nodes
         self.app_dir = Path(app_dir).resolve()
@@ -429,6 +469,14 @@ def main(argv: list[str] | None = None) -> int:
         help="folder for logs, certificates and SuperNode folders (default: a new temporary folder, kept)",
     )
     parser.add_argument(
+        "--task-poll-interval",
+        type=float,
+        default=DEFAULT_TASK_POLL_INTERVAL,
+        help="seconds between a SuperNode's checks for a new ClientApp task "
+        f"(FLWR_SUPEREXEC_TASK_POLL_INTERVAL, {TASK_POLL_INTERVAL_RANGE[0]:g} to "
+        f"{TASK_POLL_INTERVAL_RANGE[1]:g}; default {DEFAULT_TASK_POLL_INTERVAL:g}, Flower's own 1)",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         default=None,
@@ -437,9 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        overrides = parse_config_args([args.run_config]) if args.run_config else {}
-        for key in DEPLOYMENT_DEFAULTS:
-            overrides.setdefault(key, DEPLOYMENT_DEFAULTS[key])
+        overrides = with_deployment_defaults(parse_config_args([args.run_config]) if args.run_config else {})
         federation_run_config(args.num_nodes, overrides)
         workdir = Path(args.workdir or tempfile.mkdtemp(prefix="fedmf-federation-"))
         federation = LocalFederation(
@@ -449,6 +495,7 @@ def main(argv: list[str] | None = None) -> int:
             data_files=args.data_file,
             tls=args.tls,
             supernode_auth=args.auth,
+            task_poll_interval=args.task_poll_interval,
             node_policy={} if args.permissive_nodes else STRICT_NODE_POLICY,
         )
     except ValueError as exc:

@@ -9,7 +9,14 @@ from typing import Any
 from fedmf_app.deployment.processes import OwnedProcess
 from fedmf_app.deployment.superlink import flower_env, format_config, free_port
 
-__all__ = ["LocalSuperNode"]
+__all__ = ["DEFAULT_TASK_POLL_INTERVAL", "TASK_POLL_INTERVAL_RANGE", "LocalSuperNode"]
+
+#: Seconds between the SuperExec's checks for a new ClientApp task on the local SuperNodes
+#: (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``; Flower's own default is 1 s).
+DEFAULT_TASK_POLL_INTERVAL = 0.1
+
+#: The values Flower 1.42's SuperExec accepts for it (``flwr/supercore/superexec/run_superexec.py``).
+TASK_POLL_INTERVAL_RANGE = (0.01, 60.0)
 
 
 class LocalSuperNode:
@@ -33,7 +40,8 @@ class LocalSuperNode:
         This SuperNode's authentication key (needs ``root_certificates``).
     task_poll_interval : float
         Seconds between the SuperNode's SuperExec looking for new ClientApp tasks
-        (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``; Flower's default is 1 s).
+        (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, within :data:`TASK_POLL_INTERVAL_RANGE`; Flower's
+        default is 1 s).
     """
 
     def __init__(
@@ -44,7 +52,7 @@ class LocalSuperNode:
         node_config: Mapping[str, Any],
         root_certificates: Path | None = None,
         auth_private_key: Path | None = None,
-        task_poll_interval: float = 0.1,
+        task_poll_interval: float = DEFAULT_TASK_POLL_INTERVAL,
     ) -> None:
         self.name = name
         self.workdir = Path(workdir).resolve()

@@ -14,6 +14,7 @@ from flwr.server.client_manager import ClientManager
 from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.data import dataset_view_count
+from fedmf_app.federated.timeouts import node_failure
 
 __all__ = [
     "FederationError",
@@ -177,6 +178,7 @@ def ask(proxy: ClientProxy, config: dict[str, Scalar], timeout: float, failed: s
     proxy : ClientProxy
     config : dict
     timeout : float
+        The message's time to live (run config ``round-timeout-s``).
     failed : str
         Start of the error message, e.g. ``"SuperNode 7 failed the handshake"``.
 
@@ -187,12 +189,13 @@ def ask(proxy: ClientProxy, config: dict[str, Scalar], timeout: float, failed: s
     Raises
     ------
     FederationError
-        ``failed``, then the node's own error message.
+        ``failed``, then the node's own error message (after a timeout, first the sentence of
+        :func:`~fedmf_app.federated.timeouts.node_failure` naming ``round-timeout-s``).
     """
     try:
         res = proxy.get_properties(GetPropertiesIns(config=config), timeout=timeout, group_id=0)
     except Exception as exc:  # the client's own message is inside
-        raise FederationError(f"{failed}: {exc}") from exc
+        raise FederationError(node_failure(failed, str(exc), timeout)) from exc
     if res.status.code != Code.OK:
         raise FederationError(f"{failed}: {res.status.message}")
     return dict(res.properties)

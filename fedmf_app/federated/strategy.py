@@ -15,8 +15,10 @@ and every client takes part in every round. :class:`ViewFederationStrategy` does
   records the round in ``result.json``, writes the checkpoint and logs progress;
 * on any client failure, missing or invalid reply, or non-finite update: marks ``result.json``
   failed (keeping the finished rounds and the last good checkpoint) and stops the run with a
-  message naming the partitions (and for an invalid reply the round and the array), since the
-  algorithms here need every view in every round;
+  message naming the partitions (for an invalid reply the round and the array; for replies that
+  outlived their TTL run config ``round-timeout-s`` and its value,
+  :func:`~fedmf_app.federated.timeouts.timeout_advice`), since the algorithms here need every
+  view in every round;
 * after the last round: asks the algorithm for the predicted cluster of every sample
   (:meth:`~ViewFederationStrategy.final_labels`), collects the ground truth from the clients'
   evaluate replies (used only here, to score), and writes the summary, the plots and
@@ -62,6 +64,7 @@ from fedmf_app.federated.handshake import (
 from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays, check_finite_state, check_metrics
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_sum_flower import agree_keys
+from fedmf_app.federated.timeouts import timeout_advice
 from fedmf_app.options.params import shared_params
 
 __all__ = ["ClientReply", "FederationError", "ViewFederationStrategy"]
@@ -532,9 +535,11 @@ class ViewFederationStrategy(Strategy):
         replies.sort(key=lambda r: r.partition_id)
         missing = sorted(set(range(len(self.clients))) - {r.partition_id for r in replies})
         if missing or reasons:
+            advice = timeout_advice(reasons, self.shared.round_timeout_s, f"partition(s) {missing}")
             self._stop(
                 f"round {server_round}: no valid reply from partition(s) {missing} "
-                f"(every view is needed in every round). Errors: {'; '.join(reasons) or 'none reported'}"
+                f"(every view is needed in every round){': ' + advice if advice else ''}. "
+                f"Errors: {'; '.join(reasons) or 'none reported'}"
             )
         specs = self.expected_reply(server_round)
         for reply in replies:

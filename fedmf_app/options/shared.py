@@ -57,7 +57,8 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         "round-timeout-s",
         600.0,
         Interval(float, 0, None, closed="neither"),
-        "A round (or the handshake before round 1) whose replies take longer fails the run.",
+        "A round (or the handshake before round 1) whose replies take longer fails the run, with a "
+        "message naming this key, its value and the partitions that did not reply.",
     ),
     Option(
         "connect-timeout-s",

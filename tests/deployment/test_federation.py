@@ -21,7 +21,7 @@ from flwr.common import Context, RecordDict
 from fedmf_app.client_app import client_fn
 from fedmf_app.data import DataError
 from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys
-from fedmf_app.deployment.federation import federation_run_config, main
+from fedmf_app.deployment.federation import federation_run_config, main, with_deployment_defaults
 from fedmf_app.deployment.processes import OwnedProcess
 from fedmf_app.options import ConfigError
 
@@ -117,12 +117,23 @@ def test_run_config_must_have_one_client_per_supernode():
         federation_run_config(3, {"sonmf.rank": 30})
 
 
+def test_deployment_defaults_add_only_the_run_familys_keys():
+    assert with_deployment_defaults({})["sonmf.basis-kernel"] == "numpy"  # fedsonmf, the default
+    imk = with_deployment_defaults({"algorithm": "fmvc-imk", "num-clusters": 3})
+    assert "sonmf.basis-kernel" not in imk and imk["secure-aggregation-signed-keys"] is True
+    federation_run_config(3, imk)  # a valid run config (a sonmf key would be refused)
+    mine = with_deployment_defaults({"secure-aggregation": False, "sonmf.basis-kernel": "compiled"})
+    assert mine["secure-aggregation"] is False and mine["sonmf.basis-kernel"] == "compiled"
+
+
 @pytest.mark.parametrize(
     "argv",
     [
         ["--num-nodes", "3", "--run-config", "num-clients=2"],
         ["--num-nodes", "2", "--data-file", "a.npy"],
         ["--num-nodes", "3", "--run-config", "nonsense-key=1"],
+        ["--num-nodes", "3", "--task-poll-interval", "0.001"],
+        ["--num-nodes", "3", "--task-poll-interval", "61"],
     ],
 )
 def test_command_line_rejects_bad_arguments_before_starting_anything(argv):

@@ -2,6 +2,9 @@
 the ServerApp's own round loop), and stand-ins for Flower's proxies that answer fixed properties or
 carry constructed replies, to test a Strategy on its own."""
 
+import dataclasses
+
+import scipy.sparse as sp
 from flwr.common import (
     Code,
     FitRes,
@@ -13,6 +16,7 @@ from flwr.common import (
 from flwr.server import SimpleClientManager
 from flwr.server.client_proxy import ClientProxy
 
+import fedmf_app.in_process as in_process
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.in_process import InProcessFederation, node_context
 from fedmf_app.registry import strategy_class, validate_run_config
@@ -28,6 +32,7 @@ __all__ = [
     "run_client_round",
     "run_federation",
     "run_imk",
+    "views_as_csr",
 ]
 
 
@@ -104,3 +109,14 @@ def handshake_federation(tmp_path, cfg, properties):
     for p, props in enumerate(properties):
         manager.register(FakeProxy(f"node-{10 - p}", props))
     return strategy, manager
+
+
+def views_as_csr(monkeypatch):
+    """Make every in-process client's view a CSR matrix (same values), through ``monkeypatch``."""
+    original = in_process.load_client_view
+
+    def as_csr(cfg, p, node_config=None, **kwargs):
+        view = original(cfg, p, node_config, **kwargs)
+        return dataclasses.replace(view, features=sp.csr_matrix(view.features))
+
+    monkeypatch.setattr(in_process, "load_client_view", as_csr)

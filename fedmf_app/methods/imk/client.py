@@ -18,7 +18,8 @@ With run config ``secure-aggregation = true`` each round's upload is one masked 
 server needs only their sums; :math:`\\alpha^{(m)}` is not sent).
 
 Private state in ``context.state`` (never sent): :math:`F^{(m)}, W^{(m)}, H^{(m)}, \\Phi^{(m)},
-\\alpha^{(m)}` and the pair keys.
+\\alpha^{(m)}`, the pair keys and the prepared view (standardised and scaled once, in the setup
+message, and reused by every round's message).
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from flwr.common import Array, ArrayRecord, NDArrays, Scalar
+import scipy.sparse as sp
+from flwr.common import Array, ArrayRecord, ConfigRecord, NDArrays, Scalar
 
 from fedmf_app.common.secure_sum_math import matrix_values, upper_values
-from fedmf_app.federated.client import ViewClient, load_state, save_state
+from fedmf_app.federated.client import ViewClient, load_state, run_key, save_state
 from fedmf_app.federated.secure_sum_flower import SecureAggregationError, masked_upload
 from fedmf_app.methods.imk.client_updates import (
     ClientState,
@@ -48,6 +50,9 @@ from fedmf_app.methods.imk.params import IMKOptions, imk_options, resolve_graph
 __all__ = ["FMVCIMKClient"]
 
 _NAME = "fmvc-imk"
+#: ``context.state`` records of the prepared view: its arrays, and the key it was prepared for.
+_VIEW = f"{_NAME}.view"
+_VIEW_KEY = f"{_NAME}.view-key"
 
 
 def _pack(state: ClientState) -> dict[str, np.ndarray]:
@@ -58,6 +63,29 @@ def _unpack(arrays: dict[str, np.ndarray]) -> ClientState:
     return ClientState(
         f=arrays["f"], w=arrays["w"], h=arrays["h"], phi=arrays["phi"], alpha=float(arrays["alpha"][0])
     )
+
+
+def _view_key(cfg: dict[str, Any], features: View) -> str:
+    """What the prepared view depends on: the run (its config, :func:`run_key`) and the view's shape
+    (a view reloaded after a sample-ID alignment has other rows)."""
+    return f"{run_key(cfg)}-{features.shape[0]}x{features.shape[1]}"
+
+
+def _pack_view(x: View) -> ArrayRecord:
+    """The prepared view as an ``ArrayRecord`` (a CSR view as its three arrays and its shape)."""
+    if sp.issparse(x):
+        parts = {"data": x.data, "indices": x.indices, "indptr": x.indptr, "shape": np.array(x.shape)}
+    else:
+        parts = {"x": x}
+    return ArrayRecord({key: Array(v) for key, v in parts.items()})
+
+
+def _unpack_view(record: ArrayRecord) -> View:
+    """The inverse of :func:`_pack_view`."""
+    if "x" in record:
+        return record["x"].numpy()
+    parts = {key: record[key].numpy() for key in ("data", "indices", "indptr", "shape")}
+    return sp.csr_matrix((parts["data"], parts["indices"], parts["indptr"]), shape=tuple(parts["shape"]))
 
 
 class FMVCIMKClient(ViewClient):
@@ -71,7 +99,24 @@ class FMVCIMKClient(ViewClient):
         return imk_options(self.cfg)
 
     def _view(self) -> View:
-        return preprocess_view(self.view.features, self.options.standardise, self.options.unit_norm)
+        """This node's view as the method uses it (:func:`preprocess_view`), prepared once per run.
+
+        The first fit message prepares it and keeps it in ``context.state``, under the key of the
+        run config and the view's shape (:func:`_view_key`); every later message of the run reuses
+        it instead of preparing it again.
+
+        Returns
+        -------
+        ndarray or csr_matrix, shape (N, d), float64
+        """
+        key = _view_key(self.cfg, self.view.features)
+        stored = self.context.state.config_records.get(_VIEW_KEY)
+        if stored is not None and stored["key"] == key:
+            return _unpack_view(self.context.state.array_records[_VIEW])
+        x = preprocess_view(self.view.features, self.options.standardise, self.options.unit_norm)
+        self.context.state.array_records[_VIEW] = _pack_view(x)
+        self.context.state.config_records[_VIEW_KEY] = ConfigRecord({"key": key})
+        return x
 
     @property
     def graph_rows(self) -> np.ndarray | None:

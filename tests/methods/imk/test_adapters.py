@@ -1,13 +1,10 @@
 """FMVC-IMK's Strategy and NumPyClient driven in process (no Ray): same numbers as the kernels,
 the server sees only masked graph uploads, the stopping rule ends the run."""
 
-import dataclasses
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import fedmf_app.in_process as in_process
 from fedmf_app.common.secure_sum_math import (
     CHECK_WORDS,
     decode_fixed,
@@ -29,7 +26,7 @@ from fedmf_app.registry import client_class, validate_run_config
 
 from support.data import IMK_BASE as BASE
 from support.data import client_view, labelled_file, sparse_file
-from support.federation import node_context, run_imk
+from support.federation import node_context, run_imk, views_as_csr
 
 
 def reference_views(cfg):
@@ -200,13 +197,7 @@ def test_a_client_refuses_bad_anchor_indices_naming_its_partition(tmp_path):
 def test_sparse_views_run_through_the_flower_client_with_the_dense_numbers(tmp_path, monkeypatch, graph):
     overrides = {"dataset": sparse_file(tmp_path), "imk.graph": graph, "imk.anchors": 24}
     _, dense, _ = run_imk(tmp_path / "dense", **overrides)
-    original = in_process.load_client_view
-
-    def as_csr(cfg, p, node_config=None, **kwargs):
-        view = original(cfg, p, node_config, **kwargs)
-        return dataclasses.replace(view, features=sp.csr_matrix(view.features))
-
-    monkeypatch.setattr(in_process, "load_client_view", as_csr)
+    views_as_csr(monkeypatch)
     _, sparse, clients = run_imk(tmp_path / "sparse", **overrides)
     assert all(sp.issparse(c.view.features) and sp.issparse(c._view()) for c in clients)
     for key in ("objective", "graph_term", "consensus"):
