@@ -8,6 +8,8 @@ from __future__ import annotations
 import concurrent.futures
 import time
 from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
 
 from flwr.common import Code, GetPropertiesIns, Scalar
 from flwr.server.client_manager import ClientManager
@@ -20,11 +22,16 @@ __all__ = [
     "FederationError",
     "ask",
     "ask_all",
+    "exchange",
     "check_view_count",
     "collect_properties",
     "properties",
     "resolve_num_clusters",
 ]
+
+
+#: A node's reply to one message (``GetPropertiesRes``, ``FitRes``, ...).
+Reply = TypeVar("Reply")
 
 
 class FederationError(RuntimeError):
@@ -192,13 +199,40 @@ def ask(proxy: ClientProxy, config: dict[str, Scalar], timeout: float, failed: s
         ``failed``, then the node's own error message (after a timeout, first the sentence of
         :func:`~fedmf_app.federated.timeouts.node_failure` naming ``round-timeout-s``).
     """
+    send = partial(proxy.get_properties, GetPropertiesIns(config=config), timeout=timeout, group_id=0)
+    return dict(exchange(send, failed, timeout).properties)
+
+
+def exchange(send: Callable[[], Reply], failed: str, timeout: float) -> Reply:
+    """One message to one node and its reply, which must carry status ``OK``.
+
+    Parameters
+    ----------
+    send : callable
+        Sends the message through the node's proxy and returns its reply (anything with a
+        ``status``, e.g. ``GetPropertiesRes`` or ``FitRes``).
+    failed : str
+        Start of the error message, e.g. ``"SuperNode 7 failed the setup"``.
+    timeout : float
+        The message's time to live (run config ``round-timeout-s``).
+
+    Returns
+    -------
+    The reply.
+
+    Raises
+    ------
+    FederationError
+        ``failed``, then the node's own error message (after a timeout, first the sentence of
+        :func:`~fedmf_app.federated.timeouts.node_failure` naming ``round-timeout-s``).
+    """
     try:
-        res = proxy.get_properties(GetPropertiesIns(config=config), timeout=timeout, group_id=0)
-    except Exception as exc:  # the client's own message is inside
+        res = send()
+    except Exception as exc:  # Flower's proxy raises with the node's or the SuperLink's reason
         raise FederationError(node_failure(failed, str(exc), timeout)) from exc
     if res.status.code != Code.OK:
         raise FederationError(f"{failed}: {res.status.message}")
-    return dict(res.properties)
+    return res
 
 
 def ask_all(

@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
+from functools import partial
 from logging import INFO
 from typing import Any
 
 import numpy as np
 from flwr.common import (
-    Code,
     FitIns,
     Scalar,
     ndarrays_to_parameters,
@@ -48,11 +48,11 @@ from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.common.graphs import laplacian
 from fedmf_app.common.secure_sum_math import CHECK_WORDS, matrix_from_values, triu_size, upper_from_values
+from fedmf_app.federated.handshake import exchange
 from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_sum_flower import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
-from fedmf_app.federated.timeouts import node_failure
 from fedmf_app.methods.imk.model import anchor_indices, label_rng, multiplier_step, server_rng
 from fedmf_app.methods.imk.params import imk_options, resolve_graph
 from fedmf_app.methods.imk.plots import plot_convergence
@@ -330,11 +330,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
     def _fit_stage(self, proxy: ClientProxy, config: dict[str, Scalar]) -> tuple[list[np.ndarray], dict]:
         ins = FitIns(parameters=ndarrays_to_parameters([]), config=config)
         timeout = float(self.shared.round_timeout_s)
-        failed = f"SuperNode {proxy.cid} failed the setup"
-        try:
-            res = proxy.fit(ins, timeout=timeout, group_id=0)
-        except Exception as exc:  # Flower's proxy raises with the node's or the SuperLink's reason
-            raise FederationError(node_failure(failed, str(exc), timeout)) from exc
-        if res.status.code != Code.OK:
-            raise FederationError(f"{failed}: {res.status.message}")
+        send = partial(proxy.fit, ins, timeout=timeout, group_id=0)
+        res = exchange(send, f"SuperNode {proxy.cid} failed the setup", timeout)
         return parameters_to_ndarrays(res.parameters), dict(res.metrics)
