@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from flwr.client import Client, NumPyClient
-from flwr.common import Array, ArrayRecord, ConfigRecord, Context, Scalar
+from flwr.common import ConfigRecord, Context, Scalar
 
 from fedmf_app.data import ClientView, load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
@@ -25,6 +25,7 @@ from fedmf_app.data.preprocess import is_sparse_nonnegative
 from fedmf_app.data.sample_ids import sample_id_key
 from fedmf_app.federated.alignment import aligned_rows, answer_psi_stage
 from fedmf_app.federated.node_policy import check_node_policy
+from fedmf_app.federated.npy import array_record
 from fedmf_app.federated.secure_sum_flower import SecureAggregationError, answer_key_stage
 from fedmf_app.options import Family
 from fedmf_app.options.params import shared_params
@@ -117,7 +118,7 @@ def save_state(
     arrays : dict of ndarray
     """
     # One RecordDict namespace holds records of every type: keep the two names distinct.
-    context.state.array_records[f"{name}.arrays"] = ArrayRecord({k: Array(v) for k, v in arrays.items()})
+    context.state.array_records[f"{name}.arrays"] = array_record(arrays)
     context.state.config_records[f"{name}.meta"] = ConfigRecord({"round": server_round})
     path = state_file(context, cfg, name, server_round)
     if path is not None:
@@ -185,7 +186,7 @@ def _load_from_disk(
         return None
     with np.load(path, allow_pickle=False) as stored:
         arrays = {k: stored[k] for k in stored.files}
-    context.state.array_records[f"{name}.arrays"] = ArrayRecord({k: Array(v) for k, v in arrays.items()})
+    context.state.array_records[f"{name}.arrays"] = array_record(arrays)
     meta = ConfigRecord({"round": server_round})
     context.state.config_records[f"{name}.meta"] = meta
     return meta

@@ -61,6 +61,7 @@ from fedmf_app.federated.handshake import (
     collect_properties,
     resolve_num_clusters,
 )
+from fedmf_app.federated.npy import to_parameters
 from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays, check_finite_state, check_metrics
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_sum_flower import agree_keys
@@ -283,7 +284,7 @@ class ViewFederationStrategy(Strategy):
             raise
         self.recorder.start([dict(i) for i in self.client_info])
         log(INFO, "run folder: %s", self.recorder.run_dir)
-        return ndarrays_to_parameters(arrays)
+        return to_parameters(arrays)
 
     def _align_samples(self) -> None:
         """When the clients' data has sample IDs: align them (:func:`align_samples`), then ask
@@ -425,7 +426,7 @@ class ViewFederationStrategy(Strategy):
                         "the samples every party holds, by sample ID (the IDs stay with the clients: "
                         "each writes id,row,cluster to its node config labels-file)"
                     )
-        return ndarrays_to_parameters(arrays), {}
+        return to_parameters(arrays), {}
 
     def configure_evaluate(
         self, server_round: int, parameters: Parameters, client_manager: ClientManager

@@ -30,10 +30,11 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from flwr.common import Array, ArrayRecord, ConfigRecord, NDArrays, Scalar
+from flwr.common import ArrayRecord, ConfigRecord, NDArrays, Scalar
 
 from fedmf_app.common.secure_sum_math import matrix_values, upper_values
 from fedmf_app.federated.client import ViewClient, load_state, run_key, save_state
+from fedmf_app.federated.npy import array_record
 from fedmf_app.federated.secure_sum_flower import SecureAggregationError, masked_upload
 from fedmf_app.methods.imk.client_updates import (
     ClientState,
@@ -77,7 +78,7 @@ def _pack_view(x: View) -> ArrayRecord:
         parts = {"data": x.data, "indices": x.indices, "indptr": x.indptr, "shape": np.array(x.shape)}
     else:
         parts = {"x": x}
-    return ArrayRecord({key: Array(v) for key, v in parts.items()})
+    return array_record(parts)
 
 
 def _unpack_view(record: ArrayRecord) -> View:
@@ -182,9 +183,7 @@ class FMVCIMKClient(ViewClient):
             self.options.steps,
             client_rng(self.shared.seed, self.partition_id),
         )
-        self.context.state.array_records[f"{_NAME}.init"] = ArrayRecord(
-            {key: Array(v) for key, v in _pack(state).items()}
-        )
+        self.context.state.array_records[f"{_NAME}.init"] = array_record(_pack(state))
         arrays = [upload, state.h]
         if self.view.labels is not None:
             arrays.append(np.asarray(self.view.labels, dtype=np.int64))
