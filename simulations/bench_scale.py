@@ -109,6 +109,7 @@ def measure(
     per_round = [
         {
             "wall_s": r["wall_s"],
+            "server_s": r["server_s"],
             "kernel_s_sum": r["client_kernel_s_sum"],
             "kernel_s_max": r["client_kernel_s_max"],
             "gflop": None if flops is None else flops / 1e9,

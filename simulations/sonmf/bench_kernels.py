@@ -77,8 +77,10 @@ def client_round(n: int, repeats: int = 5, seed: int = 0) -> dict[str, float]:
     """Median seconds of one client round at ``n`` samples, its GFLOP, and the rate of ``X V^T``."""
     from simulations.bench_scale import clustered_views, fedsonmf_round_flops
 
-    d, r = 50, 10
-    x = clustered_views(n, 1, d, 5, seed)[0][0].T  # (d, n), the layout a client holds
+    d, k = 50, 5
+    r = 3 * k  # the default rank: sonmf.rank-per-cluster (3) x the clusters
+    views, _ = clustered_views(n, k, [d], seed, noise=1.0, centre_scale=3.0, centres="planted-blocks")
+    x = views[0].T  # (d, n), the layout a client holds: bench_scale's first view
     rng = np.random.default_rng(seed)
     u = random_feasible_basis(d, r, rng)
     v_bar = np.abs(rng.standard_normal((r, n)))

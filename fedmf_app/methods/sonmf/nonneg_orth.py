@@ -260,6 +260,7 @@ def solve_basis(
     *,
     xvt: np.ndarray | None = None,
     x_squared_norm: float | None = None,
+    vvt: np.ndarray | None = None,
 ) -> tuple[np.ndarray, BasisSolveInfo]:
     """Solve the basis subproblem (7) from the feasible warm start ``u0``.
 
@@ -267,8 +268,9 @@ def solve_basis(
     ----------
     x : ndarray or scipy sparse matrix, shape (d, n)
         Client data, features x samples.
-    v : ndarray, shape (r, n)
-        Current (post-proximal) coefficient matrix.
+    v : ndarray, shape (r, n), or None
+        Current (post-proximal) coefficient matrix; ``None`` when ``xvt`` and ``vvt`` are given
+        (the solver needs ``V`` only through them).
     u0 : ndarray, shape (d, r)
         Feasible warm start and proximal centre :math:`U_p^{s,k}`.
     rho1 : float
@@ -278,6 +280,8 @@ def solve_basis(
         :math:`XV^\\top` when the caller has it (the only product with ``X``).
     x_squared_norm : float, optional
         :math:`\\|X\\|_F^2` when the caller has it (the same at every step).
+    vvt : ndarray, shape (r, r), optional
+        :math:`VV^\\top` when the caller has it.
 
     Returns
     -------
@@ -290,7 +294,9 @@ def solve_basis(
     a = data_term + rho1 * u0
     if d >= r:
         # Both points are feasible (U^T U = I), where ||X - UV||^2 = ||X||^2 - <U, 2XV^T> + ||V||^2.
-        offset = (squared_norm(x) if x_squared_norm is None else x_squared_norm) + float(np.vdot(v, v))
+        offset = (squared_norm(x) if x_squared_norm is None else x_squared_norm) + (
+            float(np.trace(vvt)) if v is None else float(np.vdot(v, v))
+        )
         cost = None
 
         def phi(u):
@@ -304,7 +310,7 @@ def solve_basis(
                 f"U solver, not {options.method!r}"
             )
         offset = squared_norm(x) if x_squared_norm is None else x_squared_norm
-        v_sq = np.einsum("ij,ij->i", v, v)
+        v_sq = np.diagonal(vvt).copy() if v is None else np.einsum("ij,ij->i", v, v)
         cost = v_sq + 0.5 * rho1
 
         def phi(u):
@@ -322,7 +328,8 @@ def solve_basis(
         if value <= phi0:
             return u, BasisSolveInfo(passes, 0, 0.0, True, False, value)
         return u0.copy(), BasisSolveInfo(passes, 0, 0.0, True, True, phi0)
-    vvt = v @ v.T
+    if vvt is None:
+        vvt = v @ v.T
     scale = float(np.linalg.norm(a)) if options.scale else 1.0
     if scale <= 0.0:
         scale = 1.0

@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions, basis_residual, solve_basis
 from fedmf_app.methods.sonmf.prox import l21_norm, prox_l21_nonneg
@@ -136,9 +137,13 @@ class SONMFParams:
         -------
         float
         """
+        return self.basis_weight_at(float(np.vdot(v, v)), v.shape[0])
+
+    def basis_weight_at(self, v_squared_norm: float, rank: int) -> float:
+        """:meth:`basis_weight` from :math:`\\|V\\|_F^2` and ``r``."""
         if self.rho1_scale == "absolute":
             return self.rho1
-        return self.rho1 * 2.0 * float(np.vdot(v, v)) / v.shape[0]
+        return self.rho1 * 2.0 * v_squared_norm / rank
 
     @property
     def effective_lr(self) -> float:
@@ -289,17 +294,21 @@ def local_round(
 
     Notes
     -----
-    Each step reads ``X`` twice, in :math:`XV^\\top` (``d x r``, the ``U`` step's linear term) and
-    :math:`U^\\top X` (``r x n``, the gradient); :math:`\\|X\\|_F^2` is computed once per round and
-    the ``r x n`` updates are made in place.
+    A sparse ``X`` is read twice per step, in :math:`XV^\\top` (``d x r``, the ``U`` step's linear
+    term) and :math:`U^\\top X` (``r x n``, the gradient). A dense ``X`` is read once per step, a
+    block of samples at a time (:func:`_dense_steps`). :math:`\\|X\\|_F^2` is computed once per
+    round and the ``r x n`` updates are made in place.
     """
     eta = params.effective_lr
-    alpha, mu = params.local_lr, params.mu
-    v = prox_l21_nonneg(v_bar, eta * mu)
+    v = prox_l21_nonneg(v_bar, eta * params.mu)
     if params.drift_correction and v_prev is not None and grad_prev is not None:
         corr = drift_correction(v_prev, v_bar, grad_prev, eta)
     else:
         corr = np.zeros_like(v_bar)
+    if not sp.issparse(x):
+        v_hat, u, grad_sum, xvt_start = _dense_steps(x, u, v, corr, params)
+        return LocalRoundResult(v_hat=v_hat, u=u, grad_avg=grad_sum, v=v, correction=corr, xvt=xvt_start)
+    alpha, mu = params.local_lr, params.mu
     v_hat = v.copy()
     v_local = v
     grad_sum = np.zeros_like(v_bar)
@@ -321,6 +330,104 @@ def local_round(
         v_local = prox_l21_nonneg(v_hat, (k + 1) * alpha * mu)
     grad_sum /= params.local_steps
     return LocalRoundResult(v_hat=v_hat, u=u, grad_avg=grad_sum, v=v, correction=corr, xvt=xvt_start)
+
+
+#: Samples per block of :func:`_dense_steps` (a 50-feature block of ``X`` is 1.6 MB: it and the
+#: step's ``r x`` block arrays stay in cache between the two products).
+_STEP_BLOCK = 4096
+
+
+def _dense_steps(
+    x: np.ndarray, u: np.ndarray, v: np.ndarray, corr: np.ndarray, params: SONMFParams
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The ``tau`` local steps of :func:`local_round` on a dense ``X``, one pass over ``X`` per step.
+
+    The local iterate is kept as :math:`V^k = \\operatorname{diag}(c^k)\\max(\\hat V^k, 0)`, the row
+    scaling of the proximal map (:func:`prox_l21_nonneg`; :math:`c^0 = 1`, :math:`\\hat V^0 = V^s`).
+    Block by block of samples, one pass computes the gradient :math:`g_k` (``U^T X`` of the block),
+    updates :math:`\\hat V`, and accumulates what the next step needs of
+    :math:`P = \\max(\\hat V^{k+1}, 0)`: its row norms (hence :math:`c^{k+1}`), :math:`XP^\\top`
+    (``X`` of the block again, still in cache) and, for the penalty ``U`` solver, :math:`PP^\\top`;
+    then :math:`XV^{k+1\\top} = XP^\\top\\operatorname{diag}(c^{k+1})` and
+    :math:`V^{k+1}V^{k+1\\top} = \\operatorname{diag}(c^{k+1})PP^\\top\\operatorname{diag}(c^{k+1})`.
+    The same arithmetic as the two-pass loop, but for the order of the sums over samples.
+
+    Parameters
+    ----------
+    x : ndarray, shape (d, n)
+    u : ndarray, shape (d, r)
+        :math:`U_p^{s,0}`.
+    v : ndarray, shape (r, n)
+        :math:`V^s` (nonnegative; not modified).
+    corr : ndarray, shape (r, n)
+        :math:`C_p^s`.
+    params : SONMFParams
+
+    Returns
+    -------
+    v_hat : ndarray, shape (r, n)
+    u : ndarray, shape (d, r)
+    grad_avg : ndarray, shape (r, n)
+    xvt_start : ndarray, shape (d, r)
+        :math:`XV^{s\\top}`.
+    """
+    alpha, mu, tau = params.local_lr, params.mu, params.local_steps
+    (d, n), r = x.shape, v.shape[0]
+    penalty = params.basis.method != "assignment"
+    blocks = [slice(start, min(start + _STEP_BLOCK, n)) for start in range(0, n, _STEP_BLOCK)]
+    x_sq = squared_norm(x)
+    v_hat = v.copy()
+    grad_sum = np.zeros_like(v)
+    scale = np.ones(r)
+    xvt = xvt_start = np.asarray(x @ v.T)
+    row_sq = np.einsum("ij,ij->i", v, v)
+    vvt = v @ v.T if penalty else None
+    for k in range(tau):
+        # The assignment solver reads V only through ||V||_F^2 and diag(VV^T).
+        u, _ = solve_basis(
+            x,
+            None,
+            u,
+            params.basis_weight_at(float(row_sq.sum()), r),
+            params.basis,
+            xvt=xvt,
+            x_squared_norm=x_sq,
+            vvt=vvt if penalty else np.diag(row_sq),
+        )
+        utu, ut = u.T @ u, np.ascontiguousarray(u.T)
+        last = k == tau - 1
+        p_sq, xpt = np.zeros(r), np.zeros((d, r))
+        ppt = np.zeros((r, r)) if penalty else None
+        for b in blocks:
+            xb, vh = x[:, b], v_hat[:, b]
+            g = np.maximum(vh, 0.0)
+            g *= scale[:, None]  # V^k of the block
+            g = utu @ g
+            g -= ut @ xb
+            g *= 2.0
+            grad_sum[:, b] += g
+            g += corr[:, b]
+            g *= alpha
+            vh -= g
+            if last:
+                continue
+            p = np.maximum(vh, 0.0)
+            p_sq += np.einsum("ij,ij->i", p, p)
+            xpt += xb @ p.T
+            if penalty:
+                ppt += p @ p.T
+        if last:
+            break
+        t = (k + 1) * alpha * mu
+        norms = np.sqrt(p_sq)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(norms > t, 1.0 - t / norms, 0.0)
+        row_sq = scale**2 * p_sq
+        xvt = xpt * scale[None, :]
+        if penalty:
+            vvt = ppt * np.outer(scale, scale)
+    grad_sum /= tau
+    return v_hat, u, grad_sum, xvt_start
 
 
 def server_step(

@@ -128,3 +128,30 @@ def test_local_round_leaves_inputs_untouched():
     local_round(views[0].x, u, v_bar, SONMFParams(local_steps=2))
     np.testing.assert_array_equal(u, u_copy)
     np.testing.assert_array_equal(v_bar, v_copy)
+
+
+@pytest.mark.parametrize("method", ["assignment", "penalty"])
+@pytest.mark.parametrize("n", [300, 9000])  # one block, and three blocks of samples
+def test_dense_one_pass_steps_equal_the_two_pass_loop(method, n):
+    """The fused dense loop (one read of X per step) gives the sparse loop's numbers, two rounds."""
+    import scipy.sparse as sp
+
+    from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions
+
+    rng = np.random.default_rng(3)
+    d, r = 12, 4
+    x = rng.random((d, n)) * (rng.random((d, n)) < 0.6)
+    params = SONMFParams(local_steps=4, mu=0.05, basis=BasisSolverOptions(method=method))
+    v_bar = rng.random((r, n))
+    u = np.abs(rng.standard_normal((d, r)))
+    u /= np.linalg.norm(u, axis=0)
+    runs = {}
+    for name, data in (("dense", x), ("sparse", sp.csr_matrix(x))):
+        out = local_round(data, u.copy(), v_bar.copy(), params)
+        second = local_round(data, out.u, out.v_hat, params, v_prev=v_bar, grad_prev=out.grad_avg)
+        runs[name] = (out, second)
+    assert np.linalg.norm(runs["dense"][1].correction) > 0  # the second round is drift-corrected
+    for dense, sparse in zip(runs["dense"], runs["sparse"], strict=True):
+        for field in ("v_hat", "u", "grad_avg", "v", "correction", "xvt"):
+            a, b = getattr(dense, field), np.asarray(getattr(sparse, field))
+            assert np.linalg.norm(a - b) <= 1e-10 * max(np.linalg.norm(b), 1.0), field
