@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedmf_app.common.scaling import normalise_rows
+from fedmf_app.common.threads import one_blas_thread
 from fedmf_app.data.errors import DataError
 
 __all__ = [
@@ -129,7 +130,10 @@ def prepare_view(
         out = normalise_rows(out)
     if normalisation == "frobenius":
         values = out.data if sp.issparse(out) else out
-        norm = float(np.linalg.norm(values))
+        # one BLAS thread: a threaded dot sums in another order, and the view's scale (hence
+        # every number of the run) would follow the machine's cores
+        with one_blas_thread():
+            norm = float(np.linalg.norm(values))
         if norm == 0.0:
             raise DataError(f"{where} is all zeros: it cannot be normalised by its Frobenius norm")
         values /= norm

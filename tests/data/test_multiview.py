@@ -245,3 +245,17 @@ def test_development_copies_of_public_files(relative, n, dims, k):
     data = load_multiview(str(path))
     assert data.num_samples == n and [v.shape[1] for v in data.views] == dims
     assert data.num_classes == k and set(np.unique(data.labels)) == set(range(k))
+
+
+def test_a_view_is_scaled_the_same_whatever_the_threads():
+    """The Frobenius scale of a large view (a threaded BLAS dot above 10,000 entries) does not
+    follow the number of BLAS threads: every number of a run depends on it."""
+    from threadpoolctl import threadpool_limits
+
+    x = np.random.default_rng(0).random((5000, 300))
+    scaled = {}
+    for threads in (1, 2, 4):
+        with threadpool_limits(threads, user_api="blas"):
+            scaled[threads] = prepare_view(x, "min-max", "frobenius", "v")
+    np.testing.assert_array_equal(scaled[2], scaled[1])
+    np.testing.assert_array_equal(scaled[4], scaled[1])

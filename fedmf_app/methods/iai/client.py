@@ -13,7 +13,9 @@ Messages (every array is a plain ndarray, the sparse ones as index/value pairs):
 The autoencoder (trained once, in round 1) and the graph autoencoder's weights stay in
 ``context.state``; nothing else is kept. The client reads only the rows of its view that the
 run's missing-view mask marks observed. torch is imported here only (other algorithms never load
-this module), and uses one thread per client.
+this module). Its kernels run on one thread (torch's and every native pool:
+:func:`~fedmf_app.common.threads.single_threaded`), so that its numbers do not depend on the
+machine's cores or on the simulation's ``client-resources-num-cpus``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import torch
 from flwr.common import Context, Scalar
 from flwr.common.logger import log
 
+from fedmf_app.common.threads import single_threaded
 from fedmf_app.data import ClientView
 from fedmf_app.federated.client import ViewClient, load_state, save_state
 from fedmf_app.federated.secure_sum_flower import masked_upload
@@ -91,7 +94,8 @@ class FMVCIAIClient(ViewClient):
             # K travels in round 1's config: the adaptive iai.knn = 0 needs it
             k = int(config.get("num-clusters", 1))
             params = iai_params(self.cfg, num_clusters=k, num_samples=x.shape[0])
-            neighbours, ae_state = client_setup(x, self.observed, params, self.seed)
+            with single_threaded():
+                neighbours, ae_state = client_setup(x, self.observed, params, self.seed)
             save_state(
                 self.context, self.cfg, _NAME, server_round, {f"ae.{k}": v for k, v in ae_state.items()}
             )
@@ -101,18 +105,19 @@ class FMVCIAIClient(ViewClient):
         params = replace(params, device=_device(params.device))
         ae_state = {k[3:]: v for k, v in state.items() if k.startswith("ae.")}
         gae_state = {k[4:]: v for k, v in state.items() if k.startswith("gae.")} or None
-        upload = client_round(
-            x,
-            self.observed,
-            ae_state,
-            gae_state,
-            neighbours,
-            labels,
-            target if target.shape[0] else None,
-            anchors,
-            params,
-            self.seed + server_round,
-        )
+        with single_threaded():
+            upload = client_round(
+                x,
+                self.observed,
+                ae_state,
+                gae_state,
+                neighbours,
+                labels,
+                target if target.shape[0] else None,
+                anchors,
+                params,
+                self.seed + server_round,
+            )
         save_state(
             self.context,
             self.cfg,

@@ -25,14 +25,14 @@ from __future__ import annotations
 import time
 from abc import abstractmethod
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cached_property
 
 import numpy as np
 from flwr.common import NDArrays, Scalar
-from threadpoolctl import ThreadpoolController
 
 from fedmf_app.common.clustering import kmeans_basis
 from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.common.threads import one_blas_thread
 from fedmf_app.federated.client import ViewClient, load_state, save_state
 from fedmf_app.federated.secure_sum_flower import masked_upload
 from fedmf_app.methods.sonmf.adapted_updates import (
@@ -55,12 +55,6 @@ __all__ = [
     "LocalWork",
     "SparseONMFClient",
 ]
-
-
-@cache
-def _blas() -> ThreadpoolController:
-    """The process's thread pools, found once (a search costs about 1 ms, a limit through it 10 us)."""
-    return ThreadpoolController()
 
 
 @dataclass(frozen=True)
@@ -183,7 +177,7 @@ class SparseONMFClient(ViewClient):
         # The products with the view are thin (d x n times n x r): a second BLAS thread gains
         # little on them and, where clients share the cores (Ray sets OMP_NUM_THREADS to an actor's
         # CPUs), it can cost half their speed (docs/scale.md).
-        with _blas().limit(limits=1, user_api="blas"):
+        with one_blas_thread():
             work = self.local_work(x, u_start, parameters, state, server_round)
             arrays: NDArrays = [work.upload]
             metrics: dict[str, Scalar] = {"partition-id": self.partition_id}

@@ -185,3 +185,26 @@ def test_other_algorithms_do_not_import_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_client_kernels_run_on_one_thread_whatever_the_process_has(tmp_path, monkeypatch):
+    """The client's numbers must not follow the machine's cores: every native pool at one thread
+    (the process itself keeps its threads: the server's step is not limited)."""
+    import threadpoolctl
+
+    import fedmf_app.methods.iai.client as client_module
+
+    seen = []
+
+    def recording(kernel):
+        def wrapped(*args, **kwargs):
+            seen.append(max(p["num_threads"] for p in threadpoolctl.threadpool_info()))
+            return kernel(*args, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(client_module, "client_setup", recording(client_setup))
+    monkeypatch.setattr(client_module, "client_round", recording(client_round))
+    cfg = validate_run_config({**SMALL, "out-dir": str(tmp_path)})
+    run_federation(tmp_path, cfg)
+    assert len(seen) == cfg["num-clients"] * cfg["num-server-rounds"] and set(seen) == {1}
