@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["l21_norm", "prox_l21_nonneg"]
+__all__ = ["l21_norm", "l21_row_scale", "prox_l21_nonneg"]
 
 
 def l21_norm(v: np.ndarray) -> float:
@@ -49,8 +49,23 @@ def prox_l21_nonneg(z: np.ndarray, t: float) -> np.ndarray:
     if t < 0:
         raise ValueError(f"prox threshold must be nonnegative, got {t}")
     zp = np.maximum(z, 0.0)
-    norms = np.linalg.norm(zp, axis=1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.where(norms > t, 1.0 - t / norms, 0.0)
-    zp *= scale
+    zp *= l21_row_scale(np.linalg.norm(zp, axis=1, keepdims=True), t)
     return zp
+
+
+def l21_row_scale(norms: np.ndarray, t: float) -> np.ndarray:
+    r"""The factor :math:`\max(0, 1 - t/\|z^+\|_2)` that :func:`prox_l21_nonneg` applies to each row.
+
+    Parameters
+    ----------
+    norms : ndarray
+        Row norms :math:`\|z^+\|_2` of :math:`\max(Z, 0)` (any shape; zero norms give 0).
+    t : float
+        Threshold, nonnegative.
+
+    Returns
+    -------
+    ndarray, the shape of ``norms``
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(norms > t, 1.0 - t / norms, 0.0)

@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions, basis_residual, solve_basis
-from fedmf_app.methods.sonmf.prox import l21_norm, prox_l21_nonneg
+from fedmf_app.methods.sonmf.prox import l21_norm, l21_row_scale, prox_l21_nonneg
 from fedmf_app.methods.sonmf.residual_products import squared_norm, squared_residual, ut_times_residual
 
 __all__ = [
@@ -394,17 +394,14 @@ def _dense_steps(
             x_squared_norm=x_sq,
             vvt=vvt if penalty else np.diag(row_sq),
         )
-        utu, ut = u.T @ u, np.ascontiguousarray(u.T)
         last = k == tau - 1
         p_sq, xpt = np.zeros(r), np.zeros((d, r))
         ppt = np.zeros((r, r)) if penalty else None
         for b in blocks:
             xb, vh = x[:, b], v_hat[:, b]
-            g = np.maximum(vh, 0.0)
-            g *= scale[:, None]  # V^k of the block
-            g = utu @ g
-            g -= ut @ xb
-            g *= 2.0
+            vk = np.maximum(vh, 0.0)
+            vk *= scale[:, None]  # V^k of the block
+            g = grad_v(xb, u, vk)
             grad_sum[:, b] += g
             g += corr[:, b]
             g *= alpha
@@ -418,10 +415,7 @@ def _dense_steps(
                 ppt += p @ p.T
         if last:
             break
-        t = (k + 1) * alpha * mu
-        norms = np.sqrt(p_sq)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scale = np.where(norms > t, 1.0 - t / norms, 0.0)
+        scale = l21_row_scale(np.sqrt(p_sq), (k + 1) * alpha * mu)
         row_sq = scale**2 * p_sq
         xvt = xpt * scale[None, :]
         if penalty:
