@@ -55,9 +55,9 @@ def to_parameters(arrays: Sequence[np.ndarray]) -> Parameters:
 
 def array_record(arrays: Mapping[str, np.ndarray]) -> ArrayRecord:
     """``ArrayRecord({k: Array(v)})`` with each array serialised by :func:`npy_bytes`."""
-    return ArrayRecord(
-        {
-            key: Array(dtype=str(a.dtype), shape=tuple(a.shape), stype="numpy.ndarray", data=npy_bytes(a))
-            for key, a in ((k, np.asanyarray(v)) for k, v in arrays.items())
-        }
-    )
+    return ArrayRecord({key: _array(np.asanyarray(a)) for key, a in arrays.items()})
+
+
+def _array(a: np.ndarray) -> Array:
+    """``Array(a)``, its data serialised by :func:`npy_bytes`."""
+    return Array(dtype=str(a.dtype), shape=tuple(a.shape), stype="numpy.ndarray", data=npy_bytes(a))
