@@ -159,10 +159,22 @@ def floor(nodes: int, rounds: int, task_poll: float = DEFAULT_TASK_POLL_INTERVAL
             )
         finally:
             federation.stop()
-    seconds = [float(m.group(2)) for m in _FLOOR_ROUND.finditer(proc.stdout)]
-    if len(seconds) != rounds:
-        raise RuntimeError(f"floor app: {len(seconds)} of {rounds} rounds logged:\n{proc.stdout[-2000:]}")
+    seconds = floor_seconds(proc.stdout, rounds)
     return {"median_round_s": statistics.median(seconds[1:] or seconds), "round_s": seconds}
+
+
+def floor_seconds(log_text: str, rounds: int) -> list[float]:
+    """Seconds of every round of the floor app, read from its streamed log.
+
+    Raises
+    ------
+    RuntimeError
+        When the log does not hold ``rounds`` rounds (with the end of the log).
+    """
+    seconds = [float(m.group(2)) for m in _FLOOR_ROUND.finditer(log_text)]
+    if len(seconds) != rounds:
+        raise RuntimeError(f"floor app: {len(seconds)} of {rounds} rounds logged:\n{log_text[-2000:]}")
+    return seconds
 
 
 def simulation(nodes: int, rounds: int, out: Path, name: str) -> dict:
