@@ -179,3 +179,16 @@ def test_a_sparse_view_gives_the_dense_client_results():
     np.testing.assert_array_equal(u1.distances, u0.distances)
     np.testing.assert_array_equal(u1.anchor_indices, u0.anchor_indices)
     np.testing.assert_array_equal(u1.anchor_values, u0.anchor_values)
+
+
+def test_non_edges_are_those_of_the_plain_rejection_loop():
+    # the same draws, in the same order, as testing each key against the sorted edge keys in turn
+    n, rng = 300, np.random.default_rng(5)
+    edges = rng.integers(0, n, size=(2, 20_000))
+    forbidden = edge_keys(edges, n)
+    draws = uniform_non_edges(forbidden, n, 50_000, np.random.default_rng(6))
+    plain, stream, edge_set = [], np.random.default_rng(6), set(forbidden.tolist())
+    while len(plain) < 50_000:
+        keys = stream.integers(0, n * n, size=50_000 - len(plain), dtype=np.int64)
+        plain += [k for k in keys.tolist() if k not in edge_set]
+    np.testing.assert_array_equal(draws, np.vstack([np.array(plain) // n, np.array(plain) % n]))
