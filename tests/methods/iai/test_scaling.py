@@ -192,3 +192,10 @@ def test_non_edges_are_those_of_the_plain_rejection_loop():
         keys = stream.integers(0, n * n, size=50_000 - len(plain), dtype=np.int64)
         plain += [k for k in keys.tolist() if k not in edge_set]
     np.testing.assert_array_equal(draws, np.vstack([np.array(plain) // n, np.array(plain) % n]))
+
+
+@pytest.mark.parametrize("num_edges", [0, 1, 5_000])
+def test_edge_keys_are_the_sorted_distinct_keys(num_edges):
+    n = 40
+    edges = np.random.default_rng(7).integers(0, n, size=(2, num_edges))
+    np.testing.assert_array_equal(edge_keys(edges, n), np.unique(edges[0] * n + edges[1]))
