@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from fedmf_app.deployment.app_folder import stage_app
 from fedmf_app.deployment.certificates import TlsFiles
 from fedmf_app.deployment.processes import OwnedProcess
 
@@ -264,6 +265,10 @@ class LocalSuperLink:
     ) -> subprocess.CompletedProcess[str]:
         """``flwr run <app_dir> --stream`` on this SuperLink; returns when the run ends.
 
+        ``flwr run`` is given a copy of the files Flower packs from ``app_dir``
+        (:func:`~fedmf_app.deployment.app_folder.stage_app`, in ``flwr_home``): the same app
+        bundle, without Flower walking a virtual environment inside the app folder.
+
         Parameters
         ----------
         app_dir : str or Path
@@ -288,7 +293,8 @@ class LocalSuperLink:
         federation = dict(federation_config or {})
         if num_supernodes is not None:
             federation["num-supernodes"] = num_supernodes
-        command = ["flwr", "run", str(app_dir), _CONNECTION, "--stream"]
+        app = stage_app(app_dir, self.flwr_home / "app")
+        command = ["flwr", "run", str(app), _CONNECTION, "--stream"]
         if federation:
             command += ["--federation-config", format_config(federation)]
         if run_config:
