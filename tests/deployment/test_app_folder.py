@@ -7,10 +7,10 @@ import pytest
 from flwr.cli.build import build_fab_from_disk
 
 from fedmf_app.deployment.app_folder import stage_app
+from tests.support.flower import ROOT
 
 # Flower builds the bundle with pathspec patterns it names by a deprecated alias
 pytestmark = pytest.mark.filterwarnings("ignore:GitWildMatchPattern:DeprecationWarning")
-from tests.support.flower import ROOT
 
 
 def test_the_copy_of_this_app_builds_the_same_bundle_byte_for_byte(tmp_path):
