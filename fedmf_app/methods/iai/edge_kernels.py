@@ -32,7 +32,7 @@ def _csr(rows: torch.Tensor, cols: torch.Tensor, n: int) -> tuple[torch.Tensor, 
     order = torch.argsort(rows, stable=True)
     crow = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
     crow[1:] = torch.cumsum(torch.bincount(rows, minlength=n), 0)
-    return order, crow, cols[order]
+    return order, crow, cols.index_select(0, order)
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class EdgePattern:
             ``pairs[:, order]`` is the pattern's edge order.
         """
         order, crow, cols = _csr(pairs[0], pairs[1], n)
-        rows = pairs[0][order]
+        rows = pairs[0].index_select(0, order)
         perm_t, crow_t, cols_t = _csr(cols, rows, n)
         return cls(n, rows, cols, crow, crow_t, cols_t, perm_t), order
 
@@ -91,7 +91,9 @@ class EdgePattern:
         """Sparse CSR transpose ``A(values)ᵀ``."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            return torch.sparse_csr_tensor(self.crow_t, self.cols_t, values[self.perm_t], (self.n, self.n))
+            return torch.sparse_csr_tensor(
+                self.crow_t, self.cols_t, values.index_select(0, self.perm_t), (self.n, self.n)
+            )
 
     def sampled_dot(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """``<a_i, b_j>`` on every edge, shape (E,) (no autograd)."""
