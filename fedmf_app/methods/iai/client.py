@@ -4,11 +4,12 @@ Messages (every array is a plain ndarray, the sparse ones as index/value pairs):
 
 * round 1, down: nothing (K in the config); up: ``[kNN indices (n, k) int32]`` of the client's observed rows.
 * round s >= 2, down: ``[A_g neighbours (n, k) int32, Y (n,) int64, P (n, K) or (0, K), anchors
-  (r,) int64]``; up: ``[E^(m) (n, K) (with ``iai.pseudo-labels = anchor-kmeans``: the anchor
-  distances D^(m) (n, r)), G^(m) column indices (n, s) int32, G^(m) values (n, s)]``
-  and the scalar ``emd`` as a metric. With run config ``secure-aggregation = true``, E^(m) and
-  the three losses travel as one masked vector (the server needs only their sums); G^(m) and
-  ``emd`` stay in the clear (the EMD-weighted fusion needs each).
+  (r,) int64]``; up: ``[E^(m) (n, K) (with ``iai.pseudo-labels = anchor-kmeans`` or
+  ``anchor-spectral``: the anchor distances D^(m) (n, r)), G^(m) column indices (n, s) int32,
+  G^(m) values (n, s)]`` and the scalar ``emd`` as a metric. With run config
+  ``secure-aggregation = true``, E^(m) and the three losses travel as one masked vector (the
+  server needs only their sums); G^(m) and ``emd`` stay in the clear (the EMD-weighted fusion
+  needs each).
 
 The autoencoder (trained once, in round 1) and the graph autoencoder's weights stay in
 ``context.state``; nothing else is kept. The client reads only the rows of its view that the

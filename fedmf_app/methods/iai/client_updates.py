@@ -33,7 +33,7 @@ from fedmf_app.methods.iai.graph_autoencoder import (
     soft_assignment,
     train_gae,
 )
-from fedmf_app.methods.iai.params import IAIParams
+from fedmf_app.methods.iai.params import ANCHOR_DISTANCE_RULES, IAIParams
 from fedmf_app.methods.iai.sample_graphs import anchor_graph, observed_knn
 from fedmf_app.methods.iai.view_scaling import scale_features
 
@@ -48,8 +48,8 @@ class ClientUpload:
     ----------
     distances : ndarray, shape (n, K) or (n, r)
         E^(m), the squared distances to the Y-prototypes, or with ``pseudo_labels =
-        "anchor-kmeans"`` D^(m), the squared distances to the anchor samples (both in the embedding
-        balanced by ``params.view_balance``).
+        "anchor-kmeans"`` or ``"anchor-spectral"`` D^(m), the squared distances to the anchor
+        samples (both in the embedding balanced by ``params.view_balance``).
     anchor_indices : ndarray of int32, shape (n, s)
         Column of each nonzero of the row-sparse anchor graph G^(m).
     anchor_values : ndarray, shape (n, s)
@@ -222,7 +222,7 @@ def client_round(
     q = soft_assignment(h_t, model.centroids.detach()).double().cpu().numpy()
     h = balance_embedding(h_t.double().cpu().numpy(), params.view_balance, labels)
     idx, val = anchor_graph(h, h[anchors], params.anchor_neighbours)
-    if params.pseudo_labels == "anchor-kmeans":
+    if params.pseudo_labels in ANCHOR_DISTANCE_RULES:
         distances = anchor_distances(h, anchors)
     else:
         distances = prototype_distances(h, prototypes(h, labels, k))

@@ -1,4 +1,5 @@
-"""The server's global assignment of ``iai.pseudo-labels = "anchor-kmeans"`` ([A]), numpy only.
+"""The server's global assignment of ``iai.pseudo-labels = "anchor-kmeans"`` ([A]) and
+``"anchor-spectral"`` ([A]), numpy only.
 
 Every client uploads the squared distances from its (balanced) sample embeddings to the embeddings
 of the shared anchor samples, ``D^(m)_ij = ||h_i^(m) - h_{a_j}^(m)||²`` (``n x r``). Their sum
@@ -16,6 +17,11 @@ distances. The server
 4. builds the target P from the Student's-t assignment of the coordinates to the k-means centres,
    sharpened as DEC does (:func:`~fedmf_app.methods.iai.deep_clustering.target_distribution`).
 
+With ``anchor-spectral`` the labels are instead the spectral clustering of the fused anchor graph
+``G = Σ_m w^(m) G^(m)``, a bipartite sample-anchor graph (:func:`anchor_spectral_labels`), and P
+is sharpened from the same MDS coordinates' distances to the means of those labels
+(:func:`coordinate_target`).
+
 Also here: the per-view balance of the embeddings (:func:`balance_embedding`) and the adaptive
 graph sizes (:func:`adaptive_knn`, :func:`adaptive_anchor_neighbours`).
 """
@@ -23,6 +29,7 @@ graph sizes (:func:`adaptive_knn`, :func:`adaptive_anchor_neighbours`).
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from fedmf_app.common.clustering import kmeans_labels
 from fedmf_app.methods.iai.deep_clustering import (
@@ -38,7 +45,10 @@ __all__ = [
     "adaptive_knn",
     "anchor_distances",
     "anchor_kmeans",
+    "anchor_spectral_embedding",
+    "anchor_spectral_labels",
     "balance_embedding",
+    "coordinate_target",
     "between_share",
     "landmark_mds",
 ]
@@ -221,5 +231,78 @@ def anchor_kmeans(
     """
     coords = landmark_mds(distances, anchors, dim)
     labels = kmeans_labels(coords, num_clusters, rng)
+    return labels, coordinate_target(coords, labels, num_clusters)
+
+
+def coordinate_target(coords: np.ndarray, labels: np.ndarray, num_clusters: int) -> np.ndarray:
+    """P: DEC's sharpened Student's-t assignment of coordinates to the means of their labels.
+
+    Parameters
+    ----------
+    coords : ndarray, shape (n, p)
+    labels : ndarray of int, shape (n,)
+    num_clusters : int
+
+    Returns
+    -------
+    ndarray, shape (n, K)
+        Column ``c`` belongs to label ``c``; rows sum to one.
+    """
     q = student_t(prototype_distances(coords, prototypes(coords, labels, num_clusters)))
-    return labels, target_distribution(q)
+    return target_distribution(q)
+
+
+def anchor_spectral_embedding(fused: sp.spmatrix, num_clusters: int) -> np.ndarray:
+    """Leading eigenvectors of the affinity of a bipartite sample-anchor graph (Liu, He, Chang 2010).
+
+    The fused anchor graph ``G`` defines the sample affinity ``W = G Λ^{-1} Gᵀ``,
+    ``Λ = diag(1ᵀG)``, whose degrees are the row sums of ``G``. With ``S = D^{-1/2} G Λ^{-1/2}``
+    (``D`` those degrees) the ``K`` leading eigenvectors of the normalised affinity
+    ``D^{-1/2} W D^{-1/2} = S Sᵀ`` are ``S V Σ^{-1}``, from the eigenpairs ``(Σ², V)`` of the
+    ``r x r`` matrix ``SᵀS``: ``O(n r²)`` time, no ``n x n`` matrix. Anchors no sample weighs are
+    left out.
+
+    Parameters
+    ----------
+    fused : sparse matrix, shape (n, r)
+        Nonnegative; every row with a positive sum.
+    num_clusters : int
+        K.
+
+    Returns
+    -------
+    ndarray, shape (n, min(K, r'))
+        Orthonormal columns, ``r'`` the anchors with weight.
+    """
+    g = sp.csr_matrix(fused, dtype=np.float64)
+    anchor_degree = np.asarray(g.sum(axis=0)).ravel()
+    g = g[:, anchor_degree > 0]
+    anchor_degree = anchor_degree[anchor_degree > 0]
+    sample_degree = np.asarray(g.sum(axis=1)).ravel()
+    s = sp.diags(1.0 / np.sqrt(sample_degree)) @ g @ sp.diags(1.0 / np.sqrt(anchor_degree))
+    values, vectors = np.linalg.eigh((s.T @ s).toarray())
+    top = np.argsort(values)[::-1][: min(num_clusters, values.size)]
+    return np.asarray(s @ (vectors[:, top] / np.sqrt(np.maximum(values[top], 1e-300))))
+
+
+def anchor_spectral_labels(fused: sp.spmatrix, num_clusters: int, rng: np.random.Generator) -> np.ndarray:
+    """Spectral clustering of the fused anchor graph ([A] ``iai.pseudo-labels = "anchor-spectral"``).
+
+    The rows of :func:`anchor_spectral_embedding`, scaled to unit length (Ng, Jordan, Weiss 2001),
+    clustered by k-means with restarts.
+
+    Parameters
+    ----------
+    fused : sparse matrix, shape (n, r)
+        Nonnegative; every row with a positive sum.
+    num_clusters : int
+    rng : numpy.random.Generator
+        Seeds the k-means restarts.
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+    """
+    embedding = anchor_spectral_embedding(fused, num_clusters)
+    embedding /= np.maximum(np.linalg.norm(embedding, axis=1, keepdims=True), 1e-300)
+    return kmeans_labels(embedding, num_clusters, rng)

@@ -85,7 +85,9 @@ OPTIONS: tuple[Option, ...] = (
         "Global assignment Y and target P: `anchor-kmeans` ([A]: the clients' squared distances to "
         "the shared anchor samples, summed (masked under secure aggregation), placed by landmark MDS, "
         "clustered by k-means with restarts, P sharpened from the k-means centres), "
-        "`prototype-argmin` ([A]: one federated k-means step, Y = argmin_k of the "
+        "`anchor-spectral` ([A]: Y by spectral clustering of the fused anchor graph G, the bipartite "
+        "sample-anchor graph, P sharpened from the same MDS coordinates' distances to Y's cluster "
+        "means), `prototype-argmin` ([A]: one federated k-means step, Y = argmin_k of the "
         "summed prototype distances), or `spectral` (spectral clustering of A_g, the literal "
         "reading; collapsed on HW).",
     ),

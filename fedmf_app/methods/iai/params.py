@@ -16,6 +16,7 @@ from typing import Any
 from fedmf_app.methods.iai.global_assignment import adaptive_anchor_neighbours, adaptive_knn
 
 __all__ = [
+    "ANCHOR_DISTANCE_RULES",
     "ATTRIBUTE_SCALES",
     "DEVICES",
     "FEATURE_SCALINGS",
@@ -31,8 +32,11 @@ __all__ = [
 #: Imputation of the missing rows of Z^(m): feature propagation (M1) or zeros (ablation of M1).
 IMPUTATIONS = ("propagation", "zeros")
 #: Pseudo-labels Y: k-means on the landmark-MDS coordinates of the securely summed anchor distances
-#: ([A]), argmin of the summed prototype distances, or spectral clustering of A_g.
-PSEUDO_LABELS = ("anchor-kmeans", "prototype-argmin", "spectral")
+#: ([A]), spectral clustering of the fused anchor graph (P from the same coordinates), argmin of the
+#: summed prototype distances, or spectral clustering of A_g.
+PSEUDO_LABELS = ("anchor-kmeans", "anchor-spectral", "prototype-argmin", "spectral")
+#: The pseudo-label rules whose clients upload their squared distances to the shared anchors.
+ANCHOR_DISTANCE_RULES = ("anchor-kmeans", "anchor-spectral")
 #: Scale of the attribute loss M3: plain MSE, or MSE over the imputed codes' variance.
 ATTRIBUTE_SCALES = ("none", "variance")
 #: A_g of a training round: kNN of the fused anchor graph (paper C), or that joined with A_g⁰.

@@ -5,7 +5,9 @@ the shared anchor indices and computes Y⁰ by spectral clustering of A_g⁰; th
 After every training round (:func:`server_round`) it computes the global assignment: with
 ``pseudo_labels = "anchor-kmeans"`` ([A], the default) k-means on the landmark-MDS coordinates of
 D = Σ_m D^(m), the summed squared distances to the shared anchors
-(:mod:`~fedmf_app.methods.iai.global_assignment`), and P from the k-means centres; otherwise
+(:mod:`~fedmf_app.methods.iai.global_assignment`), and P from the k-means centres; with
+``"anchor-spectral"`` ([A]) Y by spectral clustering of the fused anchor graph and P from the same
+coordinates; otherwise
 E = Σ_m E^(m), the Student's-t assignment Q̄ and the target P and the pseudo-labels Y
 (argmin of E or spectral clustering of A_g). Y is aligned to the previous round; then the fused
 anchor graph G = Σ_m w^(m) G^(m) with weights decreasing in EMD_m, and A_g = kNN(G)
@@ -28,7 +30,12 @@ from fedmf_app.methods.iai.deep_clustering import (
     student_t,
     target_distribution,
 )
-from fedmf_app.methods.iai.global_assignment import anchor_kmeans
+from fedmf_app.methods.iai.global_assignment import (
+    anchor_kmeans,
+    anchor_spectral_labels,
+    coordinate_target,
+    landmark_mds,
+)
 from fedmf_app.methods.iai.params import IAIParams
 from fedmf_app.methods.iai.sample_graphs import anchor_knn, anchor_matrix, start_graph
 
@@ -142,7 +149,7 @@ def server_round(
     ----------
     state : ServerState
         State broadcast this round (its labels are the previous Y).
-    distances : list of ndarray, each (n, K), or (n, r) for ``anchor-kmeans``
+    distances : list of ndarray, each (n, K), or (n, r) for ``anchor-kmeans`` / ``anchor-spectral``
         E^(m), or D^(m) (only their sum is used: a list of one sum gives the same result).
     anchor_graphs : list of (indices (n, s), values (n, s))
         G^(m), row-sparse.
@@ -160,16 +167,19 @@ def server_round(
     """
     n, k = distances[0].shape[0], params.num_clusters
     total = np.sum(distances, axis=0)
-    if params.pseudo_labels == "anchor-kmeans":
-        labels, target = anchor_kmeans(total, state.anchors, k, np.random.default_rng(seed), params.mds_dim)
-    else:
-        q = student_t(total)
-        target = target_distribution(q)
     rule = params.fusion if emd is not None else "uniform"
     weights = fusion_weights(
         np.asarray(emd if emd is not None else [0.0] * len(anchor_graphs)), rule, params.fusion_temperature
     )
     fused = fuse([anchor_matrix(i, v, params.anchors) for i, v in anchor_graphs], weights)
+    if params.pseudo_labels == "anchor-kmeans":
+        labels, target = anchor_kmeans(total, state.anchors, k, np.random.default_rng(seed), params.mds_dim)
+    elif params.pseudo_labels == "anchor-spectral":
+        labels = anchor_spectral_labels(fused, k, np.random.default_rng(seed))
+        target = coordinate_target(landmark_mds(total, state.anchors, params.mds_dim), labels, k)
+    else:
+        q = student_t(total)
+        target = target_distribution(q)
     neighbours = anchor_knn(fused, params.knn, params.knn_probes).astype(np.int32)
     if params.graph_update == "fused-start" and state.start_neighbours is not None:
         neighbours = np.hstack([neighbours, state.start_neighbours]).astype(np.int32)

@@ -9,9 +9,10 @@ target P and the anchor indices. The math is in :mod:`fedmf_app.methods.iai.serv
 The final clustering is the last Y.
 
 With ``secure-aggregation = true`` the server receives the E^(m) (with the default
-``iai.pseudo-labels = anchor-kmeans``: the anchor distances D^(m)) only as their sum (the global
-assignment needs nothing else) and the losses as sums; the kNN graphs of round 1, the anchor
-graphs G^(m) and the EMD_m still travel in the clear (the fusion weights each G^(m) by its EMD).
+``iai.pseudo-labels = anchor-kmeans`` or ``anchor-spectral``: the anchor distances D^(m)) only as
+their sum (the global assignment needs nothing else) and the losses as sums; the kNN graphs of
+round 1, the anchor graphs G^(m) and the EMD_m still travel in the clear (the fusion weights each
+G^(m) by its EMD).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_sum_flower import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.iai import server_updates as iai_server
-from fedmf_app.methods.iai.params import GAEParams, IAIParams, iai_params
+from fedmf_app.methods.iai.params import ANCHOR_DISTANCE_RULES, GAEParams, IAIParams, iai_params
 from fedmf_app.methods.iai.plots import plot_rounds
 from fedmf_app.methods.iai.server_updates import ServerState
 
@@ -164,9 +165,9 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         return [state.neighbours, state.labels, target, state.anchors], record
 
     def _distance_columns(self) -> tuple[int, str]:
-        """Columns and name of the summed distances: D^(m) (n x r) for anchor-kmeans, else E^(m)."""
+        """Columns and name of the summed distances: D^(m) (n x r) for the anchor rules, else E^(m)."""
         assert self.params is not None
-        if self.params.pseudo_labels == "anchor-kmeans":
+        if self.params.pseudo_labels in ANCHOR_DISTANCE_RULES:
             return self.params.anchors, "D^(m)"
         return self.params.num_clusters, "E^(m)"
 

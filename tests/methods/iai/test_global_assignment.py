@@ -11,6 +11,8 @@ from fedmf_app.methods.iai.global_assignment import (
     adaptive_knn,
     anchor_distances,
     anchor_kmeans,
+    anchor_spectral_embedding,
+    anchor_spectral_labels,
     balance_embedding,
     between_share,
     landmark_mds,
@@ -68,6 +70,40 @@ def test_anchor_kmeans_recovers_planted_clusters_and_its_target_is_a_sharpened_a
     np.testing.assert_array_equal(labels, again)
 
 
+def test_anchor_spectral_embedding_is_the_leading_eigenvectors_of_the_anchor_affinity():
+    """Against the dense form: S V Σ^{-1} spans the K leading eigenvectors of
+    D^{-1/2} G Λ^{-1} Gᵀ D^{-1/2}; its labels recover three chains of anchors that a little
+    random weight joins into one connected graph."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(9)
+    k, per, r = 3, 60, 24
+    truth = np.repeat(np.arange(k), per)
+    # three elongated clusters side by side: each sample weighs the anchors of its own cluster
+    anchors_of = np.array_split(np.arange(r), k)
+    rows, cols, vals = [], [], []
+    for i, c in enumerate(truth):
+        pos = rng.uniform(0, len(anchors_of[c]) - 1)
+        near = anchors_of[c][[int(np.floor(pos)), int(np.ceil(pos))]]
+        rows += [i, i, i]
+        cols += [near[0], near[1], int(rng.integers(r))]
+        vals += [0.5, 0.49, 0.01]  # a little weight on a random anchor connects the clusters
+    g = sp.csr_matrix((vals, (rows, cols)), shape=(k * per, r))
+    labels = anchor_spectral_labels(g, k, np.random.default_rng(0))
+    assert clustering_scores(truth, labels)["acc"] == 1.0
+    np.testing.assert_array_equal(labels, anchor_spectral_labels(g, k, np.random.default_rng(0)))
+    # the embedding spans the dense normalised affinity's K leading eigenvectors
+    dense = g.toarray()
+    w = dense @ np.diag(1 / dense.sum(axis=0)) @ dense.T
+    d = w.sum(axis=1)
+    values, vectors = np.linalg.eigh(w / np.sqrt(np.outer(d, d)))
+    lead = vectors[:, np.argsort(values)[::-1][:k]]
+    assert values[np.argsort(values)[::-1][k - 1]] - values[np.argsort(values)[::-1][k]] > 1e-3
+    u = anchor_spectral_embedding(g, k)
+    np.testing.assert_allclose(u.T @ u, np.eye(k), atol=1e-10)
+    np.testing.assert_allclose(u @ u.T, lead @ lead.T, atol=1e-8)
+
+
 def test_unit_variance_balance_gives_every_view_the_same_mean_squared_spread():
     rng = np.random.default_rng(3)
     big, small = rng.normal(size=(80, 4)) * 100.0, rng.normal(size=(80, 7)) * 0.01
@@ -91,14 +127,15 @@ def test_adaptive_sizes_fit_small_and_large_clusters():
     assert all(1 <= adaptive_anchor_neighbours(r, 7) <= r - 1 for r in range(2, 300))
 
 
-def test_the_server_round_labels_planted_clusters_from_summed_view_distances():
+@pytest.mark.parametrize("rule", ["anchor-kmeans", "anchor-spectral"])
+def test_the_server_round_labels_planted_clusters_from_summed_view_distances(rule):
     rng = np.random.default_rng(4)
     k, per, m = 3, 40, 2
     n = k * per
     truth = np.repeat(np.arange(k), per)
     anchors = np.sort(rng.choice(n, 20, replace=False))
     views = [rng.normal(size=(k, 4))[truth] * 5 + rng.normal(size=(n, 4)) for _ in range(m)]
-    params = IAIParams(num_clusters=k, knn=5, anchors=20, anchor_neighbours=4)
+    params = IAIParams(num_clusters=k, knn=5, anchors=20, anchor_neighbours=4, pseudo_labels=rule)
     previous = rng.permutation(truth)  # a poor previous Y: the new one must not depend on it
     state = ServerState(np.zeros((n, 5), np.int32), previous, None, anchors, 1)
     graphs = [anchor_graph(v, v[anchors], 4) for v in views]
