@@ -35,5 +35,6 @@ def test_the_committed_records_rebuild_the_published_table():
     table = rounds_table(records)
     assert table in (docs / "iai.md").read_text()
     assert "| hw | 0.5 | defaults | 0,1,2,3,4 |" in table
-    options = [json.loads(line) for line in (runs / "pseudo_labels.jsonl").open()]
-    assert rounds_table(options) in (docs / "iai.md").read_text()
+    for name in ("pseudo_labels", "graph_update"):
+        options = [json.loads(line) for line in (runs / f"{name}.jsonl").open()]
+        assert rounds_table(options) in (docs / "iai.md").read_text()
