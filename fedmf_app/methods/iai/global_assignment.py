@@ -48,8 +48,8 @@ __all__ = [
     "anchor_spectral_embedding",
     "anchor_spectral_labels",
     "balance_embedding",
-    "coordinate_target",
     "between_share",
+    "coordinate_target",
     "landmark_mds",
 ]
 
