@@ -34,6 +34,7 @@ __all__ = [
     "knn_indices",
     "knn_similarity",
     "laplacian",
+    "modularity",
     "num_components",
 ]
 
@@ -167,6 +168,38 @@ def num_components(a: sp.spmatrix) -> int:
     from scipy.sparse.csgraph import connected_components  # imported here: keeps config imports light
 
     return int(connected_components(a, directed=False)[0])
+
+
+def modularity(a: sp.spmatrix, labels: np.ndarray) -> float:
+    """Newman's modularity of a partition of an undirected weighted graph.
+
+    :math:`Q = \\sum_c \\left[\\frac{W_{cc}}{2m} - \\left(\\frac{d_c}{2m}\\right)^2\\right]`, with
+    :math:`W_{cc}` the summed weights of the entries inside cluster :math:`c` (both directions),
+    :math:`d_c` its summed degrees and :math:`2m` the summed degrees of the graph: the share of
+    edges inside the clusters minus its expectation for random edges with the same degrees.
+
+    Parameters
+    ----------
+    a : sparse matrix, shape (n, n)
+        Symmetric, nonnegative.
+    labels : ndarray of int, shape (n,)
+        Cluster of every node, ``0..K-1``.
+
+    Returns
+    -------
+    float
+        In ``[-1/2, 1)``; 0 for a graph without edges.
+    """
+    a = sp.csr_matrix(a, dtype=np.float64)
+    degree = np.asarray(a.sum(axis=1)).ravel()
+    total = degree.sum()
+    if total <= 0:
+        return 0.0
+    k = int(labels.max()) + 1
+    member = sp.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)), shape=(labels.size, k))
+    inside = np.asarray((member.T @ a @ member).diagonal()).ravel()
+    volume = member.T @ degree
+    return float(np.sum(inside / total - (volume / total) ** 2))
 
 
 def anchor_graph(

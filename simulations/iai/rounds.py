@@ -99,6 +99,7 @@ def run_rounds(overrides: dict[str, Any]) -> dict[str, Any]:
                     record[f"loss_{key}"] = float(np.mean([getattr(u.losses, key) for u in fed.uploads]))
                 emd = [u.emd for u in fed.uploads if u.emd is not None]
                 record["emd_mean"] = float(np.mean(emd)) if emd else None
+                record.update(fed.info)
             previous = state.labels
             rounds.append(record)
             logger.info("%s", json.dumps(record))

@@ -2,14 +2,18 @@
 
 Messages (every array is a plain ndarray, the sparse ones as index/value pairs):
 
-* round 1, down: nothing (K in the config); up: ``[kNN indices (n, k) int32]`` of the client's observed rows.
+* round 1, down: nothing (K in the config); up: ``[neighbour indices (n, L) int32]`` of the
+  client's observed rows, nearest first (L = ``iai.rank-depth`` for the rank-fused start graph,
+  else k).
 * round s >= 2, down: ``[A_g neighbours (n, k) int32, Y (n,) int64, P (n, K) or (0, K), anchors
-  (r,) int64]``; up: ``[E^(m) (n, K) (with ``iai.pseudo-labels = anchor-kmeans`` or
-  ``anchor-spectral``: the anchor distances D^(m) (n, r)), G^(m) column indices (n, s) int32,
-  G^(m) values (n, s)]`` and the scalar ``emd`` as a metric. With run config
-  ``secure-aggregation = true``, E^(m) and the three losses travel as one masked vector (the
-  server needs only their sums); G^(m) and ``emd`` stay in the clear (the EMD-weighted fusion
-  needs each).
+  (r,) int64]``; up: ``[E^(m) (n, K) (with the anchor-distance rules, the default
+  ``iai.pseudo-labels = rank-spectral`` among them: the anchor distances D^(m) (n, r))]``, then
+  with ``iai.graph-update = rank`` (the default) ``[code neighbours (n, L) int32]`` and, when
+  the server fuses anchor graphs (``fused``, ``fused-start``, ``anchor-spectral``), ``[G^(m)
+  column indices (n, s) int32, G^(m) values (n, s)]``, and the scalar ``emd`` as a metric. With
+  run config ``secure-aggregation = true``, E^(m) and the three losses travel as one masked
+  vector (the server needs only their sums); the neighbour lists, G^(m) and ``emd`` stay in the
+  clear (the EMD-weighted fusion needs each).
 
 The autoencoder (trained once, in round 1) and the graph autoencoder's weights stay in
 ``context.state``; nothing else is kept. The client reads only the rows of its view that the
@@ -86,7 +90,7 @@ class FMVCIAIClient(ViewClient):
     def fit(
         self, parameters: list[np.ndarray], config: dict[str, Scalar]
     ) -> tuple[list[np.ndarray], int, dict[str, Scalar]]:
-        """Round 1: autoencoder and kNN graph; later rounds: one training round."""
+        """Round 1: autoencoder and neighbour lists; later rounds: one training round."""
         server_round = int(config["server-round"])
         state = load_state(self.context, self.cfg, _NAME, server_round)
         started = time.perf_counter()
@@ -147,8 +151,7 @@ class FMVCIAIClient(ViewClient):
             summed = [distances, losses]
             distances = masked_upload(self.context, self.cfg, self.partition_id, summed, server_round, "e")
             metrics["secagg_s"] = time.perf_counter() - mask_started
-        return (
-            [distances, upload.anchor_indices, upload.anchor_values],
-            int(self.observed.sum()),
-            metrics,
-        )
+        graphs = [upload.code_neighbours] if upload.code_neighbours is not None else []
+        if upload.anchor_indices is not None:
+            graphs += [upload.anchor_indices, upload.anchor_values]
+        return [distances, *graphs], int(self.observed.sum()), metrics

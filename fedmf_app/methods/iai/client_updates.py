@@ -1,10 +1,12 @@
 """One FMVC-IAI client's work per round: arrays in, arrays out, no Flower.
 
 Round 1 (:func:`client_setup`): scale the view, pre-train the autoencoder on the observed rows,
-and build the kNN graph of the codes over the observed rows (uploaded as ``n x k`` indices).
-Rounds >= 2 (:func:`client_round`): codes Z (zero rows where missing) -> imputation on the global
-graph -> train the GAT autoencoder with the clustering loss -> anchor graph G^(m), prototype
-distances E^(m) and EMD(P, Q^(m)) to upload.
+and rank the nearest observed rows of every observed row by their codes (uploaded as ``n x L``
+indices, nearest first). Rounds >= 2 (:func:`client_round`): codes Z (zero rows where missing) ->
+imputation on the global graph -> the neighbour list of every sample by its imputed code (with
+``graph_update = "rank"``) -> train the GAT autoencoder with the clustering loss -> anchor or
+prototype distances, the anchor graph G^(m) (when the server fuses them) and EMD(P, Q^(m)) to
+upload.
 
 The networks' weights are returned as ``{name: ndarray}`` so the Flower client can keep them in
 ``context.state`` between rounds.
@@ -18,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from fedmf_app.common.graphs import adjacency
+from fedmf_app.common.graphs import adjacency, knn_indices
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.methods.iai.deep_clustering import prototype_distances, prototypes, total_variation_emd
 from fedmf_app.methods.iai.feature_propagation import feature_propagation
@@ -47,13 +49,17 @@ class ClientUpload:
     Attributes
     ----------
     distances : ndarray, shape (n, K) or (n, r)
-        E^(m), the squared distances to the Y-prototypes, or with ``pseudo_labels =
-        "anchor-kmeans"`` or ``"anchor-spectral"`` D^(m), the squared distances to the anchor
-        samples (both in the embedding balanced by ``params.view_balance``).
-    anchor_indices : ndarray of int32, shape (n, s)
-        Column of each nonzero of the row-sparse anchor graph G^(m).
-    anchor_values : ndarray, shape (n, s)
+        E^(m), the squared distances to the Y-prototypes, or with the anchor-distance rules
+        (``rank-spectral``, ``anchor-kmeans``, ``anchor-spectral``) D^(m), the squared distances
+        to the anchor samples (both in the embedding balanced by ``params.view_balance``).
+    anchor_indices : ndarray of int32, shape (n, s), or None
+        Column of each nonzero of the row-sparse anchor graph G^(m) (``None`` unless
+        ``params.uses_anchor_graphs``).
+    anchor_values : ndarray, shape (n, s), or None
         Its values (rows sum to one).
+    code_neighbours : ndarray of int32, shape (n, L), or None
+        The ``L`` nearest samples of every sample by the imputed codes, nearest first
+        (``graph_update = "rank"``; else ``None``).
     emd : float or None
         EMD(P, Q^(m)); ``None`` when there is no P yet.
     losses : GAELosses
@@ -63,8 +69,9 @@ class ClientUpload:
     """
 
     distances: np.ndarray
-    anchor_indices: np.ndarray
-    anchor_values: np.ndarray
+    anchor_indices: np.ndarray | None
+    anchor_values: np.ndarray | None
+    code_neighbours: np.ndarray | None
     emd: float | None
     losses: GAELosses
     gae_state: dict[str, np.ndarray]
@@ -97,7 +104,7 @@ def client_seed(seed: int, partition_id: int) -> int:
 def client_setup(
     x: np.ndarray | sp.spmatrix, observed: np.ndarray, params: IAIParams, seed: int
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Round 1: pre-train the autoencoder and build the local kNN graph.
+    """Round 1: pre-train the autoencoder and rank every observed row's nearest observed rows.
 
     Parameters
     ----------
@@ -111,8 +118,9 @@ def client_setup(
 
     Returns
     -------
-    neighbours : ndarray of int32, shape (n, k)
-        kNN graph over the observed rows in global indices, ``-1`` on unobserved rows.
+    neighbours : ndarray of int32, shape (n, L)
+        The ``L = params.list_depth`` nearest observed rows of every observed row, nearest first,
+        in global indices; ``-1`` on unobserved rows.
     ae_state : dict of ndarray
         Autoencoder weights.
     """
@@ -128,7 +136,7 @@ def client_setup(
         seed,
     )
     z = encode(ae, scaled)
-    return observed_knn(z, observed, params.knn).astype(np.int32), _to_numpy(ae.state_dict())
+    return observed_knn(z, observed, params.list_depth).astype(np.int32), _to_numpy(ae.state_dict())
 
 
 def client_codes(
@@ -198,8 +206,13 @@ def client_round(
     n, k = x.shape[0], params.num_clusters
     z = client_codes(x, observed, ae_state, params)
     graph = adjacency(neighbours, n)
+    code_neighbours = None
     if params.imputation == "propagation":
         z = feature_propagation(z, observed, graph, params.fp_iterations)
+        if params.graph_update == "rank":
+            code_neighbours = knn_indices(z, params.rank_depth).astype(np.int32)
+    elif params.graph_update == "rank":  # no imputation: a missing row casts no vote
+        code_neighbours = observed_knn(z, observed, params.rank_depth).astype(np.int32)
     coo = graph.tocoo()
     edge_index = np.vstack([coo.row, coo.col]).astype(np.int64)
     with seeded(seed):
@@ -221,15 +234,19 @@ def client_round(
     h_t = embed()
     q = soft_assignment(h_t, model.centroids.detach()).double().cpu().numpy()
     h = balance_embedding(h_t.double().cpu().numpy(), params.view_balance, labels)
-    idx, val = anchor_graph(h, h[anchors], params.anchor_neighbours)
+    idx = val = None
+    if params.uses_anchor_graphs:
+        idx, val = anchor_graph(h, h[anchors], params.anchor_neighbours)
+        idx = idx.astype(np.int32)
     if params.pseudo_labels in ANCHOR_DISTANCE_RULES:
         distances = anchor_distances(h, anchors)
     else:
         distances = prototype_distances(h, prototypes(h, labels, k))
     return ClientUpload(
         distances=distances,
-        anchor_indices=idx.astype(np.int32),
+        anchor_indices=idx,
         anchor_values=val,
+        code_neighbours=code_neighbours,
         emd=None if target is None else total_variation_emd(target, q),
         losses=losses,
         gae_state=_to_numpy(model.cpu().state_dict()),

@@ -1,5 +1,5 @@
-"""The server's global assignment of ``iai.pseudo-labels = "anchor-kmeans"`` ([A]) and
-``"anchor-spectral"`` ([A]), numpy only.
+"""The server's global assignment of ``iai.pseudo-labels = "rank-spectral"`` ([A]),
+``"anchor-kmeans"`` ([A]) and ``"anchor-spectral"`` ([A]), numpy / scipy / scikit-learn only.
 
 Every client uploads the squared distances from its (balanced) sample embeddings to the embeddings
 of the shared anchor samples, ``D^(m)_ij = ||h_i^(m) - h_{a_j}^(m)||²`` (``n x r``). Their sum
@@ -22,6 +22,11 @@ With ``anchor-spectral`` the labels are instead the spectral clustering of the f
 is sharpened from the same MDS coordinates' distances to the means of those labels
 (:func:`coordinate_target`).
 
+With ``rank-spectral`` (:func:`rank_spectral_labels`) the labels are the spectral clustering of the
+rank-fused global graph A_g, or of the same fusion with one more voter, the kNN list of the MDS
+coordinates (the clients' trained embeddings, concatenated), or the previous labels: whichever
+partition has the highest modularity on A_g. P is again sharpened from the coordinates.
+
 Also here: the per-view balance of the embeddings (:func:`balance_embedding`) and the adaptive
 graph sizes (:func:`adaptive_knn`, :func:`adaptive_anchor_neighbours`).
 """
@@ -32,14 +37,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedmf_app.common.clustering import kmeans_labels
+from fedmf_app.common.graphs import adjacency, knn_indices, modularity
 from fedmf_app.methods.iai.deep_clustering import (
     prototype_distances,
     prototypes,
+    spectral_labels,
     student_t,
     target_distribution,
 )
+from fedmf_app.methods.iai.rank_fusion import rank_fusion
 
 __all__ = [
+    "RANK_SPECTRAL_CANDIDATES",
     "VIEW_BALANCES",
     "adaptive_anchor_neighbours",
     "adaptive_knn",
@@ -51,7 +60,11 @@ __all__ = [
     "between_share",
     "coordinate_target",
     "landmark_mds",
+    "rank_spectral_labels",
 ]
+
+#: The candidates of :func:`rank_spectral_labels`, in the order that breaks ties.
+RANK_SPECTRAL_CANDIDATES = ("previous", "views", "views+embedding")
 
 #: How a client scales its embedding before its distances are summed (:func:`balance_embedding`).
 VIEW_BALANCES = ("unit-variance", "consensus", "none")
@@ -306,3 +319,64 @@ def anchor_spectral_labels(fused: sp.spmatrix, num_clusters: int, rng: np.random
     embedding = anchor_spectral_embedding(fused, num_clusters)
     embedding /= np.maximum(np.linalg.norm(embedding, axis=1, keepdims=True), 1e-300)
     return kmeans_labels(embedding, num_clusters, rng)
+
+
+def rank_spectral_labels(
+    graph: sp.spmatrix,
+    view_lists: list[np.ndarray],
+    votes: np.ndarray,
+    coords: np.ndarray,
+    previous: np.ndarray,
+    num_clusters: int,
+    knn: int,
+    seed: int,
+) -> tuple[np.ndarray, str]:
+    """Pseudo-labels of ``iai.pseudo-labels = "rank-spectral"`` ([A]).
+
+    Three candidate partitions: the ``previous`` labels; the spectral clustering of A_g, the rank
+    fusion of the views' neighbour lists (``views``); and that of the same fusion with one more
+    voter of weight 1, the ``L``-nearest list of every sample in the coordinates
+    (``views+embedding``: the clients' trained embeddings, concatenated). The one with the highest
+    modularity on A_g is kept (ties: the earlier in :data:`RANK_SPECTRAL_CANDIDATES`). A_g's lists
+    come from the views' codes, which no training round moves towards the labels, so the
+    embedding's vote is taken only where it makes the partition agree better with the views' own
+    neighbourhoods, and the previous labels stay unless a new partition agrees better.
+
+    Parameters
+    ----------
+    graph : sparse matrix, shape (n, n)
+        A_g, the symmetric adjacency of :func:`~fedmf_app.methods.iai.rank_fusion.rank_fusion`
+        of ``view_lists`` with ``votes``.
+    view_lists : list of ndarray of int, each (n, L)
+        The views' neighbour lists, nearest first (``-1`` padded).
+    votes : ndarray, shape (m,)
+        The views' vote weights (mean 1: the embedding's vote counts as one view's).
+    coords : ndarray, shape (n, p)
+        Coordinates of the concatenated embedding (landmark MDS of the summed anchor distances).
+    previous : ndarray of int, shape (n,)
+        The previous round's labels.
+    num_clusters : int
+        K.
+    knn : int
+        Degree k of A_g.
+    seed : int
+        Seeds the spectral clusterings.
+
+    Returns
+    -------
+    labels : ndarray of int64, shape (n,)
+    chosen : str
+        Which candidate (:data:`RANK_SPECTRAL_CANDIDATES`).
+    """
+    n, k = coords.shape[0], num_clusters
+    depth = max(v.shape[1] for v in view_lists)
+    joint = rank_fusion([*view_lists, knn_indices(coords, depth)], knn, np.append(votes, 1.0))
+    candidates = {
+        "previous": np.asarray(previous, dtype=np.int64),
+        "views": spectral_labels(graph, k, seed),
+        "views+embedding": spectral_labels(adjacency(joint, n), k, seed),
+    }
+    scores = {name: modularity(graph, labels) for name, labels in candidates.items()}
+    order = {name: i for i, name in enumerate(RANK_SPECTRAL_CANDIDATES)}
+    chosen = max(RANK_SPECTRAL_CANDIDATES, key=lambda name: (scores[name], -order[name]))
+    return candidates[chosen], chosen

@@ -61,16 +61,28 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "iai.start-graph",
-        "support",
+        "rank",
         OneOf(START_GRAPHS),
-        "First global graph, the k neighbours listed by most views ([A]) or "
-        "the union of the clients' kNN graphs (the literal reading).",
+        "First global graph A_g⁰: per sample, the k best of a Borda count over the clients' lists of "
+        "their L = iai.rank-depth nearest observed rows (`rank`, [A]), the k neighbours listed by "
+        "most views (`support`), or the union of the clients' kNN graphs (`union`, the literal "
+        "reading).",
+    ),
+    Option(
+        "iai.rank-depth",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "Depth L of every view's neighbour list in the rank fusions (`rank` start graph and graph "
+        "update); 0 ([A]) adapts it: L = 5 k (HW, NoisyMNIST: 100), at most n - 1.",
     ),
     Option(
         "iai.fusion",
-        "inverse-emd",
+        "uniform",
         OneOf(FUSION_WEIGHTS),
-        "Anchor-graph weights w_m, 1/EMD_m normalised ([A]), softmax(-EMD/T), or uniform (ablation M2).",
+        "Weights w_m of the views' votes in the rank-fused A_g and of their anchor graphs in the fused "
+        "anchor graph: equal (`uniform`, [A]: EMD-based weights made the rank fusion unstable on "
+        "NoisyMNIST), 1/EMD_m normalised (`inverse-emd`, paper C's weighted fusion M2), or "
+        "softmax(-EMD/T).",
     ),
     Option(
         "iai.fusion-temperature",
@@ -80,9 +92,12 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "iai.pseudo-labels",
-        "anchor-kmeans",
+        "rank-spectral",
         OneOf(PSEUDO_LABELS),
-        "Global assignment Y and target P: `anchor-kmeans` ([A]: the clients' squared distances to "
+        "Global assignment Y and target P: `rank-spectral` ([A]: of the previous Y and the spectral "
+        "clusterings of A_g with and without the concatenated embedding's neighbour list as one more "
+        "vote, the partition with the highest modularity on A_g; needs iai.graph-update = rank; P "
+        "from the coordinates of `anchor-kmeans`), `anchor-kmeans` ([A]: the clients' squared distances to "
         "the shared anchor samples, summed (masked under secure aggregation), placed by landmark MDS, "
         "clustered by k-means with restarts, P sharpened from the k-means centres), "
         "`anchor-spectral` ([A]: Y by spectral clustering of the fused anchor graph G, the bipartite "
@@ -108,11 +123,12 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "iai.graph-update",
-        "fused",
+        "rank",
         OneOf(GRAPH_UPDATES),
-        "A_g of a training round: the kNN graph of the fused anchor graph ([A] `fused`, paper C), or its "
-        "union with the start graph A_g⁰ (`fused-start`: every sample keeps the neighbours most views "
-        "listed; A_g travels as n x 2k indices).",
+        "A_g of a training round: the rank fusion of the clients' lists of the L nearest samples by "
+        "their imputed codes, each view's votes weighted by the fusion weights (`rank`, [A]), the kNN "
+        "graph of the fused anchor graph (`fused`, paper C), or its union with the start graph A_g⁰ "
+        "(`fused-start`: A_g travels as n x 2k indices).",
     ),
     Option(
         "iai.start-target",
@@ -235,11 +251,18 @@ OPTIONS: tuple[Option, ...] = (
 
 
 def _check(cfg: dict[str, Any]) -> None:
-    """Every sample's anchor graph needs one anchor more than its neighbours."""
+    """Every sample's anchor graph needs one anchor more than its neighbours; `rank-spectral`
+    clusters the rank-fused graph."""
     if cfg["iai.anchor-neighbours"] and cfg["iai.anchors"] < cfg["iai.anchor-neighbours"] + 1:
         raise ConfigError(
             f"run config 'iai.anchors' = {cfg['iai.anchors']} is invalid: must be >= "
             f"'iai.anchor-neighbours' + 1 = {cfg['iai.anchor-neighbours'] + 1}"
+        )
+    if cfg["iai.pseudo-labels"] == "rank-spectral" and cfg["iai.graph-update"] != "rank":
+        raise ConfigError(
+            f"run config 'iai.pseudo-labels' = 'rank-spectral' needs 'iai.graph-update' = 'rank' "
+            f"(it clusters the rank-fused graph), got {cfg['iai.graph-update']!r}; set "
+            "'iai.pseudo-labels' to 'anchor-kmeans' with the fused graph updates"
         )
 
 

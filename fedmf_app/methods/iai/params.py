@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fedmf_app.methods.iai.global_assignment import adaptive_anchor_neighbours, adaptive_knn
+from fedmf_app.methods.iai.rank_fusion import adaptive_rank_depth
 
 __all__ = [
     "ANCHOR_DISTANCE_RULES",
@@ -31,16 +32,19 @@ __all__ = [
 
 #: Imputation of the missing rows of Z^(m): feature propagation (M1) or zeros (ablation of M1).
 IMPUTATIONS = ("propagation", "zeros")
-#: Pseudo-labels Y: k-means on the landmark-MDS coordinates of the securely summed anchor distances
-#: ([A]), spectral clustering of the fused anchor graph (P from the same coordinates), argmin of the
-#: summed prototype distances, or spectral clustering of A_g.
-PSEUDO_LABELS = ("anchor-kmeans", "anchor-spectral", "prototype-argmin", "spectral")
+#: Pseudo-labels Y: spectral clustering of the rank-fused graph, with or without the embedding's
+#: neighbour list as one more vote, the more modular on A_g ([A]); k-means on the landmark-MDS
+#: coordinates of the securely summed anchor distances ([A]); spectral clustering of the fused anchor
+#: graph (P from the same coordinates); argmin of the summed prototype distances; or spectral
+#: clustering of A_g.
+PSEUDO_LABELS = ("rank-spectral", "anchor-kmeans", "anchor-spectral", "prototype-argmin", "spectral")
 #: The pseudo-label rules whose clients upload their squared distances to the shared anchors.
-ANCHOR_DISTANCE_RULES = ("anchor-kmeans", "anchor-spectral")
+ANCHOR_DISTANCE_RULES = ("rank-spectral", "anchor-kmeans", "anchor-spectral")
 #: Scale of the attribute loss M3: plain MSE, or MSE over the imputed codes' variance.
 ATTRIBUTE_SCALES = ("none", "variance")
-#: A_g of a training round: kNN of the fused anchor graph (paper C), or that joined with A_g⁰.
-GRAPH_UPDATES = ("fused", "fused-start")
+#: A_g of a training round: rank fusion of the views' neighbour lists of their imputed codes ([A]),
+#: kNN of the fused anchor graph (paper C), or that joined with A_g⁰.
+GRAPH_UPDATES = ("rank", "fused", "fused-start")
 #: Target of the first training round: none (alpha = 0 then) or Y⁰ as a smoothed one-hot P⁰.
 START_TARGETS = ("none", "start-labels")
 #: Per-client scaling of the raw features before the autoencoder.
@@ -118,15 +122,16 @@ class IAIParams:
     imputation : str
         One of :data:`IMPUTATIONS` (``propagation``).
     start_graph : str
-        ``support`` (top-k by supporting views) or ``union`` (the literal reading).
+        ``rank`` (rank fusion of the views' neighbour lists), ``support`` (top-k by supporting
+        views) or ``union`` (the literal reading).
     fusion : str
         ``inverse-emd``, ``softmax`` or ``uniform`` (M2 ablation).
     graph_update : str
-        One of :data:`GRAPH_UPDATES` (``fused``).
+        One of :data:`GRAPH_UPDATES` (``rank``).
     fusion_temperature : float
         Temperature of ``softmax`` fusion.
     pseudo_labels : str
-        One of :data:`PSEUDO_LABELS` (``anchor-kmeans``).
+        One of :data:`PSEUDO_LABELS` (``rank-spectral``).
     view_balance : str
         One of :data:`~fedmf_app.methods.iai.global_assignment.VIEW_BALANCES` (``unit-variance``).
     start_target : str
@@ -149,6 +154,8 @@ class IAIParams:
         ``cpu`` or ``cuda`` (falls back to the CPU, with a warning, when no GPU is present).
     knn_probes : int
         Anchor lists a sample is filed under by the server's global kNN search (4).
+    rank_depth : int
+        Depth L of every view's neighbour list in the rank fusions (``5 k``).
     gae : GAEParams
     """
 
@@ -158,11 +165,11 @@ class IAIParams:
     anchor_neighbours: int = 10
     fp_iterations: int = 40
     imputation: str = "propagation"
-    start_graph: str = "support"
-    fusion: str = "inverse-emd"
-    graph_update: str = "fused"
+    start_graph: str = "rank"
+    fusion: str = "uniform"
+    graph_update: str = "rank"
     fusion_temperature: float = 0.1
-    pseudo_labels: str = "anchor-kmeans"
+    pseudo_labels: str = "rank-spectral"
     view_balance: str = "unit-variance"
     start_target: str = "none"
     mds_dim: int = 0
@@ -174,7 +181,18 @@ class IAIParams:
     ae_batch_size: int = 256
     device: str = "cpu"
     knn_probes: int = 4
+    rank_depth: int = 100
     gae: GAEParams = field(default_factory=GAEParams)
+
+    @property
+    def uses_anchor_graphs(self) -> bool:
+        """Whether the clients upload their anchor graphs G^(m) (the fused graph A_g or Y needs them)."""
+        return self.graph_update != "rank" or self.pseudo_labels == "anchor-spectral"
+
+    @property
+    def list_depth(self) -> int:
+        """Depth of the set-up round's neighbour lists: L for the rank-fused start graph, else k."""
+        return self.rank_depth if self.start_graph == "rank" else self.knn
 
 
 def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | None = None) -> IAIParams:
@@ -189,7 +207,7 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
     num_samples : int, optional
         n; when given, the anchors are capped at n ([A]: a data set smaller than
         ``iai.anchors`` uses every sample as an anchor rather than failing). Needed when
-        ``iai.knn = 0`` (the adaptive size).
+        ``iai.knn = 0`` or ``iai.rank-depth = 0`` (the adaptive sizes).
 
     Returns
     -------
@@ -199,7 +217,7 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
     Raises
     ------
     ValueError
-        When ``iai.knn = 0`` and ``num_samples`` is not given.
+        When an adaptive size is asked for and ``num_samples`` is not given.
     """
     anchors = cfg["iai.anchors"] if num_samples is None else min(cfg["iai.anchors"], num_samples)
     knn = cfg["iai.knn"]
@@ -208,6 +226,13 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
             raise ValueError("iai.knn = 0 (adaptive) needs the number of samples")
         knn = adaptive_knn(num_samples, num_clusters)
     s = cfg["iai.anchor-neighbours"] or adaptive_anchor_neighbours(anchors, num_clusters)
+    depth = cfg["iai.rank-depth"]
+    if depth == 0:
+        if num_samples is None:
+            raise ValueError("iai.rank-depth = 0 (adaptive) needs the number of samples")
+        depth = adaptive_rank_depth(knn, num_samples)
+    elif num_samples is not None:
+        depth = max(1, min(depth, num_samples - 1))
     return IAIParams(
         num_clusters=num_clusters,
         knn=knn,
@@ -231,6 +256,7 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
         ae_batch_size=cfg["iai.ae-batch-size"],
         device=cfg["iai.device"],
         knn_probes=cfg["iai.knn-probes"],
+        rank_depth=depth,
         gae=GAEParams(
             hidden=cfg["iai.gat-hidden"],
             heads=cfg["iai.gat-heads"],

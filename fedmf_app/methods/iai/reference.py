@@ -37,7 +37,9 @@ class IAIReference:
     round : int
         Rounds done (round 1 is the set-up round).
     weights : ndarray of shape (m,) or None
-        The last anchor-graph fusion weights.
+        The last fusion weights.
+    info : dict
+        The server's note on the last training round (``assignment`` with ``rank-spectral``).
     uploads : list of ClientUpload
         The clients' uploads of the last training round (losses, EMD), empty before one.
     """
@@ -49,6 +51,7 @@ class IAIReference:
         self.gae_states: list[dict[str, np.ndarray] | None] = [None] * len(views)
         self.state: ServerState | None = None
         self.weights: np.ndarray | None = None
+        self.info: dict[str, str] = {}
         self.uploads: list[ClientUpload] = []
         self.round = 0
 
@@ -122,10 +125,12 @@ class IAIReference:
         self.uploads = uploads
         emd = None if self.state.target is None else [u.emd for u in uploads]
         self.round += 1
-        self.state, self.weights = server_round(
+        anchor_graphs = [(u.anchor_indices, u.anchor_values) for u in uploads]
+        self.state, self.weights, self.info = server_round(
             self.state,
             [u.distances for u in uploads],
-            [(u.anchor_indices, u.anchor_values) for u in uploads],
+            anchor_graphs if self.params.uses_anchor_graphs else None,
+            [u.code_neighbours for u in uploads] if self.params.graph_update == "rank" else None,
             emd,
             self.params,
             self.seed + self.round,

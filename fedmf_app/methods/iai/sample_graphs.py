@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_indices
+from fedmf_app.methods.iai.rank_fusion import rank_fusion
 
 #: Largest distance block (queries x candidates) :func:`anchor_knn` holds at once.
 _BLOCK = 1 << 22
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 #: How the server merges the clients' kNN graphs into the first global graph.
-START_GRAPHS = ("support", "union")
+START_GRAPHS = ("rank", "support", "union")
 
 
 def observed_knn(features: np.ndarray, observed: np.ndarray, k: int) -> np.ndarray:
@@ -60,18 +61,20 @@ def start_graph(client_graphs: list[np.ndarray], k: int, rule: str = "support") 
     Parameters
     ----------
     client_graphs : list of ndarray of int, each (n, k_m)
-        Each client's neighbour indices (``-1`` for samples it does not observe).
+        Each client's neighbour indices, nearest first (``-1`` for samples it does not observe).
     k : int
-        Neighbours kept per sample with ``rule="support"``.
-    rule : {"support", "union"}
-        ``support`` [A]: per sample, the ``k`` neighbours listed by the most views (ties:
-        the smaller sum of ranks, then the smaller index). ``union``: the paper's literal
+        Neighbours kept per sample with ``rule="rank"`` or ``"support"``.
+    rule : {"rank", "support", "union"}
+        ``rank`` [A]: per sample, the ``k`` best candidates of the Borda count over the views'
+        lists (:func:`~fedmf_app.methods.iai.rank_fusion.rank_fusion`; the lists may be longer
+        than ``k``). ``support`` [A]: the ``k`` neighbours listed by the most views (ties: the
+        smaller sum of ranks, then the smaller index). ``union``: the paper's literal
         ``1[Σ_m A^(m) > 0]``, every neighbour any view lists.
 
     Returns
     -------
     ndarray of int64, shape (n, k')
-        Neighbour indices, ``-1`` padded (``k' = k`` for ``support``).
+        Neighbour indices, ``-1`` padded (``k' = k`` for ``rank`` and ``support``).
 
     Raises
     ------
@@ -80,6 +83,8 @@ def start_graph(client_graphs: list[np.ndarray], k: int, rule: str = "support") 
     """
     if rule not in START_GRAPHS:
         raise ValueError(f"unknown start-graph rule {rule!r}; use one of {START_GRAPHS}")
+    if rule == "rank":
+        return rank_fusion(client_graphs, k)
     n = client_graphs[0].shape[0]
     stacked = np.concatenate(client_graphs, axis=1)
     ranks = np.concatenate([np.broadcast_to(np.arange(g.shape[1]), g.shape) for g in client_graphs], axis=1)

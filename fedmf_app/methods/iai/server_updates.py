@@ -1,18 +1,21 @@
 """The FMVC-IAI server's work: arrays in, arrays out, no Flower, no torch.
 
-After round 1 (:func:`server_setup`) the server merges the clients' kNN graphs into A_g⁰, draws
-the shared anchor indices and computes Y⁰ by spectral clustering of A_g⁰; there is no P yet.
-After every training round (:func:`server_round`) it computes the global assignment: with
-``pseudo_labels = "anchor-kmeans"`` ([A], the default) k-means on the landmark-MDS coordinates of
-D = Σ_m D^(m), the summed squared distances to the shared anchors
-(:mod:`~fedmf_app.methods.iai.global_assignment`), and P from the k-means centres; with
-``"anchor-spectral"`` ([A]) Y by spectral clustering of the fused anchor graph and P from the same
-coordinates; otherwise
-E = Σ_m E^(m), the Student's-t assignment Q̄ and the target P and the pseudo-labels Y
-(argmin of E or spectral clustering of A_g). Y is aligned to the previous round; then the fused
-anchor graph G = Σ_m w^(m) G^(m) with weights decreasing in EMD_m, and A_g = kNN(G)
-searched within anchor lists (:func:`~fedmf_app.methods.iai.sample_graphs.anchor_knn`), with
-``graph_update = "fused-start"`` ([A]) joined with the start graph A_g⁰.
+After round 1 (:func:`server_setup`) the server merges the clients' neighbour lists into A_g⁰
+(by default their rank fusion, :mod:`~fedmf_app.methods.iai.rank_fusion`), draws the shared anchor
+indices and computes Y⁰ by spectral clustering of A_g⁰; there is no P yet.
+
+After every training round (:func:`server_round`) it weighs the views by their EMD_m (fusion
+weights w^(m)) and builds the new A_g: with ``graph_update = "rank"`` ([A], the default) the
+weighted rank fusion of the views' neighbour lists of their imputed codes; with ``"fused"`` (paper
+C) the kNN graph of the fused anchor graph G = Σ_m w^(m) G^(m), searched within anchor lists
+(:func:`~fedmf_app.methods.iai.sample_graphs.anchor_knn`), with ``"fused-start"`` ([A]) joined
+with A_g⁰. Then the global assignment (:mod:`~fedmf_app.methods.iai.global_assignment`), from
+D = Σ_m D^(m), the summed squared distances to the shared anchors, placed by landmark MDS:
+``pseudo_labels = "rank-spectral"`` ([A], the default) the most modular on A_g of the previous Y
+and the spectral clusterings of A_g with and without the embedding's vote; ``"anchor-kmeans"``
+([A]) k-means on the coordinates; ``"anchor-spectral"`` ([A]) spectral clustering of G; P from
+the coordinates. Otherwise E = Σ_m E^(m), the Student's-t assignment Q̄, the target P and the
+pseudo-labels Y (argmin of E or spectral clustering of A_g). Y is aligned to the previous round.
 """
 
 from __future__ import annotations
@@ -35,8 +38,10 @@ from fedmf_app.methods.iai.global_assignment import (
     anchor_spectral_labels,
     coordinate_target,
     landmark_mds,
+    rank_spectral_labels,
 )
 from fedmf_app.methods.iai.params import IAIParams
+from fedmf_app.methods.iai.rank_fusion import rank_fusion
 from fedmf_app.methods.iai.sample_graphs import anchor_knn, anchor_matrix, start_graph
 
 __all__ = ["ServerState", "server_round", "server_setup"]
@@ -138,21 +143,24 @@ def start_target(labels: np.ndarray, params: IAIParams) -> np.ndarray | None:
 def server_round(
     state: ServerState,
     distances: list[np.ndarray],
-    anchor_graphs: list[tuple[np.ndarray, np.ndarray]],
+    anchor_graphs: list[tuple[np.ndarray, np.ndarray]] | None,
+    code_lists: list[np.ndarray] | None,
     emd: list[float] | None,
     params: IAIParams,
     seed: int,
-) -> tuple[ServerState, np.ndarray]:
+) -> tuple[ServerState, np.ndarray, dict[str, str]]:
     """Aggregate one training round (paper C's (10)-(13)).
 
     Parameters
     ----------
     state : ServerState
         State broadcast this round (its labels are the previous Y).
-    distances : list of ndarray, each (n, K), or (n, r) for ``anchor-kmeans`` / ``anchor-spectral``
+    distances : list of ndarray, each (n, K), or (n, r) for the anchor-distance rules
         E^(m), or D^(m) (only their sum is used: a list of one sum gives the same result).
-    anchor_graphs : list of (indices (n, s), values (n, s))
-        G^(m), row-sparse.
+    anchor_graphs : list of (indices (n, s), values (n, s)), or None
+        G^(m), row-sparse (``None`` when ``params.uses_anchor_graphs`` is false).
+    code_lists : list of ndarray of int, each (n, L), or None
+        Each view's neighbour list of its imputed codes (``graph_update = "rank"``; else ``None``).
     emd : list of float or None
         EMD_m; ``None`` (no P yet) gives uniform weights.
     params : IAIParams
@@ -163,16 +171,40 @@ def server_round(
     -------
     new_state : ServerState
     weights : ndarray, shape (m,)
-        Fusion weights w^(m).
+        Fusion weights w^(m) (of the anchor graphs, or of the views' votes).
+    info : dict
+        ``{"assignment": candidate}`` with ``rank-spectral``
+        (:data:`~fedmf_app.methods.iai.global_assignment.RANK_SPECTRAL_CANDIDATES`), else empty.
     """
     n, k = distances[0].shape[0], params.num_clusters
     total = np.sum(distances, axis=0)
     rule = params.fusion if emd is not None else "uniform"
-    weights = fusion_weights(
-        np.asarray(emd if emd is not None else [0.0] * len(anchor_graphs)), rule, params.fusion_temperature
-    )
-    fused = fuse([anchor_matrix(i, v, params.anchors) for i, v in anchor_graphs], weights)
-    if params.pseudo_labels == "anchor-kmeans":
+    views = code_lists if code_lists is not None else anchor_graphs
+    assert views is not None, "a training round needs the views' neighbour lists or anchor graphs"
+    emd_values = np.asarray(emd if emd is not None else [0.0] * len(views))
+    weights = fusion_weights(emd_values, rule, params.fusion_temperature)
+    fused = None
+    if anchor_graphs is not None:
+        fused = fuse([anchor_matrix(i, v, params.anchors) for i, v in anchor_graphs], weights)
+    votes = weights * len(weights)  # mean 1
+    info: dict[str, str] = {}
+    if params.graph_update == "rank":
+        assert code_lists is not None, "graph_update = 'rank' needs the views' neighbour lists"
+        neighbours = rank_fusion(code_lists, params.knn, votes).astype(np.int32)
+    else:
+        assert fused is not None, f"graph_update = {params.graph_update!r} needs the anchor graphs"
+        neighbours = anchor_knn(fused, params.knn, params.knn_probes).astype(np.int32)
+        if params.graph_update == "fused-start" and state.start_neighbours is not None:
+            neighbours = np.hstack([neighbours, state.start_neighbours]).astype(np.int32)
+    graph = adjacency(neighbours, n)
+    if params.pseudo_labels == "rank-spectral":
+        assert code_lists is not None, "pseudo_labels = 'rank-spectral' needs the views' neighbour lists"
+        coords = landmark_mds(total, state.anchors, params.mds_dim)
+        labels, info["assignment"] = rank_spectral_labels(
+            graph, code_lists, votes, coords, state.labels, k, params.knn, seed
+        )
+        target = coordinate_target(coords, labels, k)
+    elif params.pseudo_labels == "anchor-kmeans":
         labels, target = anchor_kmeans(total, state.anchors, k, np.random.default_rng(seed), params.mds_dim)
     elif params.pseudo_labels == "anchor-spectral":
         labels = anchor_spectral_labels(fused, k, np.random.default_rng(seed))
@@ -180,14 +212,10 @@ def server_round(
     else:
         q = student_t(total)
         target = target_distribution(q)
-    neighbours = anchor_knn(fused, params.knn, params.knn_probes).astype(np.int32)
-    if params.graph_update == "fused-start" and state.start_neighbours is not None:
-        neighbours = np.hstack([neighbours, state.start_neighbours]).astype(np.int32)
-    graph = adjacency(neighbours, n)
-    if params.pseudo_labels == "spectral":
-        labels = spectral_labels(graph, k, seed)
-    elif params.pseudo_labels == "prototype-argmin":  # one k-means assignment step
-        labels = q.argmax(axis=1).astype(np.int64)
+        if params.pseudo_labels == "spectral":
+            labels = spectral_labels(graph, k, seed)
+        else:  # prototype-argmin: one k-means assignment step
+            labels = q.argmax(axis=1).astype(np.int64)
     mapping = label_alignment(labels, state.labels, k)
     if params.pseudo_labels != "spectral":
         # P's columns are Y's clusters: rename them with Y
@@ -197,4 +225,4 @@ def server_round(
     labels = mapping[labels]
     components = num_components(graph)
     new = ServerState(neighbours, labels, target, state.anchors, components, state.start_neighbours)
-    return new, weights
+    return new, weights, info

@@ -1,18 +1,18 @@
 """Server side of FMVC-IAI (paper C, ``algorithm = "fmvc-iai"``): a Flower Strategy.
 
-Round 1 is the set-up round: each client pre-trains its autoencoder and uploads its
-kNN graph (``n x k`` indices); the server builds A_g⁰, draws the shared anchors and computes Y⁰.
-Rounds 2..``num-server-rounds`` are training rounds (so R = ``num-server-rounds`` - 1): the server
-receives E^(m) (or the anchor distances D^(m)), the row-sparse anchor graph G^(m) and EMD_m,
-and broadcasts the kNN graph A_g (as ``n x k`` neighbour indices), the pseudo-labels Y, the
-target P and the anchor indices. The math is in :mod:`fedmf_app.methods.iai.server_updates`.
-The final clustering is the last Y.
+Round 1 is the set-up round: each client pre-trains its autoencoder and uploads the neighbour
+lists of its observed rows (``n x L`` indices); the server builds A_g⁰, draws the shared anchors
+and computes Y⁰. Rounds 2..``num-server-rounds`` are training rounds (so R =
+``num-server-rounds`` - 1): the server receives E^(m) (or the anchor distances D^(m)), the
+neighbour lists of the imputed codes (``iai.graph-update = rank``) and/or the row-sparse anchor
+graph G^(m), and EMD_m, and broadcasts the global graph A_g (as ``n x k`` neighbour indices), the
+pseudo-labels Y, the target P and the anchor indices. The math is in
+:mod:`fedmf_app.methods.iai.server_updates`. The final clustering is the last Y.
 
-With ``secure-aggregation = true`` the server receives the E^(m) (with the default
-``iai.pseudo-labels = anchor-kmeans`` or ``anchor-spectral``: the anchor distances D^(m)) only as
-their sum (the global assignment needs nothing else) and the losses as sums; the kNN graphs of
-round 1, the anchor graphs G^(m) and the EMD_m still travel in the clear (the fusion weights each
-G^(m) by its EMD).
+With ``secure-aggregation = true`` the server receives the E^(m) (with the anchor-distance rules,
+the default among them: the anchor distances D^(m)) only as their sum (the global assignment
+needs nothing else) and the losses as sums; the neighbour lists, the anchor graphs G^(m) and the
+EMD_m still travel in the clear (the fusion weights each view by its EMD).
 """
 
 from __future__ import annotations
@@ -97,28 +97,35 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         return []
 
     def expected_reply(self, server_round: int) -> list[ArraySpec]:
-        """Round 1: the kNN graph (``n x k`` neighbour indices, ``-1`` padded); later: E^(m)
-        (``n x K``, with secure aggregation one masked vector of it and three losses) and the anchor
-        graph G^(m) as ``n x s`` anchor indices and values."""
+        """Round 1: the neighbour lists (``n x L`` indices, ``-1`` padded); later: E^(m)
+        (``n x K``, with secure aggregation one masked vector of it and three losses), then the
+        neighbour lists of the imputed codes (``n x L``, with ``iai.graph-update = rank``) and/or
+        the anchor graph G^(m) as ``n x s`` anchor indices and values."""
         assert self.params is not None
         n = int(self.client_info[0]["num-samples"])
         if server_round == 1:
-            return [ArraySpec("kNN graph", (n, None), "iu", index_range=(-1, n))]
+            return [ArraySpec("neighbour lists", (n, self.params.list_depth), "iu", index_range=(-1, n))]
         width, name = self._distance_columns()
         if self.shared.secure_aggregation:
             distances = ArraySpec(f"masked {name} and losses", (n * width + 3 + CHECK_WORDS,), "u")
         else:
             distances = ArraySpec(name, (n, width))
-        return [
-            distances,
-            ArraySpec("anchor indices", (n, None), "iu", index_range=(0, self.params.anchors)),
-            ArraySpec("anchor values", (n, None)),
-        ]
+        specs = [distances]
+        if self.params.graph_update == "rank":
+            specs.append(
+                ArraySpec("code neighbour lists", (n, self.params.rank_depth), "iu", index_range=(-1, n))
+            )
+        if self.params.uses_anchor_graphs:
+            specs += [
+                ArraySpec("anchor indices", (n, None), "iu", index_range=(0, self.params.anchors)),
+                ArraySpec("anchor values", (n, None)),
+            ]
+        return specs
 
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
-        """Round 1: set up A_g⁰, Y⁰ and the anchors; later: P, Y and A_g."""
+        """Round 1: set up A_g⁰, Y⁰ and the anchors; later: A_g, Y and P."""
         assert self.params is not None
         seed = int(self.shared.seed)
         record: dict[str, Any]
@@ -133,10 +140,12 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             emd = [float(r.metrics["emd"]) for r in replies] if has_emd else None
             previous = self.state.labels
             distances, losses = self._distances(server_round, replies)
-            self.state, weights = iai_server.server_round(
+            rank = self.params.graph_update == "rank"
+            self.state, weights, info = iai_server.server_round(
                 self.state,
                 distances,
-                [(r.arrays[1], r.arrays[2]) for r in replies],
+                [(r.arrays[-2], r.arrays[-1]) for r in replies] if self.params.uses_anchor_graphs else None,
+                [r.arrays[1] for r in replies] if rank else None,
                 emd,
                 self.params,
                 seed + server_round,
@@ -148,6 +157,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
                 "emd": emd,
                 "emd_mean": None if emd is None else float(np.mean(emd)),
                 "weights": weights.tolist(),
+                **info,
                 **losses,
             }
         state = self.state
