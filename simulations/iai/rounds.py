@@ -2,10 +2,13 @@
 
 Runs the in-process reference federation (:mod:`fedmf_app.methods.iai.reference`, the kernels and
 seeds of the Flower client and strategy), one thread, for each seed given, and appends one JSON line
-per run to ``--out``: ``code_version`` (:func:`fedmf_app.federated.results.code_version`), ``dataset``
-(the data set's name, never a temporary path), ``seed``, ``missing_rate``, ``config`` (every run-config
-value, the dataset path replaced by its name) and ``rounds`` (round 1 is the set-up round, whose
-labels are Y⁰). ``--table`` turns record files into the Markdown table of docs/iai.md.
+per run to ``--out``: ``code_version`` (:func:`fedmf_app.federated.results.code_version`),
+``dataset`` (the data set's name, never a temporary path), ``seed``, ``missing_rate``, ``config``
+(every run-config value, the dataset path replaced by its name) and ``rounds`` (round 1 is the set-
+up round, whose labels are Y⁰). ``--table`` turns record files into the Markdown table of
+docs/iai.md; with ``--export DIR`` it also writes every record as the small JSON that
+:mod:`simulations.iai.table` reads (the last round's scores as the run's result), so the missing-
+rate and ablation tables can be built from them beside the Flower runs' records.
 
 Usage::
 
@@ -15,6 +18,8 @@ Usage::
     python -m simulations.iai.rounds --seeds 0 1 2 --run dataset=/tmp/x/noisy_mnist.npz \
         num-clients=2 missing-rate=0.5 num-server-rounds=6 --out docs/iai/runs/rounds/noisy_mnist.jsonl
     python -m simulations.iai.rounds --table docs/iai/runs/rounds/*.jsonl
+    python -m simulations.iai.rounds --table docs/iai/runs/rounds/noisy_mnist.jsonl \
+        --export docs/iai/runs/noisy_mnist
 """
 
 from __future__ import annotations
@@ -38,10 +43,11 @@ from fedmf_app.methods.iai.params import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.registry import data_needs, defaults, validate_run_config
 from simulations.iai.bench import parse_overrides
+from simulations.iai.table import METRICS, ROUND_KEYS, export_runs, method_name
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["dataset_name", "rounds_table", "run_rounds"]
+__all__ = ["dataset_name", "export_records", "rounds_table", "run_rounds"]
 
 
 def dataset_name(dataset: str) -> str:
@@ -177,6 +183,38 @@ def rounds_table(records: list[dict[str, Any]], label: str = "") -> str:
     return "\n".join(lines)
 
 
+def export_records(records: list[dict[str, Any]], folder: Path) -> list[Path]:
+    """Write every record as a run that :func:`simulations.iai.table.collect` reads.
+
+    Parameters
+    ----------
+    records : list of dict
+        :func:`run_rounds` records.
+    folder : Path
+        Created if missing.
+
+    Returns
+    -------
+    list of Path
+        One file per record (:func:`simulations.iai.table.export_runs`); its ``final`` scores are the
+        last round's, its ``job_s`` the summed round times.
+    """
+    runs = [
+        {
+            "data": rec["dataset"],
+            "method": method_name(rec["config"]),
+            "rate": float(rec["missing_rate"]),
+            "seed": rec["seed"],
+            "job_s": float(sum(r["seconds"] for r in rec["rounds"])),
+            "config": rec["config"],
+            **{m: float(rec["rounds"][-1][m]) for m in METRICS},
+            "rounds": [{k: r[k] for k in ROUND_KEYS if r.get(k) is not None} for r in rec["rounds"]],
+        }
+        for rec in records
+    ]
+    return export_runs(runs, folder)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Command line (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -184,10 +222,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", nargs="*", type=int, default=[0])
     parser.add_argument("--out", help="JSONL file the records are appended to")
     parser.add_argument("--table", nargs="*", help="JSONL record files to tabulate")
+    parser.add_argument("--export", type=Path, help="with --table: also write one JSON per record here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.table:
-        print(rounds_table(_load(args.table)))  # noqa: T201 (script output)
+        records = _load(args.table)
+        print(rounds_table(records))  # noqa: T201 (script output)
+        if args.export:
+            export_records(records, args.export)
         return
     overrides = {"algorithm": "fmvc-iai", **parse_overrides(args.run)}
     for seed in args.seeds:

@@ -4,10 +4,10 @@ deviation over seeds (:mod:`simulations.spread`, named in the table's caption).
 Reads every ``*.json`` under the given folders that holds a run config and final scores (a
 ``result.json`` of a Flower run, or a ``simulations.iai.bench --out`` file), groups the runs by data
 set, method and missing rate, and prints one Markdown row per group. A method is the algorithm;
-fmvc-iai runs are further split by the ablation switches (M1 imputation, M2 weighted fusion, M3
-attribute loss, M4 structure loss), the complete-view algorithms by how they filled missing rows
-(run config ``missing-fill``). ``s/run`` is the mean wall time of a hydra job (its
-``job_timing.json``), when there is one::
+fmvc-iai runs are further split by the ablation switches (M1 imputation, M3 attribute loss, M4
+structure loss; and M2, paper C's EMD-weighted fusion of the views, off by default), the
+complete-view algorithms by how they filled missing rows (run config ``missing-fill``). ``s/run`` is
+the mean wall time of a hydra job (its ``job_timing.json``), when there is one::
 
     python -m simulations.iai.table multirun/iai_hw_missing/<time> multirun/iai_hw_baselines/<time> \
         --out hw_missing_rates.md --rates-figure hw_missing_rates.png
@@ -60,18 +60,21 @@ ROUND_KEYS = ("round", *METRICS, "components", "loss_attribute", "loss_structure
 
 
 def variant_name(cfg: dict[str, Any]) -> str:
-    """``full`` or the removed modules, e.g. ``no M1``, from a run config."""
+    """``full`` (M1, M3, M4 on, views weighted equally), or the modules removed (e.g. ``no M1``)
+    and paper C's EMD-weighted fusion M2 when it is on (``M2 weighted``), from a run config."""
     removed = [
         name
         for name, off in (
             ("M1", cfg.get("iai.imputation") == "zeros"),
-            ("M2", cfg.get("iai.fusion") == "uniform"),
             ("M3", cfg.get("iai.attribute-loss") is False),
             ("M4", cfg.get("iai.structure-loss") is False),
         )
         if off
     ]
-    return "full" if not removed else "no " + "+".join(removed)
+    parts = ["no " + "+".join(removed)] if removed else []
+    if cfg.get("iai.fusion", "uniform") != "uniform":
+        parts.append("M2 weighted")
+    return " ".join(parts) or "full"
 
 
 def method_name(cfg: dict[str, Any]) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from fedmf_app.common.graphs import adjacency, knn_indices
+from fedmf_app.common.graphs import adjacency
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.methods.iai.deep_clustering import prototype_distances, prototypes, total_variation_emd
 from fedmf_app.methods.iai.feature_propagation import feature_propagation
@@ -36,7 +36,7 @@ from fedmf_app.methods.iai.graph_autoencoder import (
     train_gae,
 )
 from fedmf_app.methods.iai.params import ANCHOR_DISTANCE_RULES, IAIParams
-from fedmf_app.methods.iai.sample_graphs import anchor_graph, observed_knn
+from fedmf_app.methods.iai.sample_graphs import anchor_graph, imputed_lists, observed_knn
 from fedmf_app.methods.iai.view_scaling import scale_features
 
 __all__ = ["ClientUpload", "client_round", "client_seed", "client_setup", "scale_features"]
@@ -58,8 +58,9 @@ class ClientUpload:
     anchor_values : ndarray, shape (n, s), or None
         Its values (rows sum to one).
     code_neighbours : ndarray of int32, shape (n, L), or None
-        The ``L`` nearest samples of every sample by the imputed codes, nearest first
-        (``graph_update = "rank"``; else ``None``).
+        Every sample's ``L`` nearest samples, nearest first (``graph_update = "rank"``; else
+        ``None``): an observed row's among the observed rows, a missing row's among all rows by
+        its imputed code (:func:`~fedmf_app.methods.iai.sample_graphs.imputed_lists`).
     emd : float or None
         EMD(P, Q^(m)); ``None`` when there is no P yet.
     losses : GAELosses
@@ -210,7 +211,7 @@ def client_round(
     if params.imputation == "propagation":
         z = feature_propagation(z, observed, graph, params.fp_iterations)
         if params.graph_update == "rank":
-            code_neighbours = knn_indices(z, params.rank_depth).astype(np.int32)
+            code_neighbours = imputed_lists(z, observed, params.rank_depth).astype(np.int32)
     elif params.graph_update == "rank":  # no imputation: a missing row casts no vote
         code_neighbours = observed_knn(z, observed, params.rank_depth).astype(np.int32)
     coo = graph.tocoo()

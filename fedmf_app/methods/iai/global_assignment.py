@@ -65,6 +65,8 @@ __all__ = [
 
 #: The candidates of :func:`rank_spectral_labels`, in the order that breaks ties.
 RANK_SPECTRAL_CANDIDATES = ("previous", "views", "views+embedding")
+#: Modularities closer than this are a tie (the same partition, summed in another order).
+_MODULARITY_TIE = 1e-9
 
 #: How a client scales its embedding before its distances are summed (:func:`balance_embedding`).
 VIEW_BALANCES = ("unit-variance", "consensus", "none")
@@ -333,14 +335,14 @@ def rank_spectral_labels(
 ) -> tuple[np.ndarray, str]:
     """Pseudo-labels of ``iai.pseudo-labels = "rank-spectral"`` ([A]).
 
-    Three candidate partitions: the ``previous`` labels; the spectral clustering of A_g, the rank
-    fusion of the views' neighbour lists (``views``); and that of the same fusion with one more
-    voter of weight 1, the ``L``-nearest list of every sample in the coordinates
-    (``views+embedding``: the clients' trained embeddings, concatenated). The one with the highest
-    modularity on A_g is kept (ties: the earlier in :data:`RANK_SPECTRAL_CANDIDATES`). A_g's lists
-    come from the views' codes, which no training round moves towards the labels, so the
-    embedding's vote is taken only where it makes the partition agree better with the views' own
-    neighbourhoods, and the previous labels stay unless a new partition agrees better.
+    Three candidate partitions: the ``previous`` labels; the spectral clustering of A_g, the rank fusion
+    of the views' neighbour lists (``views``); and that of the same fusion with one more voter of
+    weight 1, the ``L``-nearest list of every sample in the coordinates (``views+embedding``: the
+    clients' trained embeddings, concatenated). The one with the highest modularity on A_g is kept
+    (ties, within 1e-9: the earlier in :data:`RANK_SPECTRAL_CANDIDATES`). A_g's lists come from the
+    views' codes, which no training round moves towards the labels, so the embedding's vote is taken
+    only where it makes the partition agree better with the views' own neighbourhoods, and the
+    previous labels stay unless a new partition agrees better.
 
     Parameters
     ----------
@@ -377,6 +379,6 @@ def rank_spectral_labels(
         "views+embedding": spectral_labels(adjacency(joint, n), k, seed),
     }
     scores = {name: modularity(graph, labels) for name, labels in candidates.items()}
-    order = {name: i for i, name in enumerate(RANK_SPECTRAL_CANDIDATES)}
-    chosen = max(RANK_SPECTRAL_CANDIDATES, key=lambda name: (scores[name], -order[name]))
+    best = max(scores.values())
+    chosen = next(name for name in RANK_SPECTRAL_CANDIDATES if scores[name] >= best - _MODULARITY_TIE)
     return candidates[chosen], chosen

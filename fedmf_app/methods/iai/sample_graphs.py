@@ -24,6 +24,7 @@ __all__ = [
     "anchor_graph",
     "anchor_knn",
     "anchor_matrix",
+    "imputed_lists",
     "observed_knn",
     "start_graph",
 ]
@@ -52,6 +53,49 @@ def observed_knn(features: np.ndarray, observed: np.ndarray, k: int) -> np.ndarr
     out = np.full((features.shape[0], k), -1, dtype=np.int64)
     local = knn_indices(features[rows], k)
     out[rows, : local.shape[1]] = rows[local]
+    return out
+
+
+def imputed_lists(features: np.ndarray, observed: np.ndarray, depth: int) -> np.ndarray:
+    """A view's neighbour lists after imputation: an observed row ranks the observed rows, a
+    missing row ranks every row by its imputed code.
+
+    An observed row's list is the one of :func:`observed_knn`, the same in every round (its evidence
+    is its own code only); the imputation adds a list for each row the view does not observe, whose
+    candidates include other imputed rows (two samples that both miss this view are near when their
+    neighbourhoods in the other views are).
+
+    Parameters
+    ----------
+    features : ndarray, shape (n, d)
+        Every row, the unobserved ones imputed.
+    observed : ndarray of bool, shape (n,)
+    depth : int
+        List length L (capped at the candidates available).
+
+    Returns
+    -------
+    ndarray of int64, shape (n, depth)
+        Nearest first, global indices; ``-1`` pads a shorter list; a row never lists itself.
+    """
+    from sklearn.neighbors import NearestNeighbors  # imported here: keeps config imports light
+
+    out = observed_knn(features, observed, depth)
+    missing = np.flatnonzero(~observed)
+    n = features.shape[0]
+    if missing.size and n > 1:
+        take = min(depth, n - 1)
+        found = (
+            NearestNeighbors(n_neighbors=take + 1)
+            .fit(features)
+            .kneighbors(features[missing], return_distance=False)
+        )
+        # drop the query itself (first among exact ties is not guaranteed): keep the other take
+        own = found == missing[:, None]
+        drop = np.where(own.any(axis=1), own.argmax(axis=1), take)
+        keep = np.ones_like(found, dtype=bool)
+        keep[np.arange(missing.size), drop] = False
+        out[missing, :take] = found[keep].reshape(missing.size, take)
     return out
 
 

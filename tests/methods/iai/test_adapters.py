@@ -99,7 +99,9 @@ def test_uploads_are_the_spec_arrays_and_the_client_sees_only_observed_rows():
     np.testing.assert_array_equal(client.observed, observed)
     assert client.get_properties({})["num-observed"] == observed.sum()
     (knn,), count, _ = client.fit([], {"server-round": 1})
-    assert knn.shape == (120, 5) and knn.dtype == np.int32 and count == observed.sum()
+    # the rank-fused start graph takes lists of depth L = 5k, the neighbours nearest first
+    depth = iai_params(cfg, 3, num_samples=120).list_depth
+    assert depth == 25 and knn.shape == (120, depth) and knn.dtype == np.int32 and count == observed.sum()
     assert np.all(knn[~observed] == -1) and np.all(observed[knn[observed]])
 
 

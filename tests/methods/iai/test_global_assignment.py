@@ -135,25 +135,30 @@ def test_the_server_round_labels_planted_clusters_from_summed_view_distances(rul
     truth = np.repeat(np.arange(k), per)
     anchors = np.sort(rng.choice(n, 20, replace=False))
     views = [rng.normal(size=(k, 4))[truth] * 5 + rng.normal(size=(n, 4)) for _ in range(m)]
-    params = IAIParams(num_clusters=k, knn=5, anchors=20, anchor_neighbours=4, pseudo_labels=rule)
+    params = IAIParams(
+        num_clusters=k, knn=5, anchors=20, anchor_neighbours=4, pseudo_labels=rule, graph_update="fused"
+    )
     previous = rng.permutation(truth)  # a poor previous Y: the new one must not depend on it
     state = ServerState(np.zeros((n, 5), np.int32), previous, None, anchors, 1)
     graphs = [anchor_graph(v, v[anchors], 4) for v in views]
-    new, _ = server_round(state, [anchor_distances(v, anchors) for v in views], graphs, None, params, 0)
+    distances = [anchor_distances(v, anchors) for v in views]
+    new, _, _ = server_round(state, distances, graphs, None, None, params, 0)
     assert clustering_scores(truth, new.labels)["acc"] == 1.0
     # P's columns follow Y's names after the alignment
     assert np.mean(new.target.argmax(axis=1) == new.labels) == 1.0
 
 
-def test_training_rounds_improve_on_the_start_clustering_of_a_small_planted_problem():
+def test_anchor_kmeans_training_rounds_improve_on_the_support_start_of_a_small_planted_problem():
     """Three noisy views of 3 planted clusters, half the samples missing a view: the spectral start
-    Y⁰ of the start graph is poor (ACC 0.74 here), k-means on the full concatenation is near 1; every
-    training round with the anchor-kmeans assignment scores at least Y⁰, the last clearly above."""
+    Y⁰ of the support start graph is poor (ACC 0.74 here), k-means on the full concatenation is near
+    1; every training round with the anchor-kmeans assignment on the fused anchor graphs scores at
+    least Y⁰, the last clearly above."""
     views, truth = clustered_views(n=150, k=3, dims=(10, 10, 10), noise=2.5, seed=2)
     gae = GAEParams(hidden=16, heads=2, out_dim=16, decoder_hidden=32, epochs=20)
     params = IAIParams(
         num_clusters=3, knn=10, anchors=40, anchor_neighbours=5, ae_hidden=(32,), embed_dim=16,
-        ae_epochs=50, gae=gae,
+        ae_epochs=50, gae=gae, start_graph="support", graph_update="fused", pseudo_labels="anchor-kmeans",
+        fusion="inverse-emd",
     )  # fmt: skip
     fed = IAIReference(views, missing_view_mask(150, 3, 0.5, 2), params, seed=2)
     start = clustering_scores(truth, fed.setup().labels)["acc"]
@@ -216,9 +221,12 @@ def test_fused_start_graph_update_keeps_every_start_edge_and_every_fused_edge():
     start = np.stack([rng.choice(n, 5, replace=False) for _ in range(n)]).astype(np.int32)  # random A_g⁰
     state = ServerState(start, truth, None, anchors, 1, start)
     uploads = ([anchor_distances(v, anchors) for v in views], [anchor_graph(v, v[anchors], 4) for v in views])
-    params = IAIParams(num_clusters=k, knn=5, anchors=20, anchor_neighbours=4)
-    fused, _ = server_round(state, *uploads, None, params, 0)
-    joined, _ = server_round(state, *uploads, None, replace(params, graph_update="fused-start"), 0)
+    params = IAIParams(
+        num_clusters=k, knn=5, anchors=20, anchor_neighbours=4, graph_update="fused",
+        pseudo_labels="anchor-kmeans",
+    )  # fmt: skip
+    fused, _, _ = server_round(state, *uploads, None, None, params, 0)
+    joined, _, _ = server_round(state, *uploads, None, None, replace(params, graph_update="fused-start"), 0)
     a_fused, a_joined, a_start = (
         adjacency(fused.neighbours, n),
         adjacency(joined.neighbours, n),

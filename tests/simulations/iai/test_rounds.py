@@ -15,7 +15,7 @@ def test_a_record_scores_every_round_and_names_the_data_set_not_its_path(tmp_pat
     assert [r["round"] for r in record["rounds"]] == [1, 2, 3]
     assert all(0 <= r["acc"] <= 1 for r in record["rounds"])
     assert "label_change" in record["rounds"][1] and "loss_structure" in record["rounds"][2]
-    assert record["config"]["iai.pseudo-labels"] == "anchor-kmeans" and record["code_version"]
+    assert record["config"]["iai.pseudo-labels"] == "rank-spectral" and record["code_version"]
     table = rounds_table([record, {**record, "seed": 5}])
     # IAI_SMALL's own sizes differ from the defaults: they name the group
     assert "| clustered-iai | 0.5 | iai.ae-epochs=3 " in table and " | 2,5 | " in table

@@ -45,7 +45,10 @@ def test_groups_by_method_and_rate_with_mean_and_sd_named_in_the_caption(tmp_pat
     assert table[4].startswith("| hw | fmvc-iai | 0.5 | 2 (0,1) | 0.850 ± 0.050 |")  # population sd
     assert table[4].endswith("| 100 |")  # only r0 has a job time
     assert table[5].startswith("| hw | fmvc-iai no M4 | 0.5 | 1 (0) | 0.500 |")
-    assert variant_name({"iai.imputation": "zeros", "iai.fusion": "uniform"}) == "no M1+M2"
+    assert variant_name({"iai.imputation": "zeros", "iai.fusion": "uniform"}) == "no M1"
+    assert variant_name({"iai.imputation": "zeros", "iai.structure-loss": False}) == "no M1+M4"
+    assert variant_name({"iai.fusion": "inverse-emd"}) == "M2 weighted"
+    assert variant_name({"iai.fusion": "uniform"}) == "full"
     assert method_name({"algorithm": "fmvc-imk", "missing-rate": 0.0}) == "fmvc-imk"
     observed = {"algorithm": "fmvc-imk", "missing-rate": 0.5, "imk.missing-graph": "observed"}
     assert method_name(observed) == "fmvc-imk (mean fill, observed-rows graph)"
