@@ -100,7 +100,14 @@ def test_fmvc_imk_wrong_shape_of_h_stops_the_run(tmp_path):
     )
 
 
-def test_fmvc_iai_out_of_range_anchor_index_stops_the_run(tmp_path):
+@pytest.mark.parametrize(
+    "options, array",
+    [
+        ({}, "code neighbour lists"),  # the defaults upload rank lists of the imputed codes
+        ({"iai.graph-update": "fused", "iai.pseudo-labels": "anchor-kmeans"}, "anchor indices"),
+    ],
+)
+def test_fmvc_iai_out_of_range_index_stops_the_run(tmp_path, options, array):
     def alter(arrays):
         arrays[1] = arrays[1].copy()
         arrays[1][0, 0] = 10**6
@@ -108,9 +115,9 @@ def test_fmvc_iai_out_of_range_anchor_index_stops_the_run(tmp_path):
 
     _run_fails(
         tmp_path,
-        {**IAI_SMALL, "num-server-rounds": 3},
+        {**IAI_SMALL, "num-server-rounds": 3, **options},
         _tampering(alter),
-        r"round 2: partition 1 .*anchor indices\) holds indices from .* to 1000000",
+        rf"round 2: partition 1 .*array 1 \({array}\) holds indices from .* to 1000000",
     )
 
 
