@@ -15,12 +15,13 @@ Messages (every array is a plain ndarray, the sparse ones as index/value pairs):
   vector (the server needs only their sums); the neighbour lists, G^(m) and ``emd`` stay in the
   clear (the EMD-weighted fusion needs each).
 
-The autoencoder (trained once, in round 1) and the graph autoencoder's weights stay in
-``context.state``; nothing else is kept. The client reads only the rows of its view that the
-run's missing-view mask marks observed. torch is imported here only (other algorithms never load
-this module). Its kernels run on one thread (torch's and every native pool:
-:func:`~fedmf_app.common.threads.single_threaded`), so that its numbers do not depend on the
-machine's cores or on the simulation's ``client-resources-num-cpus``.
+The autoencoder (trained once, in round 1), the graph autoencoder's weights and, with the
+rank-fused graphs, the set-up round's neighbour lists (the observed rows' lists of every training
+round, whose codes do not change) stay in ``context.state``; nothing else is kept. The client
+reads only the rows of its view that the run's missing-view mask marks observed. torch is
+imported here only (other algorithms never load this module). Its kernels run on one thread
+(torch's and every native pool: :func:`~fedmf_app.common.threads.single_threaded`), so that its
+numbers do not depend on the machine's cores or on the simulation's ``client-resources-num-cpus``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ from fedmf_app.methods.iai.params import iai_params
 __all__ = ["FMVCIAIClient"]
 
 _NAME = "fmvc-iai"
+#: State key of the set-up round's neighbour lists (kept when ``params.keeps_setup_lists``).
+_SETUP_LISTS = "setup-lists"
 
 
 def _device(requested: str) -> str:
@@ -101,15 +104,17 @@ class FMVCIAIClient(ViewClient):
             params = iai_params(self.cfg, num_clusters=k, num_samples=x.shape[0])
             with single_threaded():
                 neighbours, ae_state = client_setup(x, self.observed, params, self.seed)
-            save_state(
-                self.context, self.cfg, _NAME, server_round, {f"ae.{k}": v for k, v in ae_state.items()}
-            )
+            kept = {f"ae.{k}": v for k, v in ae_state.items()}
+            if params.keeps_setup_lists:
+                kept[_SETUP_LISTS] = neighbours
+            save_state(self.context, self.cfg, _NAME, server_round, kept)
             return [neighbours], int(self.observed.sum()), {"kernel_s": time.perf_counter() - started}
         neighbours, labels, target, anchors = parameters
         params = iai_params(self.cfg, num_clusters=target.shape[1], num_samples=x.shape[0])
         params = replace(params, device=_device(params.device))
         ae_state = {k[3:]: v for k, v in state.items() if k.startswith("ae.")}
         gae_state = {k[4:]: v for k, v in state.items() if k.startswith("gae.")} or None
+        setup_lists = state.get(_SETUP_LISTS)
         with single_threaded():
             upload = client_round(
                 x,
@@ -122,6 +127,7 @@ class FMVCIAIClient(ViewClient):
                 anchors,
                 params,
                 self.seed + server_round,
+                setup_lists,
             )
         save_state(
             self.context,
@@ -131,6 +137,7 @@ class FMVCIAIClient(ViewClient):
             {
                 **{f"ae.{k}": v for k, v in ae_state.items()},
                 **{f"gae.{k}": v for k, v in upload.gae_state.items()},
+                **({} if setup_lists is None else {_SETUP_LISTS: setup_lists}),
             },
         )
         metrics: dict[str, Scalar] = {

@@ -174,6 +174,7 @@ def client_round(
     anchors: np.ndarray,
     params: IAIParams,
     seed: int,
+    setup_lists: np.ndarray | None = None,
 ) -> ClientUpload:
     """One training round of a client (its steps 1-8, see docs/iai.md).
 
@@ -198,6 +199,9 @@ def client_round(
     params : IAIParams
     seed : int
         Seed of this client and round.
+    setup_lists : ndarray of int, shape (n, L), optional
+        The client's set-up lists (:func:`client_setup`), kept when ``params.keeps_setup_lists``:
+        the observed rows' lists of ``graph_update = "rank"``, not searched again.
 
     Returns
     -------
@@ -211,9 +215,11 @@ def client_round(
     if params.imputation == "propagation":
         z = feature_propagation(z, observed, graph, params.fp_iterations)
         if params.graph_update == "rank":
-            code_neighbours = imputed_lists(z, observed, params.rank_depth).astype(np.int32)
+            code_neighbours = imputed_lists(z, observed, params.rank_depth, setup_lists).astype(np.int32)
     elif params.graph_update == "rank":  # no imputation: a missing row casts no vote
-        code_neighbours = observed_knn(z, observed, params.rank_depth).astype(np.int32)
+        if setup_lists is None:
+            setup_lists = observed_knn(z, observed, params.rank_depth)
+        code_neighbours = setup_lists.astype(np.int32)
     coo = graph.tocoo()
     edge_index = np.vstack([coo.row, coo.col]).astype(np.int64)
     with seeded(seed):

@@ -194,6 +194,13 @@ class IAIParams:
         """Depth of the set-up round's neighbour lists: L for the rank-fused start graph, else k."""
         return self.rank_depth if self.start_graph == "rank" else self.knn
 
+    @property
+    def keeps_setup_lists(self) -> bool:
+        """Whether a client keeps its set-up lists for the training rounds: they are the observed
+        rows' lists of ``graph_update = "rank"`` (same codes, same depth), so no round recomputes
+        them."""
+        return self.graph_update == "rank" and self.list_depth == self.rank_depth
+
 
 def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | None = None) -> IAIParams:
     """Parameters of FMVC-IAI (paper C) from a validated run config.

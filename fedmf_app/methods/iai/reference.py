@@ -49,6 +49,7 @@ class IAIReference:
         self.seeds = [client_seed(seed, p) for p in range(len(views))]
         self.ae_states: list[dict[str, np.ndarray]] = []
         self.gae_states: list[dict[str, np.ndarray] | None] = [None] * len(views)
+        self.setup_lists: list[np.ndarray | None] = []
         self.state: ServerState | None = None
         self.weights: np.ndarray | None = None
         self.info: dict[str, str] = {}
@@ -64,6 +65,7 @@ class IAIReference:
         """
         neighbours, ae_state = client_setup(self.views[p], self.observed[:, p], self.params, self.seeds[p])
         self.ae_states.append(ae_state)
+        self.setup_lists.append(neighbours if self.params.keeps_setup_lists else None)
         return neighbours
 
     def client_round(self, p: int) -> ClientUpload:
@@ -87,6 +89,7 @@ class IAIReference:
             st.anchors,
             self.params,
             self.seeds[p] + s,
+            self.setup_lists[p],
         )
         return upload
 

@@ -56,7 +56,9 @@ def observed_knn(features: np.ndarray, observed: np.ndarray, k: int) -> np.ndarr
     return out
 
 
-def imputed_lists(features: np.ndarray, observed: np.ndarray, depth: int) -> np.ndarray:
+def imputed_lists(
+    features: np.ndarray, observed: np.ndarray, depth: int, observed_lists: np.ndarray | None = None
+) -> np.ndarray:
     """A view's neighbour lists after imputation: an observed row ranks the observed rows, a
     missing row ranks every row by its imputed code.
 
@@ -72,6 +74,9 @@ def imputed_lists(features: np.ndarray, observed: np.ndarray, depth: int) -> np.
     observed : ndarray of bool, shape (n,)
     depth : int
         List length L (capped at the candidates available).
+    observed_lists : ndarray of int, shape (n, depth), optional
+        ``observed_knn(features, observed, depth)`` when the caller kept it from the set-up round
+        (the codes of the observed rows do not change); computed here otherwise.
 
     Returns
     -------
@@ -80,7 +85,10 @@ def imputed_lists(features: np.ndarray, observed: np.ndarray, depth: int) -> np.
     """
     from sklearn.neighbors import NearestNeighbors  # imported here: keeps config imports light
 
-    out = observed_knn(features, observed, depth)
+    if observed_lists is None:
+        out = observed_knn(features, observed, depth)
+    else:
+        out = np.array(observed_lists, dtype=np.int64)
     missing = np.flatnonzero(~observed)
     n = features.shape[0]
     if missing.size and n > 1:

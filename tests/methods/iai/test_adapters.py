@@ -123,6 +123,7 @@ def test_model_state_survives_across_rounds_in_context_state():
     up3, _, _ = _client(cfg, 0, context)[0].fit(down, {"server-round": 3})
     stored = context.state.array_records["fmvc-iai.arrays"]
     assert any(key.startswith("ae.") for key in stored) and any(key.startswith("gae.") for key in stored)
+    assert params.keeps_setup_lists and "setup-lists" in stored  # not searched again in a round
 
     # the same rounds with the state passed along by hand, and round 3 from scratch
     view = client_view(cfg, 0).features
@@ -136,6 +137,8 @@ def test_model_state_survives_across_rounds_in_context_state():
         view, client.observed, ae, None, neighbours, labels, target, anchors, params, seed + 3
     )
     np.testing.assert_allclose(up3[0], three.distances, rtol=1e-5, atol=1e-6)
+    # the kept set-up lists are the observed rows' lists a round would search for again
+    np.testing.assert_array_equal(up3[1], three.code_neighbours)
     assert not np.allclose(up3[0], fresh.distances, rtol=1e-3)
 
     # a SuperNode that lost its state (or missed a round) is refused

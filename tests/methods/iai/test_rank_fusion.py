@@ -216,12 +216,18 @@ def test_a_client_lists_its_missing_rows_by_their_imputed_codes_and_without_impu
     assert not np.any(up.code_neighbours[missing] == missing[:, None])
     assert not observed[up.code_neighbours[missing]].all()
     assert up.anchor_indices is None and up.anchor_values is None and up.distances.shape == (90, 20)
+    # the set-up lists, kept by the client, give the same lists without a new search
+    assert params.keeps_setup_lists
+    kept = client_round(views[0], observed, ae, None, neighbours, labels, None, anchors, params, 1, lists)
+    np.testing.assert_array_equal(kept.code_neighbours, up.code_neighbours)
     from dataclasses import replace
 
     no_m1 = replace(params, imputation="zeros")
     zeros = client_round(views[0], observed, ae, None, neighbours, labels, None, anchors, no_m1, 1)
     lists_zeros = zeros.code_neighbours
     assert np.all(lists_zeros[~observed] == -1) and np.all(observed[lists_zeros[observed]])
+    kept = client_round(views[0], observed, ae, None, neighbours, labels, None, anchors, no_m1, 1, lists)
+    np.testing.assert_array_equal(kept.code_neighbours, lists_zeros)
 
 
 def test_rank_spectral_needs_the_rank_graph_update_and_the_depth_adapts_to_k():
