@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
+from fedmf_app.common.neighbour_search import ivf_neighbours
+
 if TYPE_CHECKING:
     from sklearn.neighbors import NearestNeighbors
 
@@ -97,7 +99,7 @@ def laplacian(s: sp.spmatrix) -> sp.csr_matrix:
     return (sp.diags(degree) - s).tocsr()
 
 
-def knn_indices(x: np.ndarray | sp.spmatrix, k: int) -> np.ndarray:
+def knn_indices(x: np.ndarray | sp.spmatrix, k: int, exact_rows: int | None = None) -> np.ndarray:
     """The ``k`` nearest other rows of every row (Euclidean).
 
     Parameters
@@ -105,17 +107,23 @@ def knn_indices(x: np.ndarray | sp.spmatrix, k: int) -> np.ndarray:
     x : ndarray or sparse matrix, shape (n, d)
     k : int
         Capped at ``n - 1``.
+    exact_rows : int, optional
+        Largest ``n`` searched exactly; a dense ``x`` of more rows is searched approximately
+        (:func:`~fedmf_app.common.neighbour_search.ivf_neighbours`). Default: always exact.
 
     Returns
     -------
     ndarray of int64, shape (n, min(k, n - 1))
         Nearest first; a row never lists itself (among exact duplicates, scikit-learn's rule of
-        :meth:`~sklearn.neighbors.NearestNeighbors.kneighbors` decides).
+        :meth:`~sklearn.neighbors.NearestNeighbors.kneighbors` decides); an approximate list may
+        end in ``-1`` padding.
     """
     n = x.shape[0]
     k = min(k, n - 1)
     if k < 1:
         return np.empty((n, 0), dtype=np.int64)
+    if exact_rows is not None and n > exact_rows and not sp.issparse(x):
+        return ivf_neighbours(x, k)
     return _search(x, k).kneighbors(return_distance=False).astype(np.int64)
 
 

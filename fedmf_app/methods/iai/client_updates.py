@@ -137,7 +137,8 @@ def client_setup(
         seed,
     )
     z = encode(ae, scaled)
-    return observed_knn(z, observed, params.list_depth).astype(np.int32), _to_numpy(ae.state_dict())
+    lists = observed_knn(z, observed, params.list_depth, params.exact_search_rows)
+    return lists.astype(np.int32), _to_numpy(ae.state_dict())
 
 
 def client_codes(
@@ -215,10 +216,12 @@ def client_round(
     if params.imputation == "propagation":
         z = feature_propagation(z, observed, graph, params.fp_iterations)
         if params.graph_update == "rank":
-            code_neighbours = imputed_lists(z, observed, params.rank_depth, setup_lists).astype(np.int32)
+            code_neighbours = imputed_lists(
+                z, observed, params.rank_depth, setup_lists, params.exact_search_rows
+            ).astype(np.int32)
     elif params.graph_update == "rank":  # no imputation: a missing row casts no vote
         if setup_lists is None:
-            setup_lists = observed_knn(z, observed, params.rank_depth)
+            setup_lists = observed_knn(z, observed, params.rank_depth, params.exact_search_rows)
         code_neighbours = setup_lists.astype(np.int32)
     coo = graph.tocoo()
     edge_index = np.vstack([coo.row, coo.col]).astype(np.int64)

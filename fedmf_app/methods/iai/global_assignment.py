@@ -332,6 +332,7 @@ def rank_spectral_labels(
     num_clusters: int,
     knn: int,
     seed: int,
+    exact_rows: int | None = None,
 ) -> tuple[np.ndarray, str]:
     """Pseudo-labels of ``iai.pseudo-labels = "rank-spectral"`` ([A]).
 
@@ -363,6 +364,9 @@ def rank_spectral_labels(
         Degree k of A_g.
     seed : int
         Seeds the spectral clusterings.
+    exact_rows : int, optional
+        Largest search of the coordinates' neighbours done exactly (see
+        :func:`~fedmf_app.common.graphs.knn_indices`; default: exact).
 
     Returns
     -------
@@ -372,7 +376,7 @@ def rank_spectral_labels(
     """
     n, k = coords.shape[0], num_clusters
     depth = max(v.shape[1] for v in view_lists)
-    joint = rank_fusion([*view_lists, knn_indices(coords, depth)], knn, np.append(votes, 1.0))
+    joint = rank_fusion([*view_lists, knn_indices(coords, depth, exact_rows)], knn, np.append(votes, 1.0))
     candidates = {
         "previous": np.asarray(previous, dtype=np.int64),
         "views": spectral_labels(graph, k, seed),

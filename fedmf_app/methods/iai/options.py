@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fedmf_app.common.neighbour_search import EXACT_SEARCH_ROWS
 from fedmf_app.methods.iai.deep_clustering import FUSION_WEIGHTS
 from fedmf_app.methods.iai.global_assignment import VIEW_BALANCES
 from fedmf_app.methods.iai.params import (
@@ -74,6 +75,16 @@ OPTIONS: tuple[Option, ...] = (
         Interval(int, 0, None, closed="left"),
         "Depth L of every view's neighbour list in the rank fusions (`rank` start graph and graph "
         "update); 0 ([A]) adapts it: L = 5 k (HW, NoisyMNIST: 100), at most n - 1.",
+    ),
+    Option(
+        "iai.exact-search-rows",
+        EXACT_SEARCH_ROWS,
+        Interval(int, 0, None, closed="left"),
+        "Largest nearest-neighbour search done exactly ([A] 20,000 rows: every search of the "
+        "development sets and NoisyMNIST). A search over more rows (a client's codes, the server's "
+        "coordinates) uses an inverted-file index (faiss: 4 sqrt(n) lists, 64 visited per query), whose "
+        "cost grows as n^1.5 instead of n^2 and which may miss a neighbour near a list's boundary; 0 "
+        "makes every search approximate.",
     ),
     Option(
         "iai.fusion",

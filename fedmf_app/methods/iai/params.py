@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fedmf_app.common.neighbour_search import EXACT_SEARCH_ROWS
 from fedmf_app.methods.iai.global_assignment import adaptive_anchor_neighbours, adaptive_knn
 from fedmf_app.methods.iai.rank_fusion import adaptive_rank_depth
 
@@ -156,6 +157,9 @@ class IAIParams:
         Anchor lists a sample is filed under by the server's global kNN search (4).
     rank_depth : int
         Depth L of every view's neighbour list in the rank fusions (``5 k``).
+    exact_search_rows : int
+        Largest neighbour search done exactly; larger ones are approximate
+        (:func:`~fedmf_app.common.neighbour_search.ivf_neighbours`).
     gae : GAEParams
     """
 
@@ -182,6 +186,7 @@ class IAIParams:
     device: str = "cpu"
     knn_probes: int = 4
     rank_depth: int = 100
+    exact_search_rows: int = EXACT_SEARCH_ROWS
     gae: GAEParams = field(default_factory=GAEParams)
 
     @property
@@ -264,6 +269,7 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
         device=cfg["iai.device"],
         knn_probes=cfg["iai.knn-probes"],
         rank_depth=depth,
+        exact_search_rows=cfg["iai.exact-search-rows"],
         gae=GAEParams(
             hidden=cfg["iai.gat-hidden"],
             heads=cfg["iai.gat-heads"],

@@ -20,6 +20,8 @@ import scipy.sparse as sp
 
 __all__ = ["RANK_DEPTH_FACTOR", "adaptive_rank_depth", "borda_scores", "rank_fusion"]
 
+#: Rows of the fused graph ranked at a time (a block of rows x candidates, float64 and int64).
+_FUSION_BLOCK_ROWS = 16384
 #: List depth of the adaptive ``iai.rank-depth = 0`` in units of the graph's degree k.
 RANK_DEPTH_FACTOR = 5
 
@@ -97,12 +99,21 @@ def rank_fusion(lists: list[np.ndarray], k: int, weights: np.ndarray | None = No
         Highest score first (ties: the smaller index); ``-1`` pads a sample with fewer than ``k``
         candidates (one that no voter lists anything for has a row of ``-1``).
     """
-    scores = borda_scores(lists, weights)
+    scores = borda_scores(lists, weights)  # canonical CSR: a row's candidates by ascending index
     n = scores.shape[0]
-    owner = np.repeat(np.arange(n), np.diff(scores.indptr))
-    order = np.lexsort((scores.indices, -scores.data, owner))
-    rank = np.arange(order.size) - scores.indptr[owner[order]]
-    kept = order[rank < k]
     out = np.full((n, k), -1, dtype=np.int64)
-    out[owner[kept], rank[rank < k]] = scores.indices[kept]
+    for start in range(0, n, _FUSION_BLOCK_ROWS):
+        block = scores[start : start + _FUSION_BLOCK_ROWS]
+        counts = np.diff(block.indptr)
+        width = max(int(counts.max(initial=0)), k)
+        owner = np.repeat(np.arange(block.shape[0]), counts)
+        slot = np.arange(block.nnz) - block.indptr[owner]
+        # a row's candidates side by side, padding last; a stable sort by falling score keeps
+        # equal scores in ascending index order
+        negated = np.full((block.shape[0], width), np.inf)
+        negated[owner, slot] = -block.data
+        candidates = np.full((block.shape[0], width), -1, dtype=np.int64)
+        candidates[owner, slot] = block.indices
+        best = np.argsort(negated, axis=1, kind="stable")[:, :k]
+        out[start : start + block.shape[0]] = np.take_along_axis(candidates, best, axis=1)
     return out

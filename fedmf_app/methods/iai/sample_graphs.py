@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_indices
+from fedmf_app.common.neighbour_search import ivf_neighbours, without_queries
 from fedmf_app.methods.iai.rank_fusion import rank_fusion
 
 #: Largest distance block (queries x candidates) :func:`anchor_knn` holds at once.
@@ -33,7 +34,9 @@ __all__ = [
 START_GRAPHS = ("rank", "support", "union")
 
 
-def observed_knn(features: np.ndarray, observed: np.ndarray, k: int) -> np.ndarray:
+def observed_knn(
+    features: np.ndarray, observed: np.ndarray, k: int, exact_rows: int | None = None
+) -> np.ndarray:
     """kNN graph of a client over its observed rows, in global sample indices.
 
     Parameters
@@ -42,22 +45,28 @@ def observed_knn(features: np.ndarray, observed: np.ndarray, k: int) -> np.ndarr
         All n rows; unobserved rows are ignored.
     observed : ndarray of bool, shape (n,)
     k : int
+    exact_rows : int, optional
+        Largest search done exactly (see :func:`~fedmf_app.common.graphs.knn_indices`).
 
     Returns
     -------
     ndarray of int64, shape (n, k)
         Neighbour indices; rows of unobserved samples (and missing slots when fewer than ``k + 1``
-        rows are observed) are ``-1``.
+        rows are observed, or an approximate search found fewer) are ``-1``.
     """
     rows = np.flatnonzero(observed)
     out = np.full((features.shape[0], k), -1, dtype=np.int64)
-    local = knn_indices(features[rows], k)
-    out[rows, : local.shape[1]] = rows[local]
+    local = knn_indices(features[rows], k, exact_rows)
+    out[rows, : local.shape[1]] = np.where(local >= 0, rows[local], -1)
     return out
 
 
 def imputed_lists(
-    features: np.ndarray, observed: np.ndarray, depth: int, observed_lists: np.ndarray | None = None
+    features: np.ndarray,
+    observed: np.ndarray,
+    depth: int,
+    observed_lists: np.ndarray | None = None,
+    exact_rows: int | None = None,
 ) -> np.ndarray:
     """A view's neighbour lists after imputation: an observed row ranks the observed rows, a
     missing row ranks every row by its imputed code.
@@ -77,6 +86,9 @@ def imputed_lists(
     observed_lists : ndarray of int, shape (n, depth), optional
         ``observed_knn(features, observed, depth)`` when the caller kept it from the set-up round
         (the codes of the observed rows do not change); computed here otherwise.
+    exact_rows : int, optional
+        Largest search done exactly: a missing row's search over all ``n`` rows is approximate
+        above it (:func:`~fedmf_app.common.neighbour_search.ivf_neighbours`). Default: exact.
 
     Returns
     -------
@@ -86,24 +98,23 @@ def imputed_lists(
     from sklearn.neighbors import NearestNeighbors  # imported here: keeps config imports light
 
     if observed_lists is None:
-        out = observed_knn(features, observed, depth)
+        out = observed_knn(features, observed, depth, exact_rows)
     else:
         out = np.array(observed_lists, dtype=np.int64)
     missing = np.flatnonzero(~observed)
     n = features.shape[0]
     if missing.size and n > 1:
         take = min(depth, n - 1)
+        if exact_rows is not None and n > exact_rows:
+            out[missing, :take] = ivf_neighbours(features, take, rows=missing)
+            return out
         found = (
             NearestNeighbors(n_neighbors=take + 1)
             .fit(features)
             .kneighbors(features[missing], return_distance=False)
         )
-        # drop the query itself (first among exact ties is not guaranteed): keep the other take
-        own = found == missing[:, None]
-        drop = np.where(own.any(axis=1), own.argmax(axis=1), take)
-        keep = np.ones_like(found, dtype=bool)
-        keep[np.arange(missing.size), drop] = False
-        out[missing, :take] = found[keep].reshape(missing.size, take)
+        # the query itself is not always first among exact ties: drop it wherever it is
+        out[missing, :take] = without_queries(found, missing, take)
     return out
 
 

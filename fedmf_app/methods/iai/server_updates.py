@@ -201,7 +201,7 @@ def server_round(
         assert code_lists is not None, "pseudo_labels = 'rank-spectral' needs the views' neighbour lists"
         coords = landmark_mds(total, state.anchors, params.mds_dim)
         labels, info["assignment"] = rank_spectral_labels(
-            graph, code_lists, votes, coords, state.labels, k, params.knn, seed
+            graph, code_lists, votes, coords, state.labels, k, params.knn, seed, params.exact_search_rows
         )
         target = coordinate_target(coords, labels, k)
     elif params.pseudo_labels == "anchor-kmeans":

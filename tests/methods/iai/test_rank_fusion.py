@@ -7,6 +7,7 @@ import pytest
 from fedmf_app.common.graphs import adjacency, knn_indices, modularity
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data.missing_views import missing_view_mask
+from fedmf_app.methods.iai import rank_fusion as rank_fusion_module
 from fedmf_app.methods.iai.client_updates import client_round, client_setup
 from fedmf_app.methods.iai.deep_clustering import spectral_labels
 from fedmf_app.methods.iai.global_assignment import (
@@ -69,6 +70,22 @@ def test_rank_fusion_keeps_the_best_scored_candidates_with_ties_to_the_smaller_i
     assert rank_fusion(lists, 8)[0, 6:].tolist() == [-1, -1]
     # weights move the order: the second voter alone decides between its own candidates
     np.testing.assert_array_equal(rank_fusion(lists, 3, np.array([0.0, 1.0]))[0], [2, 1, 5])
+
+
+@pytest.mark.parametrize("block_rows", [1, 7, 16384])
+def test_rank_fusion_is_each_rows_order_of_its_borda_scores_in_any_block_of_rows(monkeypatch, block_rows):
+    monkeypatch.setattr(rank_fusion_module, "_FUSION_BLOCK_ROWS", block_rows)
+    rng = np.random.default_rng(3)
+    n, k = 40, 9
+    lists = [rng.integers(-1, n, size=(n, depth)) for depth in (5, 8, 12)]
+    lists[1][::3] = -1  # samples this voter does not observe
+    weights = np.array([0.5, 1.0, 0.5])  # equal sums of votes: many ties
+    scores = borda_scores(lists, weights).toarray()
+    expected = np.full((n, k), -1)
+    for i in range(n):
+        ranked = sorted(np.flatnonzero(scores[i]), key=lambda j: (-scores[i, j], j))[:k]
+        expected[i, : len(ranked)] = ranked
+    np.testing.assert_array_equal(rank_fusion(lists, k, weights), expected)
 
 
 @pytest.mark.parametrize("depth", [4, 10, 40])
