@@ -9,7 +9,9 @@ it, :math:`O(n \\cdot n p / c \\cdot d)`. With ``c = 4 \\sqrt{n}`` lists and ``p
 in a list none of the query's ``p`` nearest centres owns (a neighbour near a list boundary).
 
 Distances are single precision (faiss's own type). The k-means is seeded and runs on one thread, so
-the same rows give the same lists on every machine; the search itself is deterministic per query.
+the same rows give the same lists on every machine; the search runs on the threads faiss's OpenMP
+pool allows (one in a client, which runs single-threaded; every core on the server) and gives the
+same lists on any number of them, each query being searched on its own.
 """
 
 from __future__ import annotations
@@ -55,17 +57,18 @@ def ivf_neighbours(x: np.ndarray, k: int, rows: np.ndarray | None = None, seed: 
     n, d = data.shape
     rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
     lists = max(1, min(n // 40, round(LISTS_PER_ROOT * math.sqrt(n))))
+    index = faiss.IndexIVFFlat(faiss.IndexFlatL2(d), d, lists)
+    index.cp.seed = int(seed)
     threads = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
+    faiss.omp_set_num_threads(1)  # the k-means on one thread: the same lists on every machine
     try:
-        index = faiss.IndexIVFFlat(faiss.IndexFlatL2(d), d, lists)
-        index.cp.seed = int(seed)
         index.train(data)
-        index.add(data)
-        index.nprobe = min(PROBES, lists)
-        _, found = index.search(data[rows], k + 1)
     finally:
         faiss.omp_set_num_threads(threads)
+    index.add(data)
+    index.nprobe = min(PROBES, lists)
+    # queries are independent: the caller's threads change the speed, not the lists
+    _, found = index.search(data[rows], k + 1)
     return without_queries(found.astype(np.int64), rows, k)
 
 

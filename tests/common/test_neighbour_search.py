@@ -69,3 +69,14 @@ def test_imputed_and_observed_lists_keep_their_contract_when_approximate(exact_r
     if exact_rows == 0:
         exact = imputed_lists(x, observed, 20)
         assert _recall(lists, exact) > 0.95
+
+
+def test_ivf_lists_do_not_depend_on_the_thread_count():
+    from threadpoolctl import threadpool_limits
+
+    x, _ = _blobs(3000, d=20)
+    with threadpool_limits(1):
+        one = ivf_neighbours(x, 10)
+    with threadpool_limits(2):
+        two = ivf_neighbours(x, 10)
+    assert np.array_equal(one, two)
