@@ -181,18 +181,21 @@ def table(folder: Path) -> str:
     (named in the table's caption); cost: one row per record of generated data.
     """
     quality: dict[str, list[dict[str, Any]]] = {}
-    cost: list[str] = []
+    cost: list[tuple[int, str]] = []
     for path in sorted(folder.glob("*.json")):
         record = json.loads(path.read_text())
         cfg = record["config"]
         s = record["summary"]
         if record.get("generated"):
             cost.append(
-                f"| {record['n']:,} | {s['views']} x {record['dims'][0]} | "
-                f"{s['setup_client_s']:.1f} | "
-                f"{s['setup_server_s']:.1f} | {s['train_round_client_s_mean']:.1f} | "
-                f"{s['train_round_client_s_max_mean']:.1f} | {s['server_s_mean']:.1f} | "
-                f"{s['peak_rss_mb'] / 1024:.2f} | {s['final']['acc']:.3f} / {s['final']['nmi']:.3f} |"
+                (
+                    record["n"],
+                    f"| {record['n']:,} | {s['views']} x {record['dims'][0]} | "
+                    f"{s['setup_client_s']:.1f} | "
+                    f"{s['setup_server_s']:.1f} | {s['train_round_client_s_mean']:.1f} | "
+                    f"{s['train_round_client_s_max_mean']:.1f} | {s['server_s_mean']:.1f} | "
+                    f"{s['peak_rss_mb'] / 1024:.2f} | {s['final']['acc']:.3f} / {s['final']['nmi']:.3f} |",
+                )
             )
         else:
             name = Path(str(cfg["dataset"])).stem
@@ -217,7 +220,7 @@ def table(folder: Path) -> str:
             "| N | views x features | set-up: clients (s) | set-up: server (s) | training round: "
             "clients, sum (s) | slowest client (s) | server (s) | peak memory (GB) | ACC / NMI |",
             "|---|---|---|---|---|---|---|---|---|",
-            *cost,
+            *(row for _, row in sorted(cost)),
         ]
     return "\n".join(lines) + "\n"
 

@@ -6,7 +6,7 @@
 #
 # Before, on a machine with the package index (same Python version as the GPU machine's):
 #   pip download --only-binary=:all: --python-version 3.12 -d wheels \
-#       flwr==1.42.0 hydra-core cryptography
+#       flwr==1.42.0 hydra-core cryptography faiss-cpu
 # Then, in the repository root on the GPU machine:
 #   bash simulations/iai/gpu_check_device.sh wheels "$OUT"      # OUT: where gpu_check.json goes
 set -euo pipefail
@@ -14,7 +14,7 @@ wheels=${1:?folder of carried wheels}
 out=${2:-.}
 python3 -m venv --system-site-packages /tmp/gpu-check-venv
 . /tmp/gpu-check-venv/bin/activate
-pip install --quiet --no-index --find-links "$wheels" flwr==1.42.0 hydra-core cryptography
+pip install --quiet --no-index --find-links "$wheels" flwr==1.42.0 hydra-core cryptography faiss-cpu
 pip install --quiet --no-deps --no-build-isolation -e .
 export FLWR_TELEMETRY_ENABLED=0
 python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
