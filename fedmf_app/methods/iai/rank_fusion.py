@@ -64,19 +64,26 @@ def borda_scores(lists: list[np.ndarray], weights: np.ndarray | None = None) -> 
     """
     n = lists[0].shape[0]
     weights = np.ones(len(lists)) if weights is None else np.asarray(weights, dtype=np.float64)
-    rows, cols, vals = [], [], []
+    voters = []
     for voter, w in zip(lists, weights, strict=True):
         depth = voter.shape[1]
         if depth == 0 or w <= 0:
             continue
-        score = w * (1.0 - np.arange(depth) / depth)
         keep = (voter >= 0) & (voter != np.arange(n)[:, None])
-        rows.append(np.broadcast_to(np.arange(n)[:, None], voter.shape)[keep])
-        cols.append(voter[keep])
-        vals.append(np.broadcast_to(score, voter.shape)[keep])
-    if not rows:
-        return sp.csr_matrix((n, n))
-    scores = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+        voters.append((voter, keep, w * (1.0 - np.arange(depth) / depth)))
+    # every vote written once into arrays of their final size (32-bit indices where n allows):
+    # at N = 100,000 and five lists of depth 100, 0.8 GB instead of 2.4 GB of copies
+    total = sum(int(keep.sum()) for _, keep, _ in voters)
+    index = np.int32 if n <= np.iinfo(np.int32).max else np.int64
+    rows, cols, vals = np.empty(total, dtype=index), np.empty(total, dtype=index), np.empty(total)
+    at = 0
+    for voter, keep, score in voters:
+        size = int(keep.sum())
+        rows[at : at + size] = np.nonzero(keep)[0]
+        cols[at : at + size] = voter[keep]
+        vals[at : at + size] = np.broadcast_to(score, voter.shape)[keep]
+        at += size
+    scores = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
     scores.sum_duplicates()
     return scores
 
