@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from fedmf_app.common.neighbour_search import ivf_neighbours
+from fedmf_app.common.neighbour_search import ivf_neighbours, without_queries
 
 if TYPE_CHECKING:
     from sklearn.neighbors import NearestNeighbors
@@ -99,8 +99,10 @@ def laplacian(s: sp.spmatrix) -> sp.csr_matrix:
     return (sp.diags(degree) - s).tocsr()
 
 
-def knn_indices(x: np.ndarray | sp.spmatrix, k: int, exact_rows: int | None = None) -> np.ndarray:
-    """The ``k`` nearest other rows of every row (Euclidean).
+def knn_indices(
+    x: np.ndarray | sp.spmatrix, k: int, exact_rows: int | None = None, rows: np.ndarray | None = None
+) -> np.ndarray:
+    """The ``k`` nearest other rows of every row, or of the listed ``rows`` (Euclidean).
 
     Parameters
     ----------
@@ -110,28 +112,34 @@ def knn_indices(x: np.ndarray | sp.spmatrix, k: int, exact_rows: int | None = No
     exact_rows : int, optional
         Largest ``n`` searched exactly; a dense ``x`` of more rows is searched approximately
         (:func:`~fedmf_app.common.neighbour_search.ivf_neighbours`). Default: always exact.
+    rows : ndarray of int, shape (q,), optional
+        The queries, as row indices of ``x``, each searched against all ``n`` rows (default:
+        every row).
 
     Returns
     -------
-    ndarray of int64, shape (n, min(k, n - 1))
+    ndarray of int64, shape (q, min(k, n - 1))
         Nearest first; a row never lists itself (among exact duplicates, scikit-learn's rule of
-        :meth:`~sklearn.neighbors.NearestNeighbors.kneighbors` decides); an approximate list may
-        end in ``-1`` padding.
+        :meth:`~sklearn.neighbors.NearestNeighbors.kneighbors` decides which other rows are
+        kept); an approximate list may end in ``-1`` padding.
     """
     n = x.shape[0]
     k = min(k, n - 1)
     if k < 1:
-        return np.empty((n, 0), dtype=np.int64)
+        return np.empty((n if rows is None else len(rows), 0), dtype=np.int64)
     if exact_rows is not None and n > exact_rows and not sp.issparse(x):
-        return ivf_neighbours(x, k)
-    return _search(x, k).kneighbors(return_distance=False).astype(np.int64)
+        return ivf_neighbours(x, k, rows)
+    if rows is None:
+        return _search(x, k).kneighbors(return_distance=False).astype(np.int64)
+    # a query is among its own results, and not always first among exact ties: drop it wherever it is
+    found = _search(x, k + 1).kneighbors(x[rows], return_distance=False)
+    return without_queries(found, rows, k).astype(np.int64)
 
 
 def _search(x: np.ndarray | sp.spmatrix, k: int) -> NearestNeighbors:
-    """The one kNN search of this module: each sample's ``k`` nearest *other* samples.
-
-    Querying the fitted data itself (``X=None``) excludes every sample from its own neighbours,
-    which :func:`knn_similarity` and :func:`knn_indices` both rely on.
+    """The one kNN search of this module, fitted on ``x``: queried with ``X=None`` it gives each
+    sample's ``k`` nearest *other* samples (what :func:`knn_similarity` and :func:`knn_indices`
+    rely on), queried with rows of ``x`` their ``k`` nearest, themselves included.
     """
     from sklearn.neighbors import NearestNeighbors  # imported here: keeps config imports light
 

@@ -56,6 +56,7 @@ def ivf_neighbours(x: np.ndarray, k: int, rows: np.ndarray | None = None, seed: 
     data = np.ascontiguousarray(x, dtype=np.float32)
     n, d = data.shape
     rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
+    # about 40 rows per list or more where n allows (faiss asks for 39 training rows per centre)
     lists = max(1, min(n // 40, round(LISTS_PER_ROOT * math.sqrt(n))))
     index = faiss.IndexIVFFlat(faiss.IndexFlatL2(d), d, lists)
     index.cp.seed = int(seed)

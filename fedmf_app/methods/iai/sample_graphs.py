@@ -14,7 +14,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_indices
-from fedmf_app.common.neighbour_search import ivf_neighbours, without_queries
 from fedmf_app.methods.iai.rank_fusion import rank_fusion
 
 #: Largest distance block (queries x candidates) :func:`anchor_knn` holds at once.
@@ -88,33 +87,21 @@ def imputed_lists(
         (the codes of the observed rows do not change); computed here otherwise.
     exact_rows : int, optional
         Largest search done exactly: a missing row's search over all ``n`` rows is approximate
-        above it (:func:`~fedmf_app.common.neighbour_search.ivf_neighbours`). Default: exact.
+        above it (see :func:`~fedmf_app.common.graphs.knn_indices`). Default: exact.
 
     Returns
     -------
     ndarray of int64, shape (n, depth)
         Nearest first, global indices; ``-1`` pads a shorter list; a row never lists itself.
     """
-    from sklearn.neighbors import NearestNeighbors  # imported here: keeps config imports light
-
     if observed_lists is None:
         out = observed_knn(features, observed, depth, exact_rows)
     else:
         out = np.array(observed_lists, dtype=np.int64)
     missing = np.flatnonzero(~observed)
-    n = features.shape[0]
-    if missing.size and n > 1:
-        take = min(depth, n - 1)
-        if exact_rows is not None and n > exact_rows:
-            out[missing, :take] = ivf_neighbours(features, take, rows=missing)
-            return out
-        found = (
-            NearestNeighbors(n_neighbors=take + 1)
-            .fit(features)
-            .kneighbors(features[missing], return_distance=False)
-        )
-        # the query itself is not always first among exact ties: drop it wherever it is
-        out[missing, :take] = without_queries(found, missing, take)
+    if missing.size:
+        found = knn_indices(features, depth, exact_rows, rows=missing)
+        out[missing, : found.shape[1]] = found
     return out
 
 
