@@ -58,7 +58,11 @@ __all__ = ["InProcessFederation", "InProcessProxy", "node_context", "run_in_proc
 
 
 def node_context(
-    cfg: dict[str, Any], partition_id: int, num_partitions: int, node_config: dict[str, Any] | None = None
+    cfg: dict[str, Any],
+    partition_id: int,
+    num_partitions: int,
+    node_config: dict[str, Any] | None = None,
+    run_id: int = 1,
 ) -> Context:
     """A fresh SuperNode context: ``partition-id``, ``num-partitions`` and ``node_config``'s keys.
 
@@ -69,14 +73,16 @@ def node_context(
     partition_id, num_partitions : int
     node_config : dict, optional
         Further node-config keys (``data-file``, ``signing-key``, ``state-dir``, ...).
+    run_id : int
+        The run's id (a new run of the same nodes has another).
 
     Returns
     -------
     flwr.common.Context
-        Run id 1, node id ``100 + partition_id``, empty state.
+        Node id ``100 + partition_id``, empty state.
     """
     return Context(
-        run_id=1,
+        run_id=run_id,
         node_id=100 + partition_id,
         node_config={"partition-id": partition_id, "num-partitions": num_partitions, **(node_config or {})},
         state=RecordDict(),
@@ -150,6 +156,8 @@ class InProcessFederation:
         partition, or a dict partition -> such a class (the others get :class:`InProcessProxy`).
     strategy : Strategy, optional
         Drive this Strategy (e.g. one that resumes a run) instead of a new one.
+    run_id : int
+        The run's id on every node.
 
     Attributes
     ----------
@@ -170,17 +178,19 @@ class InProcessFederation:
         node_config: Callable[[int], dict[str, Any]] | None = None,
         proxy_class: type[InProcessProxy] | dict[int, type[InProcessProxy]] = InProcessProxy,
         strategy: Any = None,
+        run_id: int = 1,
     ) -> None:
         self.cfg = validate_run_config(overrides)
         cfg = self.cfg
         self.strategy = strategy or strategy_class(cfg["algorithm"])(
             cfg, RunRecorder(Path(out_dir), run_name, cfg)
         )
+        self.strategy.recorder.run_id = run_id
         manager = SimpleClientManager()
         m = cfg["num-clients"]
         self.proxies: list[InProcessProxy] = []
         for p in range(m):
-            context = node_context(cfg, p, m, node_config(p) if node_config else None)
+            context = node_context(cfg, p, m, node_config(p) if node_config else None, run_id)
             client = client_class(cfg["algorithm"])(
                 context, cfg, p, m, load_client_view(cfg, p, context.node_config, needs=data_needs(cfg))
             )

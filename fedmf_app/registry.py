@@ -8,7 +8,11 @@ its methods. Strategy and client classes are imported lazily by dotted path, so 
 
 ``python -m fedmf_app.registry`` prints the key table of ``docs/options.md``; ``--toml`` prints the
 ``pyproject.toml`` table instead; ``--update-docs PAGE`` rewrites the key table between the
-``<!-- options:start -->`` and ``<!-- options:end -->`` lines of PAGE (``docs/options.md``).
+``<!-- options:start -->`` and ``<!-- options:end -->`` lines of PAGE (``docs/options.md``), and
+``--update-privacy PAGE`` the tables of each family's protocol (:func:`protocol_of`) between the
+``<!-- protocol:<family>:start -->`` and ``<!-- protocol:<family>:end -->`` lines of PAGE
+(``docs/privacy.md``), and of the stages they share between ``<!-- protocol:shared:start -->``
+and ``<!-- protocol:shared:end -->``.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ __all__ = [
     "family_of",
     "markdown_table",
     "nested_defaults",
+    "protocol_of",
     "pyproject_table",
     "strategy_class",
     "validate_run_config",
@@ -119,6 +124,51 @@ def client_class(algorithm: str) -> Any:
     return _load(ALGORITHMS[algorithm][1])
 
 
+def protocol_of(family: str) -> Any:
+    """The protocol of family ``family`` (its ``protocol.py``'s ``PROTOCOL``).
+
+    Parameters
+    ----------
+    family : str
+        A family's name (``"sonmf"``, ``"imk"``, ``"iai"``).
+
+    Returns
+    -------
+    fedmf_app.federated.protocol.Protocol
+    """
+    return _load(f"fedmf_app.methods.{family}.protocol:PROTOCOL")
+
+
+def privacy_tables(page: str) -> str:
+    """``page`` with every family's generated protocol table between its markers.
+
+    Parameters
+    ----------
+    page : str
+        The text of ``docs/privacy.md``.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        When the page lacks a family's markers.
+    """
+    from fedmf_app.federated.protocol import protocol_table, shared_table
+
+    tables = {family.name: protocol_table(protocol_of(family.name)) for family in FAMILIES}
+    tables["shared"] = shared_table(protocol_of(FAMILIES[0].name))
+    for name, table in tables.items():
+        start, end = f"<!-- protocol:{name}:start -->\n", f"<!-- protocol:{name}:end -->"
+        if start not in page or end not in page:
+            raise ValueError(f"no '{start.strip()}' ... '{end}' lines to write the table between")
+        head, rest = page.split(start, 1)
+        page = head + start + table + "\n" + end + rest.split(end, 1)[1]
+    return page
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m fedmf_app.registry``: print the key table, or the ``pyproject.toml`` table
     (``--toml``), or rewrite the key table of a page (``--update-docs PAGE``).
@@ -132,8 +182,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m fedmf_app.registry", description="Print the key table.")
     parser.add_argument("--toml", action="store_true", help="print the pyproject.toml table")
     parser.add_argument("--update-docs", type=Path, metavar="PAGE", help="rewrite the key table of PAGE")
+    parser.add_argument(
+        "--update-privacy", type=Path, metavar="PAGE", help="rewrite the protocol tables of PAGE"
+    )
     args = parser.parse_args(argv)
-    if args.update_docs is not None:
+    if args.update_privacy is not None:
+        try:
+            args.update_privacy.write_text(privacy_tables(args.update_privacy.read_text()))
+        except ValueError as exc:
+            sys.exit(f"{args.update_privacy}: {exc}")
+    elif args.update_docs is not None:
         page = args.update_docs.read_text()
         if start not in page or end not in page:
             sys.exit(f"{args.update_docs}: no '{start.strip()}' ... '{end}' lines to write the table between")

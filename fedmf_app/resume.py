@@ -1,20 +1,25 @@
 """``python -m fedmf_app.resume RUN_FOLDER``: continue an interrupted run from its last finished round.
 
 A run whose ServerApp or SuperLink died keeps, in its run folder, ``result.json`` (the rounds it
-finished) and ``checkpoint.npz`` (the server's state after the last of them); its clients keep
-their state in their state folder (node config ``state-dir``, or run config ``client-state-dir``
-in simulation), which must be set in the original run. This command runs the app again with the
-run's own run config plus ``resume-from = RUN_FOLDER``: the ServerApp restores its state, the
-clients read theirs, and the run continues with round ``s + 1``, ending with the numbers an
-uninterrupted run of the same seed gives (the tests check it).
+finished, and its run id) and ``checkpoint.npz`` (the server's state after the last of them); its
+clients keep their state in their state folder (node config ``state-dir``), which must be set in
+the original run. The saved state belongs to the run that wrote it: a node lets a new run continue
+it only when its own node config names that run (``resume-run-id``), and only from the round after
+the last one it answered (:mod:`fedmf_app.federated.saved_state`). This command runs the app again
+with the run's own run config plus ``resume-from = RUN_FOLDER`` and gives the nodes
+``resume-run-id`` = the run id in ``result.json``: the ServerApp restores its state, the clients
+read theirs, and the run continues with round ``s + 1``, ending with the numbers an uninterrupted
+run of the same seed gives (the tests check it).
 
 * default: on Flower's simulation engine (a private SuperLink, ``num-clients`` simulated
-  SuperNodes);
+  SuperNodes), whose nodes get ``--state-dir`` (the folder the original run's simulated nodes had,
+  through :data:`~fedmf_app.client_app.NODE_CONFIG_ENV`);
 * ``--deployment --workdir W``: on the local loopback federation of
   :mod:`fedmf_app.deployment.federation`, restarted on the same working folder ``W`` (so every
   SuperNode finds its state);
-* on your own federation: ``flwr run . <federation> --run-config "<the run's config>
-  resume-from='RUN_FOLDER'"`` with the SuperNodes started with their ``state-dir``.
+* on your own federation: restart each SuperNode with its ``state-dir`` and
+  ``resume-run-id=<run id>``, then ``flwr run . <federation> --run-config "<the run's config>
+  resume-from='RUN_FOLDER'"``.
 
 The exit code is 0 only if the run then completed (``flwr run`` alone exits 0 either way).
 """
@@ -71,6 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workdir", default=None, help="with --deployment: the original federation's --workdir"
     )
+    parser.add_argument(
+        "--state-dir",
+        default=None,
+        help="simulation: the state folder the original run's simulated nodes had",
+    )
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds before the run is stopped")
     args = parser.parse_args(argv)
     try:
@@ -78,9 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, KeyError) as exc:
         log(ERROR, "cannot resume %s: %s", args.run_dir, exc)
         return 2
-    if load_result(args.run_dir)["status"] == "completed":
+    result = load_result(args.run_dir)
+    if result["status"] == "completed":
         log(INFO, "%s already completed; nothing to resume", args.run_dir)
         return 0
+    run_id = result.get("run_id")
     m = int(run_config["num-clients"])
     if args.deployment:
         from fedmf_app.deployment.federation import LocalFederation
@@ -91,15 +103,23 @@ def main(argv: list[str] | None = None) -> int:
                 "--deployment needs --workdir: the original federation's folder (the SuperNodes' state)",
             )
             return 2
-        with LocalFederation(args.workdir, m, args.app_dir) as federation:
+        with LocalFederation(args.workdir, m, args.app_dir, resume_run_id=run_id) as federation:
             outcome = federation.run(run_config, timeout=args.timeout, echo=sys.stdout)
         log(INFO, "logs: %s", args.workdir)
         if outcome.error:
             log(ERROR, "%s", outcome.error)
     else:
-        from fedmf_app.deployment.superlink import LocalSuperLink
+        from fedmf_app.client_app import NODE_CONFIG_ENV
+        from fedmf_app.deployment.superlink import LocalSuperLink, format_config
 
-        with tempfile.TemporaryDirectory(prefix="fedmf-resume-") as home, LocalSuperLink(home) as link:
+        nodes: dict[str, Any] = {} if run_id is None else {"resume-run-id": str(run_id)}
+        if args.state_dir:
+            nodes["state-dir"] = str(Path(args.state_dir).expanduser().resolve())
+        env = {NODE_CONFIG_ENV: format_config(nodes)}
+        with (
+            tempfile.TemporaryDirectory(prefix="fedmf-resume-") as home,
+            LocalSuperLink(home, extra_env=env) as link,
+        ):
             link.run(args.app_dir, run_config, num_supernodes=m, timeout=args.timeout, echo=sys.stdout)
     code, line = run_status(args.run_dir)
     log(INFO if code == 0 else ERROR, "%s", line)

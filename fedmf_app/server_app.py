@@ -3,11 +3,17 @@
 The same code serves ``flwr run`` on the simulation engine and a deployed SuperLink. Its main
 function runs Flower's legacy ``Server`` loop (``start_grid``) with the Strategy of
 :func:`server_fn`, on a :class:`~fedmf_app.federated.prompt_grid.PromptGrid` that collects the
-clients' replies every ``reply-poll-s`` seconds instead of Flower's fixed 3 s.
+clients' replies every ``reply-poll-s`` seconds instead of Flower's fixed 3 s. When the SuperLink
+stops answering (no call returns within run config ``connect-timeout-s`` seconds, at least
+:data:`MIN_LOST_AFTER_S`), the ServerApp marks
+``result.json`` ``interrupted`` (the checkpoint of the last finished round resumes it) and exits
+with :data:`EXIT_SUPERLINK_LOST`: Flower's own clean-up would wait for the SuperLink forever.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from logging import ERROR, INFO
 from pathlib import Path
 from typing import Any
@@ -18,14 +24,20 @@ from flwr.server import Grid, ServerApp, ServerAppComponents, ServerConfig, Simp
 from flwr.server.compat import start_grid
 
 from fedmf_app.federated.checkpoint import load_checkpoint
-from fedmf_app.federated.client import NOT_IDENTIFYING
-from fedmf_app.federated.prompt_grid import PromptGrid
+from fedmf_app.federated.prompt_grid import PromptGrid, SuperLinkLost
 from fedmf_app.federated.results import RunRecorder, default_run_name, load_result
+from fedmf_app.federated.saved_state import NOT_IDENTIFYING
 from fedmf_app.federated.server import ViewServer
 from fedmf_app.options import ConfigError
 from fedmf_app.registry import strategy_class, validate_run_config
 
-__all__ = ["app", "main", "server_fn"]
+__all__ = ["EXIT_SUPERLINK_LOST", "app", "main", "mark_interrupted", "server_fn"]
+
+#: Exit code of a ServerApp that lost its SuperLink.
+EXIT_SUPERLINK_LOST = 3
+
+#: Seconds a call to the SuperLink may take at least before the SuperLink counts as lost.
+MIN_LOST_AFTER_S = 10.0
 
 
 def server_fn(context: Context) -> ServerAppComponents:
@@ -57,6 +69,7 @@ def server_fn(context: Context) -> ServerAppComponents:
         run_name = cfg["run-name"] or default_run_name(cfg["algorithm"], cfg["seed"])
         recorder = RunRecorder(cfg["out-dir"], run_name, cfg)
         strategy = strategy_class(cfg["algorithm"])(cfg, recorder)
+    recorder.run_id = int(context.run_id)
     server = ViewServer(client_manager=SimpleClientManager(), strategy=strategy)
     server.set_max_workers(max(8, cfg["num-clients"]))
     log(
@@ -134,5 +147,34 @@ def main(grid: Grid, context: Context) -> None:
     context : Context
     """
     components = server_fn(context)
-    poll_s = float(validate_run_config(context.run_config)["reply-poll-s"])
-    start_grid(grid=PromptGrid(grid, poll_s), server=components.server, config=components.config)
+    cfg = validate_run_config(context.run_config)
+    lost_after = max(float(cfg["connect-timeout-s"]), MIN_LOST_AFTER_S)
+    prompt = PromptGrid(grid, float(cfg["reply-poll-s"]), lost_after)
+    try:
+        start_grid(grid=prompt, server=components.server, config=components.config)
+    except SuperLinkLost as exc:
+        mark_interrupted(components.server.strategy, exc)
+        logging.shutdown()
+        os._exit(EXIT_SUPERLINK_LOST)
+
+
+def mark_interrupted(strategy: Any, exc: SuperLinkLost) -> None:
+    """Mark the run interrupted in ``result.json`` and say how to continue it (a run that already
+    completed or failed keeps its status).
+
+    Parameters
+    ----------
+    strategy : fedmf_app.federated.strategy.ViewFederationStrategy
+    exc : SuperLinkLost
+    """
+    if strategy.recorder.data["status"] not in ("pending", "running"):
+        log(ERROR, "%s (after the run %s)", exc, strategy.recorder.data["status"])
+        return
+    rounds = strategy.recorder.data["rounds"]
+    last = rounds[-1]["round"] if rounds else 0
+    message = (
+        f"interrupted after round {last}: {exc}; continue it with python -m fedmf_app.resume "
+        f"{strategy.recorder.run_dir}"
+    )
+    strategy.recorder.interrupt(message)
+    log(ERROR, "%s", message)

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fedmf_app.deployment.certificates import make_supernode_keys
+from fedmf_app.deployment.certificates import make_supernode_keys, pin_lines
 from fedmf_app.in_process import run_in_process
 
 log = logging.getLogger("bench_secure_aggregation")
@@ -74,7 +74,11 @@ def run_once(overrides: dict[str, Any], out: Path, name: str, keys: Path) -> dic
         overrides,
         out,
         name,
-        node_config=lambda p: {"signing-key": str(keys / f"supernode-{p}.key"), "peer-keys": str(keys)},
+        node_config=lambda p: {
+            "signing-key": str(keys / f"supernode-{p}.key"),
+            "peer-keys": str(keys),
+            "peer-fingerprints": str(keys / "pins.txt"),
+        },
     )
     data = strategy.recorder.data
     records = data["rounds"]
@@ -110,7 +114,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="fedmf-secagg-") as tmp:
         keys = Path(tmp) / "keys"
-        make_supernode_keys(keys, 10)
+        (keys / "pins.txt").write_text(pin_lines(make_supernode_keys(keys, 10)))
         for label, overrides in CASES[args.case]:
             if args.only and args.only not in label:
                 continue

@@ -28,7 +28,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from flwr.common.logger import log
 
-__all__ = ["TlsFiles", "make_certificates", "make_supernode_keys", "main"]
+from fedmf_app.common.key_signing import fingerprint, load_public_key
+
+__all__ = ["TlsFiles", "main", "make_certificates", "make_supernode_keys", "pin_lines"]
 
 _VALIDITY = datetime.timedelta(days=365)
 
@@ -175,6 +177,21 @@ def make_supernode_keys(out_dir: str | Path, count: int) -> list[tuple[Path, Pat
         )
         pairs.append((private, public))
     return pairs
+
+
+def pin_lines(pairs: list[tuple[Path, Path]]) -> str:
+    """The ``peer-fingerprints`` lines of these key pairs: ``<partition> SHA256:<fingerprint>``.
+
+    Parameters
+    ----------
+    pairs : list of (Path, Path)
+        :func:`make_supernode_keys`' output (the public key of partition ``i`` at index ``i``).
+
+    Returns
+    -------
+    str
+    """
+    return "".join(f"{i} {fingerprint(load_public_key(public))}\n" for i, (_, public) in enumerate(pairs))
 
 
 def main(argv: list[str] | None = None) -> None:

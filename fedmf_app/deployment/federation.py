@@ -37,8 +37,7 @@ from typing import Any, TextIO
 from flwr.common.config import parse_config_args
 from flwr.common.logger import log
 
-from fedmf_app.common.key_signing import fingerprint, load_public_key
-from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys
+from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys, pin_lines
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.deployment.supernode import (
     DEFAULT_TASK_POLL_INTERVAL,
@@ -226,6 +225,7 @@ class LocalFederation:
         cwd: str | Path | None = None,
         task_poll_interval: float = DEFAULT_TASK_POLL_INTERVAL,
         node_policy: Mapping[str, Any] = STRICT_NODE_POLICY,
+        resume_run_id: int | None = None,
     ) -> None:
         if num_nodes < 1:
             raise ValueError(f"num_nodes = {num_nodes} must be >= 1")
@@ -246,6 +246,7 @@ class LocalFederation:
         self.cwd = cwd
         self.task_poll_interval = task_poll_interval
         self.node_policy = dict(node_policy)
+        self.resume_run_id = resume_run_id
         self.superlink: LocalSuperLink | None = None
         self.supernodes: list[LocalSuperNode] = []
 
@@ -257,7 +258,8 @@ class LocalFederation:
         where it keeps its state (``state-dir``, so that a federation restarted on the same
         ``workdir`` can resume a run), the fingerprints of the peers' keys it trusts
         (``peer-fingerprints``, ``supernode-<i>/peer-fingerprints.txt``) and, after a sample-ID
-        alignment, its final clusters per ID (``labels-file``)."""
+        alignment, its final clusters per ID (``labels-file``); when resuming, the run it may
+        continue (``resume-run-id``)."""
         config: dict[str, Any] = {"partition-id": index, "num-partitions": self.num_nodes}
         if self.data_files is not None:
             config["data-file"] = str(self.data_files[index])
@@ -267,6 +269,9 @@ class LocalFederation:
         config.update(self.node_policy)
         config["state-dir"] = str(self.workdir / f"supernode-{index}" / "state")
         config["labels-file"] = str(self.workdir / f"supernode-{index}" / "labels.csv")
+        if self.resume_run_id is not None:
+            # as a string: a run id is a 64-bit unsigned integer, a node-config integer is signed
+            config["resume-run-id"] = str(self.resume_run_id)
         return config
 
     def _own_key(self, index: int) -> Path:
@@ -294,7 +299,7 @@ class LocalFederation:
         # one long-term key pair per SuperNode: it signs the node's secure-aggregation key and,
         # with SuperNode authentication, is the key registered with the SuperLink
         pairs = make_supernode_keys(self.workdir / "peer-keys", self.num_nodes)
-        pins = "".join(f"{i} {fingerprint(load_public_key(public))}\n" for i, (_, public) in enumerate(pairs))
+        pins = pin_lines(pairs)
         for i, (private, public) in enumerate(pairs):
             own = self._own_key(i)  # each node's private key in its own folder only
             own.parent.mkdir(parents=True, exist_ok=True)

@@ -113,6 +113,9 @@ class LocalSuperLink:
     cwd : str or Path, optional
         Working folder of the SuperLink and so of the ServerApp: a relative ``out-dir`` resolves
         against it. Default: this process's working folder.
+    extra_env : mapping, optional
+        Further environment of the SuperLink and its runs (e.g. the simulated nodes' node config,
+        :data:`fedmf_app.client_app.NODE_CONFIG_ENV`).
 
     Examples
     --------
@@ -130,6 +133,7 @@ class LocalSuperLink:
         tls: TlsFiles | None = None,
         supernode_auth: bool = False,
         cwd: str | Path | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> None:
         if supernode_auth and tls is None:
             raise ValueError("SuperNode authentication needs TLS (Flower refuses it over plain HTTP)")
@@ -140,6 +144,7 @@ class LocalSuperLink:
         self.tls = tls
         self.supernode_auth = supernode_auth
         self.cwd = Path(cwd).resolve() if cwd is not None else None
+        self.extra_env = dict(extra_env or {})
         self.process: OwnedProcess | None = None
         self.command: list[str] = []
         self.log_path = self.flwr_home / "superlink.log"
@@ -152,7 +157,7 @@ class LocalSuperLink:
     @property
     def env(self) -> dict[str, str]:
         """Environment for Flower commands talking to this SuperLink."""
-        return flower_env(self.flwr_home)
+        return {**flower_env(self.flwr_home), **self.extra_env}
 
     def start(self) -> LocalSuperLink:
         """Start the SuperLink and wait until it is healthy.

@@ -2,14 +2,14 @@
 
 When every client's data has sample IDs (run or node config ``sample-id``), the base strategy runs,
 after the handshake and before anything else (:func:`align_samples`), the ring of
-:mod:`fedmf_app.common.psi` with ``get_properties`` messages (``psi-stage``):
+:mod:`fedmf_app.common.psi` with ``get_properties`` messages (their ``stage``):
 
-1. ``blind``: each client draws a secret scalar for this run, hashes its IDs to curve points,
+1. ``psi-blind``: each client draws a secret scalar for this run, hashes its IDs to curve points,
    blinds them and answers them sorted (the order of its rows stays with it);
-2. ``relay``, hops ``t = 1 .. m-1``: the server hands the points of party ``q`` to party
+2. ``psi-relay``, hops ``t = 1 .. m-1``: the server hands the points of party ``q`` to party
    ``q + t (mod m)``, which blinds them again, keeping their order. After ``m - 1`` hops every
    party's points carry every party's scalar;
-3. ``keep``: the server intersects the fully blinded sets and tells each client the positions of
+3. ``psi-keep``: the server intersects the fully blinded sets and tells each client the positions of
    its own points that every party holds. The client maps them to its rows, orders those rows by
    ID (:func:`~fedmf_app.common.psi.aligned_order`: the same order on every party) and keeps them
    in ``context.state``; every later message loads only those rows (:func:`aligned_rows`).
@@ -95,7 +95,12 @@ def _check_signature(
 
 
 def answer_psi_stage(
-    context: Context, cfg: dict[str, Any], partition_id: int, view: ClientView, config: dict[str, Scalar]
+    context: Context,
+    cfg: dict[str, Any],
+    partition_id: int,
+    view: ClientView,
+    stage: str,
+    config: dict[str, Scalar],
 ) -> dict[str, Scalar]:
     """A client's answer to one alignment message (see the module docstring).
 
@@ -108,15 +113,15 @@ def answer_psi_stage(
     partition_id : int
     view : ClientView
         This client's view as read from its file (with ``ids``).
+    stage : {"psi-blind", "psi-relay", "psi-keep"}
     config : dict
-        ``psi-stage`` (``"blind"``, ``"relay"`` or ``"keep"``); for ``"relay"``: ``psi-origin``,
-        ``psi-hop``, ``psi-points`` (and ``psi-signature``); for ``"keep"``: ``psi-positions``
-        (int64 little-endian bytes).
+        The message; for ``"psi-relay"``: ``psi-origin``, ``psi-hop``, ``psi-points`` (and
+        ``psi-signature``); for ``"psi-keep"``: ``psi-positions`` (int64 little-endian bytes).
 
     Returns
     -------
     dict
-        ``"blind"`` and ``"relay"``: ``psi-points`` (and ``psi-signature``); ``"keep"``:
+        ``"psi-blind"`` and ``"psi-relay"``: ``psi-points`` (and ``psi-signature``); ``"psi-keep"``:
         ``psi-kept``, the number of common samples.
 
     Raises
@@ -126,11 +131,10 @@ def answer_psi_stage(
     """
     m = int(cfg["num-clients"])
     records = context.state.config_records
-    stage = config["psi-stage"]
     me = f"partition {partition_id}"
     if view.ids is None:
         raise AlignmentError(f"{me}: asked to align its samples but its data has no sample IDs")
-    if stage == "blind":
+    if stage == "psi-blind":
         if _STATE in records:
             raise AlignmentError(f"{me}: asked to blind its IDs a second time in this run; refused")
         blinder = Blinder()
@@ -145,7 +149,7 @@ def answer_psi_stage(
     stored = records.get(_STATE)
     if stored is None:
         raise AlignmentError(f"{me}: sent an alignment stage {stage!r} before blinding its own IDs; refused")
-    if stage == "relay":
+    if stage == "psi-relay":
         origin, hop = int(config["psi-origin"]), int(config["psi-hop"])
         hops = [int(h) for h in stored["hops"]]
         if not 1 <= hop < m or (partition_id - hop) % m != origin or hop in hops:
@@ -169,7 +173,7 @@ def answer_psi_stage(
         if signs(context, cfg):
             answer["psi-signature"] = _sign(context, cfg, partition_id, origin, hop, blinded)
         return answer
-    if stage != "keep":
+    if stage != "psi-keep":
         raise AlignmentError(f"{me}: unknown alignment stage {stage!r}")
     if _ROWS in context.state.array_records:
         raise AlignmentError(f"{me}: sent the common samples a second time in this run; refused")
@@ -234,13 +238,13 @@ def align_samples(
         received += sum(len(v) for a in answers for v in a.values() if isinstance(v, bytes))
         return answers
 
-    current = stage(lambda p: {"psi-stage": "blind"})  # current[q]: party q's points, latest hop
+    current = stage(lambda p: {"stage": "psi-blind"})  # current[q]: party q's points, latest hop
     for hop in range(1, m):
 
         def relay(p: int, hop: int = hop, latest: list[dict[str, Scalar]] = current) -> dict[str, Scalar]:
             origin = (p - hop) % m
             message: dict[str, Scalar] = {
-                "psi-stage": "relay",
+                "stage": "psi-relay",
                 "psi-origin": origin,
                 "psi-hop": hop,
                 "psi-points": latest[origin]["psi-points"],
@@ -265,7 +269,7 @@ def align_samples(
             f"sample-ID alignment (run config or node config 'sample-id'): no sample ID is held by every "
             f"party, so there is nothing to train on ({detail})"
         )
-    kept = stage(lambda p: {"psi-stage": "keep", "psi-positions": positions[p].astype("<i8").tobytes()})
+    kept = stage(lambda p: {"stage": "psi-keep", "psi-positions": positions[p].astype("<i8").tobytes()})
     counts = sorted({int(k["psi-kept"]) for k in kept})
     if counts != [num_common]:
         raise FederationError(

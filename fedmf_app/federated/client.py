@@ -1,195 +1,72 @@
 """Common client-side Flower plumbing (no math here).
 
-A client holds one view and answers the server's handshake with its properties. Anything it must
-remember between rounds goes into ``context.state`` (Flower rebuilds the client object for every
-message, in a fresh process in a deployment), through :func:`load_state` / :func:`save_state`.
+A client holds one view and answers only what its family's protocol declares
+(:mod:`fedmf_app.federated.protocol`): every request names its stage; before computing anything the
+client checks the stage against the declaration (is it part of this run, does its config and do its
+arrays have the declared keys, shapes and dtypes), pins the run's facts and checks them and the
+sizes they imply against its node's caps, and admits the request against its ledger of what it has
+answered in the run (:mod:`fedmf_app.federated.saved_state`). It lays its reply out as declared
+(:meth:`ViewClient.reply`: the summed parts masked into one vector when the stage masks, each
+bounded part checked first against the model's bound), checks it, records the answer and only
+then lets it leave the node. A refusal or failure reaches the server as a
+:class:`~fedmf_app.federated.node_errors.NodeError` naming the stage and the cause, never a path
+or key of the node.
 """
 
 from __future__ import annotations
 
 import csv
-import hashlib
-import json
 import os
 import resource
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 from flwr.client import Client, NumPyClient
-from flwr.common import ConfigRecord, Context, Scalar
+from flwr.common import Context, NDArrays, Scalar
 
 from fedmf_app.data import ClientView, load_client_view
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.data.preprocess import is_sparse_nonnegative
 from fedmf_app.data.sample_ids import sample_id_key
 from fedmf_app.federated.alignment import aligned_rows, answer_psi_stage
+from fedmf_app.federated.node_errors import refusal
 from fedmf_app.federated.node_policy import check_node_policy
-from fedmf_app.federated.npy import array_record
-from fedmf_app.federated.secure_sum_flower import SecureAggregationError, answer_key_stage
+from fedmf_app.federated.protocol import (
+    Protocol,
+    ProtocolError,
+    Sizes,
+    Stage,
+    check_reply,
+    check_request,
+    check_sum,
+    reply_layout,
+)
+from fedmf_app.federated.saved_state import (
+    ClientStateError,
+    Ledger,
+    admit,
+    load_ledger,
+    record_answer,
+    request_digest,
+)
+from fedmf_app.federated.secure_sum_flower import (
+    SecureAggregationError,
+    answer_key_stage,
+    key_transcript,
+    masked_upload,
+)
 from fedmf_app.options import Family
 from fedmf_app.options.params import shared_params
 
-__all__ = [
-    "NOT_IDENTIFYING",
-    "ClientStateError",
-    "ViewClient",
-    "load_state",
-    "peak_rss_mb",
-    "run_key",
-    "save_state",
-    "state_file",
-    "write_labels_file",
-]
+__all__ = ["ViewClient", "peak_rss_mb", "write_labels_file"]
 
 
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-class ClientStateError(RuntimeError):
-    """The client's stored state does not match the round it is asked to run."""
-
-
-def load_state(context: Context, cfg: dict[str, Any], name: str, server_round: int) -> dict[str, np.ndarray]:
-    """Arrays stored by this client after round ``server_round - 1`` (empty in round 1).
-
-    Parameters
-    ----------
-    context : Context
-    cfg : dict
-        Validated run config (``context.run_config``'s).
-    name : str
-        Namespace (the algorithm).
-    server_round : int
-        Round about to run.
-
-    Returns
-    -------
-    dict of ndarray
-
-    Raises
-    ------
-    ClientStateError
-        When the stored state is not from the previous round (a missed round, or a SuperNode that
-        restarted and lost its state): the algorithms here need every client in every round; or
-        when the node's data has sample IDs but it holds no alignment (it would train on rows in
-        its file's order).
-
-    Notes
-    -----
-    With a state folder (node config ``state-dir``, else run config ``client-state-dir``) the
-    state is also kept on disk (:func:`save_state`), and a client whose ``context.state`` is empty
-    after round 1 (a restarted SuperNode, a resumed run) reads it from there.
-    """
-    pid = context.node_config.get("partition-id")
-    if sample_id_key(context.run_config, context.node_config) and aligned_rows(context) is None:
-        raise ClientStateError(
-            f"partition {pid}: asked for round {server_round} but holds no sample-ID alignment (a "
-            "SuperNode that restarted after the alignment loses it); start the run again"
-        )
-    stored = context.state.config_records.get(f"{name}.meta")
-    if stored is None and server_round > 1:
-        stored = _load_from_disk(context, cfg, name, server_round - 1)
-    last = int(stored["round"]) if stored is not None else 0
-    if last != server_round - 1:
-        raise ClientStateError(
-            f"partition {pid}: asked for round {server_round} but its stored state is from round "
-            f"{last}; every client must take part in every round"
-        )
-    if last == 0:
-        return {}
-    return {k: v.numpy() for k, v in context.state.array_records[f"{name}.arrays"].items()}
-
-
-def save_state(
-    context: Context, cfg: dict[str, Any], name: str, server_round: int, arrays: dict[str, np.ndarray]
-) -> None:
-    """Store this client's arrays after round ``server_round``.
-
-    Parameters
-    ----------
-    context : Context
-    cfg : dict
-        Validated run config (``context.run_config``'s).
-    name : str
-    server_round : int
-    arrays : dict of ndarray
-    """
-    # One RecordDict namespace holds records of every type: keep the two names distinct.
-    context.state.array_records[f"{name}.arrays"] = array_record(arrays)
-    context.state.config_records[f"{name}.meta"] = ConfigRecord({"round": server_round})
-    path = state_file(context, cfg, name, server_round)
-    if path is not None:
-        # keep this round's and the previous round's: a server that died during round s + 1
-        # resumes from round s, which some clients may already have finished
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, **arrays)
-        os.replace(tmp, path)
-        old = state_file(context, cfg, name, server_round - 2)
-        if old is not None and old.exists():
-            old.unlink()
-
-
-def state_file(context: Context, cfg: dict[str, Any], name: str, server_round: int) -> Path | None:
-    """Where this client keeps its state after ``server_round`` on disk (``None``: nowhere).
-
-    ``<state folder>/<run key>/<name>-p<partition>-r<round>.npz``: the folder is node config
-    ``state-dir`` or else run config ``client-state-dir`` (empty: no file); the run key is a
-    digest of the run config without the keys that may change on resume (:func:`run_key`). The
-    last two rounds are kept.
-
-    Parameters
-    ----------
-    context : Context
-    cfg : dict
-        Validated run config (``context.run_config``'s).
-    name : str
-    server_round : int
-
-    Returns
-    -------
-    Path or None
-    """
-    folder = context.node_config.get("state-dir") or context.run_config.get("client-state-dir")
-    if not folder:
-        return None
-    pid = context.node_config.get("partition-id")
-    key = run_key(cfg)
-    return Path(str(folder)).expanduser() / key / f"{name}-p{pid}-r{server_round}.npz"
-
-
-#: Run-config keys that do not identify a run (a resumed run may set them differently).
-NOT_IDENTIFYING = (
-    "resume-from",
-    "out-dir",
-    "run-name",
-    "round-timeout-s",
-    "connect-timeout-s",
-    "reply-poll-s",
-)
-
-
-def run_key(cfg: dict[str, Any]) -> str:
-    """16 hex digits identifying a run by its validated run config (bar :data:`NOT_IDENTIFYING`)."""
-    kept = {k: v for k, v in sorted(cfg.items()) if k not in NOT_IDENTIFYING}
-    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _load_from_disk(
-    context: Context, cfg: dict[str, Any], name: str, server_round: int
-) -> ConfigRecord | None:
-    path = state_file(context, cfg, name, server_round)
-    if path is None or not path.exists():
-        return None
-    with np.load(path, allow_pickle=False) as stored:
-        arrays = {k: stored[k] for k in stored.files}
-    context.state.array_records[f"{name}.arrays"] = array_record(arrays)
-    meta = ConfigRecord({"round": server_round})
-    context.state.config_records[f"{name}.meta"] = meta
-    return meta
 
 
 class ViewClient(NumPyClient):
@@ -210,6 +87,12 @@ class ViewClient(NumPyClient):
     ----------
     shared : SharedParams
         The shared keys of ``cfg``, typed (:func:`~fedmf_app.options.params.shared_params`).
+
+    Notes
+    -----
+    A family's client sets :attr:`family` and :attr:`protocol`, and implements :meth:`fit_stage`
+    (its ``fit`` stages) and, when its protocol has ``get_properties`` stages of its own,
+    :meth:`answer_properties`.
     """
 
     def __init__(
@@ -226,11 +109,15 @@ class ViewClient(NumPyClient):
         self.partition_id = partition_id
         self.num_partitions = num_partitions
         self.view = view
+        self._facts: dict[str, int] = {}
 
     #: The method family of this client (its ``options.py``'s ``FAMILY``): what the client needs
     #: from the data layer (:meth:`~fedmf_app.options.Family.data_needs`), for a view reloaded
     #: after a sample-ID alignment.
     family: ClassVar[Family]
+
+    #: The family's protocol (its ``protocol.py``'s ``PROTOCOL``).
+    protocol: ClassVar[Protocol]
 
     #: Whether this method fills the rows its view misses with public values (zeros, or the mean
     #: of its observed rows: every method but fmvc-iai). Its contribution to a summed row it does not
@@ -238,9 +125,10 @@ class ViewClient(NumPyClient):
     #: a masked sum over a sample that one view alone observes releases that view's row.
     fills_missing_rows: bool = True
 
-    def masks_uploads(self) -> bool:
-        """Whether this client's uploads are masked sums (default: ``secure-aggregation``)."""
-        return bool(self.cfg["secure-aggregation"])
+    @property
+    def me(self) -> str:
+        """This client, for messages."""
+        return f"SuperNode {self.context.node_id} (partition {self.partition_id})"
 
     def check_sum_contributors(self) -> None:
         """Refuse to take part in masked sums that some sample's row would enter alone.
@@ -256,7 +144,7 @@ class ViewClient(NumPyClient):
             Naming the partition, the number of such samples and the run-config keys.
         """
         cfg = self.cfg
-        if not (self.fills_missing_rows and cfg["missing-rate"] > 0 and self.masks_uploads()):
+        if not (self.fills_missing_rows and cfg["missing-rate"] > 0 and self.protocol.masks(cfg)):
             return
         n = self.view.features.shape[0]
         mask = missing_view_mask(
@@ -285,6 +173,18 @@ class ViewClient(NumPyClient):
             n, cfg["num-clients"], cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"]
         )[:, self.partition_id]
 
+    def own_data(self) -> dict[str, int]:
+        """What this node knows of its own data: ``n``, ``d``, ``observed`` and ``classes`` (its
+        ground truth's class count, 0 without one)."""
+        n, d = self.view.features.shape
+        classes = 0 if self.view.labels is None else int(self.view.labels.max()) + 1
+        return {"n": int(n), "d": int(d), "observed": int(self.observed.sum()), "classes": classes}
+
+    def sizes(self) -> Sizes:
+        """This client's :class:`~fedmf_app.federated.protocol.Sizes`, with the facts pinned so far."""
+        own = self.own_data()
+        return Sizes(self.cfg, own["n"], own["d"], own["observed"], dict(self._facts))
+
     def to_client(self) -> Client:
         """This client as Flower's ``Client``, for one message, once this node's policy accepts the
         run (:func:`~fedmf_app.federated.node_policy.check_node_policy`) and no masked sum would
@@ -293,48 +193,215 @@ class ViewClient(NumPyClient):
 
         Raises
         ------
-        fedmf_app.federated.node_policy.NodePolicyError
-            When the run asks less than the node config's policy.
-        SecureAggregationError
-            From :meth:`check_sum_contributors`.
+        fedmf_app.federated.node_errors.NodeError
+            When the run asks less than the node config's policy, or a masked sum would release a
+            row (the cause inside, no path of the node).
         """
-        check_node_policy(
-            self.cfg,
-            self.context.node_config,
-            f"SuperNode {self.context.node_id} (partition {self.partition_id})",
-            aligns=bool(sample_id_key(self.context.run_config, self.context.node_config)),
-        )
-        self.check_sum_contributors()
+        try:
+            check_node_policy(
+                self.cfg,
+                self.context.node_config,
+                self.me,
+                aligns=bool(sample_id_key(self.context.run_config, self.context.node_config)),
+            )
+            self.check_sum_contributors()
+        except Exception as exc:
+            raise refusal(self.me, None, exc) from exc
         return super().to_client()
 
-    def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
-        """Handshake: who this client is and the shape of its view (``sample-ids``: how many IDs
-        its data has, 0 for none; ``sparse-counts``: 1 when the view looks like counts or bag of
-        words, :func:`~fedmf_app.data.preprocess.is_sparse_nonnegative`); or a secure-aggregation
-        key stage (``secagg-stage`` in ``config``:
-        :func:`~fedmf_app.federated.secure_sum_flower.answer_key_stage`); or a sample-ID alignment
-        stage (``psi-stage``:
-        :func:`~fedmf_app.federated.alignment.answer_psi_stage`; after its last stage this
-        client's view holds only the aligned rows)."""
-        if "secagg-stage" in config:
-            return answer_key_stage(self.context, self.cfg, self.partition_id, config)
-        if "psi-stage" in config:
-            answer = answer_psi_stage(self.context, self.cfg, self.partition_id, self.view, config)
-            if config["psi-stage"] == "keep":
-                self.view = load_client_view(
-                    self.cfg,
-                    self.partition_id,
-                    self.context.node_config,
-                    rows=aligned_rows(self.context),
-                    needs=self.family.data_needs(self.cfg),
+    # ------------------------------------------------------------------------ the protocol
+    def _admit(
+        self, message: str, config: Mapping[str, Scalar], arrays: NDArrays
+    ) -> tuple[Stage, Ledger, str, int]:
+        """Check a request against the declaration, the facts, the caps and the ledger."""
+        name = str(config.get("stage", ""))
+        stage = self.protocol.stage(name)
+        if stage.message != message:
+            raise ProtocolError(f"stage {name!r} is declared for {stage.message}, not {message}")
+        ledger = load_ledger(self.context, self.cfg, self.me)
+        self._facts = dict(ledger.facts)
+        if stage.states_facts:
+            self._pin_facts(config)
+        sizes = self.sizes()
+        check_request(self.protocol, stage, sizes, config, arrays)
+        if stage.states_facts:
+            self._check_caps(sizes)
+        server_round = int(config.get("server-round", 0))
+        digest = request_digest(name, config, arrays)
+        admit(ledger, stage, self.cfg, server_round, digest, f"partition {self.partition_id}")
+        ledger.facts = dict(self._facts)
+        return stage, ledger, digest, server_round
+
+    def _pin_facts(self, config: Mapping[str, Scalar]) -> None:
+        """Pin the facts the request states; refuse a changed one, or one the node cannot accept."""
+        stated: dict[str, int] = {}
+        for fact in self.protocol.facts:
+            key = f"fact-{fact.name}"
+            if key not in config:
+                raise ProtocolError(f"the request does not state the run's {fact.name!r} ({key})")
+            stated[fact.name] = int(config[key])
+            pinned = self._facts.get(fact.name)
+            if pinned is not None and pinned != stated[fact.name]:
+                raise ProtocolError(
+                    f"the request states {fact.name} = {stated[fact.name]}, but this run stated "
+                    f"{pinned} before; a fact is stated once per run"
                 )
-            return answer
+        own = self.own_data()
+        caps = self.protocol.caps_of(self.cfg, own, stated, self.context.node_config)
+        for fact in self.protocol.facts:
+            problem = fact.check(self.cfg, own, stated, caps)
+            if problem:
+                raise ProtocolError(f"the request states {fact.name} = {stated[fact.name]}: {problem}")
+        self._facts = stated
+
+    def _check_caps(self, sizes: Sizes) -> None:
+        """Refuse a run whose sizes exceed this node's caps (node config, else the defaults)."""
+        caps = self.protocol.caps_of(self.cfg, self.own_data(), self._facts, self.context.node_config)
+        for cap in self.protocol.caps:
+            if cap.key not in caps or cap.measure is None:
+                continue
+            size = cap.measure(sizes)
+            if size > caps[cap.key]:
+                source = "its node config" if cap.key in self.context.node_config else "its default"
+                raise ProtocolError(
+                    f"this run would send {cap.what} = {size}, above the node's cap '{cap.key}' = "
+                    f"{caps[cap.key]} ({source})"
+                )
+
+    def _answer(
+        self,
+        message: str,
+        config: Mapping[str, Scalar],
+        arrays: NDArrays,
+        compute: Callable[[Stage], tuple[NDArrays, dict[str, Scalar], Any]],
+    ) -> Any:
+        """Admit, compute, check and record one answer; any failure reaches the server as a
+        :class:`~fedmf_app.federated.node_errors.NodeError`."""
+        stage_name = str(config.get("stage", "?"))
+        try:
+            stage, ledger, digest, server_round = self._admit(message, config, arrays)
+            sent_arrays, sent_scalars, result = compute(stage)
+            check_reply(stage, self.sizes(), sent_arrays, sent_scalars)
+            if stage.name == "peers":
+                self._bind_keys(ledger, config)
+            ledger.facts = dict(self._facts)
+            record_answer(self.context, self.cfg, ledger, stage, server_round, digest)
+            return result
+        except Exception as exc:
+            raise refusal(self.me, stage_name, exc) from exc
+
+    def _bind_keys(self, ledger: Ledger, config: Mapping[str, Scalar]) -> None:
+        """Bind the ledger to this run's key agreement; refuse a second one under the same run id."""
+        transcript = key_transcript(config, int(self.cfg["num-clients"]))
+        if (
+            ledger.transcript
+            and ledger.continued_from == int(self.context.run_id)
+            and ledger.transcript != transcript
+        ):
+            raise ProtocolError(
+                f"run {self.context.run_id} agreed other keys before (its saved state is bound to "
+                "them); refused"
+            )
+        ledger.transcript = transcript
+
+    def reply(
+        self,
+        stage: Stage,
+        values: Mapping[str, Any],
+        request: NDArrays,
+        server_round: int,
+        bound_context: Any = None,
+    ) -> tuple[NDArrays, dict[str, Scalar]]:
+        """Lay a reply out as the stage declares it.
+
+        The summed parts go, when the stage masks, into one masked fixed-point vector
+        (:func:`~fedmf_app.federated.secure_sum_flower.masked_upload`, tag :attr:`Stage.tag`), after
+        this client has checked them against the model's bounds (it refuses to send an upload of
+        its own that breaks one); the other arrays follow in order; the scalars become metrics.
+
+        Parameters
+        ----------
+        stage : Stage
+        values : mapping
+            Every present part's value, by part name (a scalar as a number).
+        request : list of ndarray
+            The request's arrays (the bounds may depend on them).
+        server_round : int
+            For the masks (0 before round 1).
+        bound_context : any
+            What the family's bounds need (:attr:`~fedmf_app.federated.protocol.Part.bound`).
+
+        Returns
+        -------
+        arrays : list of ndarray
+        metrics : dict
+        """
+        sizes = self.sizes()
+        summed, arrays, scalars = reply_layout(stage, sizes)
+        own = f"partition {self.partition_id}'s own upload"
+        clear = [p for p in arrays + scalars if p.bound is not None]
+        check_sum(clear, [values[p.name] for p in clear], sizes, request, bound_context, 1, own)
+        out: NDArrays = []
+        metrics: dict[str, Scalar] = {}
+        if summed:
+            parts = [np.asarray(values[p.name], dtype=np.float64) for p in summed]
+            check_sum(summed, parts, sizes, request, bound_context, 1, own)
+            started = time.perf_counter()
+            out.append(
+                masked_upload(self.context, self.cfg, self.partition_id, parts, server_round, stage.tag)
+            )
+            if any(p.name == stage.mask_time for p in scalars):
+                metrics[stage.mask_time] = time.perf_counter() - started
+        out += [values[p.name] for p in arrays if p.name in values]
+        for part in scalars:
+            if part.name in values and part.name not in metrics:
+                metrics[part.name] = values[part.name]
+        return out, metrics
+
+    # -------------------------------------------------------------------------- the messages
+    def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
+        """Answer a ``get_properties`` stage: the handshake (:meth:`handshake_properties`), the key
+        agreement (:func:`~fedmf_app.federated.secure_sum_flower.answer_key_stage`), the sample-ID
+        alignment (:func:`~fedmf_app.federated.alignment.answer_psi_stage`; after its last stage this
+        client's view holds only the aligned rows) or a family stage (:meth:`answer_properties`)."""
+
+        def compute(stage: Stage) -> tuple[NDArrays, dict[str, Scalar], dict[str, Scalar]]:
+            if stage.name == "handshake":
+                answer = self.handshake_properties()
+            elif stage.name in ("keys", "peers"):
+                answer = answer_key_stage(self.context, self.cfg, self.partition_id, stage.name, config)
+            elif stage.name.startswith("psi-"):
+                answer = answer_psi_stage(
+                    self.context, self.cfg, self.partition_id, self.view, stage.name, config
+                )
+                if stage.name == "psi-keep":
+                    self.view = load_client_view(
+                        self.cfg,
+                        self.partition_id,
+                        self.context.node_config,
+                        rows=aligned_rows(self.context),
+                        needs=self.family.data_needs(self.cfg),
+                    )
+            else:
+                answer = self.answer_properties(stage, config)
+            summed, _, _ = reply_layout(stage, self.sizes())
+            scalars = dict(answer)
+            arrays = [np.frombuffer(scalars.pop(summed[0].name), dtype=np.uint64)] if summed else []
+            return arrays, scalars, answer
+
+        return self._answer("get_properties", config, [], compute)
+
+    def handshake_properties(self) -> dict[str, Scalar]:
+        """Who this client is and the shape of its view (``sample-ids``: how many IDs its data has,
+        0 for none; ``sparse-counts``: 1 when the view looks like counts or bag of words,
+        :func:`~fedmf_app.data.preprocess.is_sparse_nonnegative`; ``source``: the data set's view,
+        or the name of the node's data file without its folder)."""
         n, d = self.view.features.shape
         props: dict[str, Scalar] = {
             "partition-id": self.partition_id,
             "num-samples": int(n),
             "num-features": int(d),
-            "source": self.view.source,
+            "source": public_source(self.view.source, self.context.node_config),
             "num-classes": 0 if self.view.labels is None else int(self.view.labels.max()) + 1,
             "sample-ids": 0 if self.view.ids is None else int(self.view.ids.size),
             "sparse-counts": int(is_sparse_nonnegative(self.view.features)),
@@ -342,6 +409,25 @@ class ViewClient(NumPyClient):
         if self.num_partitions is not None:
             props["num-partitions"] = self.num_partitions
         return props
+
+    def answer_properties(self, stage: Stage, config: dict[str, Scalar]) -> dict[str, Scalar]:
+        """A family's own ``get_properties`` stage (default: the family has none)."""
+        raise ProtocolError(f"stage {stage.name!r} has no answer in this client")
+
+    def fit(self, parameters: NDArrays, config: dict[str, Scalar]) -> tuple[NDArrays, int, dict[str, Scalar]]:
+        """Answer a ``fit`` stage (a set-up or a training round) through :meth:`fit_stage`."""
+
+        def compute(stage: Stage) -> tuple[NDArrays, dict[str, Scalar], Any]:
+            arrays, num_examples, metrics = self.fit_stage(stage, parameters, config)
+            return arrays, metrics, (arrays, num_examples, metrics)
+
+        return self._answer("fit", config, parameters, compute)
+
+    def fit_stage(
+        self, stage: Stage, parameters: NDArrays, config: dict[str, Scalar]
+    ) -> tuple[NDArrays, int, dict[str, Scalar]]:
+        """One ``fit`` stage of the family (admitted; the reply is checked after it)."""
+        raise NotImplementedError
 
     def evaluate(
         self, parameters: list[np.ndarray], config: dict[str, Scalar]
@@ -362,16 +448,29 @@ class ViewClient(NumPyClient):
             ``partition-id``, ``labels`` (the labels as little-endian int64 bytes, empty when this
             client has none) and ``peak_rss_mb`` (peak resident memory of this client's process).
         """
-        if parameters and self.view.ids is not None and self.view.rows is not None:
-            target = self.context.node_config.get("labels-file")
-            if target:
-                write_labels_file(Path(str(target)), self.view, parameters[0])
-        labels = b"" if self.view.labels is None else np.asarray(self.view.labels, "<i8").tobytes()
-        return (
-            0.0,
-            int(self.view.features.shape[0]),
-            {"partition-id": self.partition_id, "labels": labels, "peak_rss_mb": peak_rss_mb()},
-        )
+
+        def compute(stage: Stage) -> tuple[NDArrays, dict[str, Scalar], Any]:
+            if parameters and self.view.ids is not None and self.view.rows is not None:
+                target = self.context.node_config.get("labels-file")
+                if target:
+                    write_labels_file(Path(str(target)), self.view, parameters[0])
+            labels = b"" if self.view.labels is None else np.asarray(self.view.labels, "<i8").tobytes()
+            metrics: dict[str, Scalar] = {
+                "partition-id": self.partition_id,
+                "labels": labels,
+                "peak_rss_mb": peak_rss_mb(),
+            }
+            return [], metrics, (0.0, int(self.view.features.shape[0]), metrics)
+
+        return self._answer("evaluate", config, parameters, compute)
+
+
+def public_source(source: str, node_config: Mapping[str, Any]) -> str:
+    """``source`` with the node's data file named without its folder (the handshake's ``source``)."""
+    data_file = node_config.get("data-file")
+    if data_file and str(data_file) in source:
+        return source.replace(str(data_file), Path(str(data_file)).name)
+    return source
 
 
 def write_labels_file(path: Path, view: ClientView, clusters: np.ndarray) -> None:

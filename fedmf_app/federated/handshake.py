@@ -16,6 +16,7 @@ from flwr.server.client_manager import ClientManager
 from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.data import dataset_view_count
+from fedmf_app.federated.prompt_grid import SuperLinkLost
 from fedmf_app.federated.timeouts import node_failure
 
 __all__ = [
@@ -174,7 +175,7 @@ def properties(proxy: ClientProxy, timeout: float) -> dict[str, Scalar]:
     FederationError
         Naming the node and carrying its own error message.
     """
-    return ask(proxy, {}, timeout, f"SuperNode {proxy.cid} failed the handshake")
+    return ask(proxy, {"stage": "handshake"}, timeout, f"SuperNode {proxy.cid} failed the handshake")
 
 
 def ask(proxy: ClientProxy, config: dict[str, Scalar], timeout: float, failed: str) -> dict[str, Scalar]:
@@ -228,6 +229,8 @@ def exchange(send: Callable[[], Reply], failed: str, timeout: float) -> Reply:
     """
     try:
         res = send()
+    except SuperLinkLost:
+        raise  # not the node's failure: the ServerApp marks the run interrupted
     except Exception as exc:  # Flower's proxy raises with the node's or the SuperLink's reason
         raise FederationError(node_failure(failed, str(exc), timeout)) from exc
     if res.status.code != Code.OK:

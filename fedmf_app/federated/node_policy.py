@@ -14,6 +14,15 @@ Node-config keys (all optional; a node without them follows the run config):
 ``min-clients`` (int, at least 2)
     The run's ``num-clients`` must be at least this.
 
+A node that requires signed keys or points, or holds a ``signing-key`` (and so always verifies its
+peers' signatures), must pin its peers' keys (``peer-fingerprints``): without pins it would trust
+whatever keys are in ``peer-keys``, e.g. keys a coordinator handed out. Such a node refuses every
+message until its node config has them.
+
+The sizes a run may ask of a node are capped separately, per family, by the caps of its protocol
+(``max-clusters``, ``max-rank``, ``max-list-depth``, ``max-anchors``:
+:mod:`fedmf_app.federated.protocol`), and its state folder comes only from its own ``state-dir``.
+
 Independently of any policy, a node whose node config has ``signing-key`` always signs its keys
 and points and verifies its peers' (:func:`~fedmf_app.federated.secure_sum_flower.signs`),
 whatever the run config says. :func:`check_node_policy` runs when
@@ -78,6 +87,17 @@ def check_node_policy(
     secure = bool(cfg["secure-aggregation"])
     signed = bool(cfg["secure-aggregation-signed-keys"])
     m = int(cfg["num-clients"])
+    verifies = (
+        _flag(node_config, "require-signed-keys", node)
+        or _flag(node_config, "require-signed-psi", node)
+        or bool(node_config.get("signing-key"))
+    )
+    if verifies and not node_config.get("peer-fingerprints"):
+        raise NodePolicyError(
+            f"{node} refuses every run: its node config requires signed keys (or holds a signing-key) "
+            "but pins no peer keys; add node config 'peer-fingerprints' (the peers' key fingerprints, "
+            "agreed out of band), or it would trust keys the coordinator hands out"
+        )
 
     def refuse(policy: str, wanted: str, got: str) -> None:
         raise NodePolicyError(

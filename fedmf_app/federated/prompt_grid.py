@@ -1,4 +1,4 @@
-"""A Grid that collects replies as soon as they arrive.
+"""A Grid that collects replies as soon as they arrive, and notices when its SuperLink is gone.
 
 Flower 1.42's deployment Grid (``HttpGrid.send_and_receive``) pushes a round's messages and then
 pulls the replies with a fixed 3 s sleep between pulls, so a round that the clients finish in
@@ -6,18 +6,31 @@ pulls the replies with a fixed 3 s sleep between pulls, so a round that the clie
 ServerApp and does the same push and pulls with a short sleep (run config ``reply-poll-s``);
 everything else is delegated unchanged. The legacy ``Server`` loop, the Strategy and the
 ClientApps are the same; only the wait between pulls changes.
+
+Flower's Grid retries a call to a SuperLink that does not answer without end (a ServerApp whose
+SuperLink was killed waits forever). :class:`PromptGrid` gives every call to the SuperLink
+``lost_after`` seconds; a call that takes longer raises :class:`SuperLinkLost`, so that the
+ServerApp can mark its run interrupted and exit (:func:`fedmf_app.server_app.main`).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from flwr.app import Message, RecordDict
 from flwr.server import Grid
 from flwr.supercore.run import Run
 
-__all__ = ["PromptGrid"]
+__all__ = ["PromptGrid", "SuperLinkLost"]
+
+Result = TypeVar("Result")
+
+
+class SuperLinkLost(RuntimeError):
+    """The SuperLink did not answer a call in time (it stopped, or the connection to it is gone)."""
 
 
 class PromptGrid(Grid):
@@ -29,11 +42,34 @@ class PromptGrid(Grid):
         The Grid the ServerApp was given.
     poll_s : float
         Seconds between two pulls of replies that have not all arrived.
+    lost_after : float
+        Seconds a call to the SuperLink may take before it counts as lost (:class:`SuperLinkLost`).
     """
 
-    def __init__(self, grid: Grid, poll_s: float) -> None:
+    def __init__(self, grid: Grid, poll_s: float, lost_after: float = 60.0) -> None:
         self._grid = grid
         self._poll_s = poll_s
+        self._lost_after = lost_after
+        self._calls = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="superlink-call"
+        )
+
+    def _call(self, what: str, call: Callable[[], Result]) -> Result:
+        """``call()`` on a worker thread, given :attr:`lost_after` seconds.
+
+        Raises
+        ------
+        SuperLinkLost
+            When it has not returned by then.
+        """
+        future = self._calls.submit(call)
+        try:
+            return future.result(timeout=self._lost_after)
+        except concurrent.futures.TimeoutError:
+            raise SuperLinkLost(
+                f"the SuperLink did not answer {what} within {self._lost_after:g} s (it stopped, or the "
+                "connection to it is gone)"
+            ) from None
 
     def set_run(self, run: Run) -> None:
         self._grid.set_run(run)
@@ -53,13 +89,15 @@ class PromptGrid(Grid):
         return self._grid.create_message(content, message_type, dst_node_id, group_id, ttl)
 
     def get_node_ids(self) -> Iterable[int]:
-        return self._grid.get_node_ids()
+        return self._call("a request for the nodes", lambda: list(self._grid.get_node_ids()))
 
     def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
-        return self._grid.push_messages(messages)
+        messages = list(messages)
+        return self._call("a push of messages", lambda: list(self._grid.push_messages(messages)))
 
     def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
-        return self._grid.pull_messages(message_ids)
+        message_ids = list(message_ids)
+        return self._call("a pull of replies", lambda: list(self._grid.pull_messages(message_ids)))
 
     def send_and_receive(
         self, messages: Iterable[Message], *, timeout: float | None = None

@@ -1,23 +1,22 @@
-"""Checks on what a client sends and on what the server computes from it (arrays only, no Flower).
+"""Checks on the values a client sends and on what the server computes from them (arrays only, no Flower).
 
-Every reply is checked per partition before any of it is used (:func:`check_arrays`): the number
-of arrays, each array's shape and dtype (the method declares them, :class:`ArraySpec`), and its
-values (finite, and of magnitude at most :data:`MAX_MAGNITUDE`, so that no product or square the
-server forms from it overflows float64). After the server's update the state it broadcasts and the
-round's record are checked too (:func:`check_finite_state`): a round whose result is not finite
-stops the run instead of being recorded, checkpointed or taken for convergence.
+Every reply is checked per partition before any of it is used: its arrays and scalars against the
+family's protocol (:func:`fedmf_app.federated.protocol.check_reply`: count, shape, dtype, names), and
+their values here (:func:`check_arrays`: numeric, finite, and of magnitude at most :data:`MAX_MAGNITUDE`,
+so that no product or square the server forms from it overflows float64). After the server's update the
+state it broadcasts and the round's record are checked too (:func:`check_finite_state`): a round whose
+result is not finite stops the run instead of being recorded, checkpointed or taken for convergence.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_MAGNITUDE", "ArraySpec", "ReplyError", "check_arrays", "check_finite_state", "check_metrics"]
+__all__ = ["MAX_MAGNITUDE", "ReplyError", "check_arrays", "check_finite_state", "check_metrics"]
 
 #: Largest magnitude of a value a client may send (its square, and a product of two such values
 #: with a sum over 10^8 terms, stays finite in float64).
@@ -29,36 +28,6 @@ NUMERIC_KINDS = "biuf"
 
 class ReplyError(ValueError):
     """A client's reply, or the state computed from the replies, is unusable (the message names it)."""
-
-
-@dataclass(frozen=True)
-class ArraySpec:
-    """What one array of a reply must be.
-
-    Attributes
-    ----------
-    name : str
-        For messages (e.g. ``"V_p"``).
-    shape : tuple of int or None
-        Exact shape; ``None`` in an entry: any length along that axis.
-    kinds : str
-        Allowed ``numpy.dtype.kind`` values (``"f"``: floats; ``"iu"``: integers; ``"u"``: the
-        uint64 words of a masked upload).
-    optional : bool
-        Whether a reply may leave this array out (only trailing arrays may be optional).
-    index_range : tuple of int or None
-        For an array of indices: ``(low, high)``, every value in ``low <= v < high``.
-    """
-
-    name: str
-    shape: tuple[int | None, ...]
-    kinds: str = "f"
-    optional: bool = False
-    index_range: tuple[int, int] | None = None
-
-
-def _describe(index: int, spec: ArraySpec | None) -> str:
-    return f"array {index}" + (f" ({spec.name})" if spec is not None else "")
 
 
 def _check_values(array: np.ndarray, label: str) -> None:
@@ -81,45 +50,25 @@ def _first(mask: np.ndarray) -> tuple[int, ...] | int:
     return index[0] if len(index) == 1 else index
 
 
-def check_arrays(arrays: Sequence[np.ndarray], specs: Sequence[ArraySpec] | None) -> None:
-    """Check one reply's arrays.
+def check_arrays(arrays: Sequence[np.ndarray], names: Sequence[str] = ()) -> None:
+    """Check the values of one reply's arrays (their shapes and dtypes are the protocol's).
 
     Parameters
     ----------
     arrays : sequence of ndarray
-    specs : sequence of ArraySpec or None
-        What the method expects, in order; ``None``: any number of numeric arrays.
+    names : sequence of str, optional
+        The arrays' names, for messages.
 
     Raises
     ------
     ReplyError
-        Naming the array and what is wrong (count, shape, dtype, non-finite or out-of-range values).
+        Naming the array and what is wrong (a non-numeric dtype, non-finite or out-of-range values).
     """
-    required = sum(not s.optional for s in specs) if specs is not None else 0
-    if specs is not None and not required <= len(arrays) <= len(specs):
-        wanted = f"{len(specs)}" if required == len(specs) else f"{required} to {len(specs)}"
-        names = ", ".join(s.name for s in specs)
-        raise ReplyError(f"{len(arrays)} array(s), expected {wanted} ({names})")
     for index, array in enumerate(arrays):
-        spec = specs[index] if specs is not None else None
-        label = _describe(index, spec)
-        kinds = spec.kinds if spec is not None else NUMERIC_KINDS
-        if array.dtype.kind not in kinds:
-            raise ReplyError(f"{label} has dtype {array.dtype}, expected kind {kinds!r}")
-        if spec is not None and (
-            array.ndim != len(spec.shape)
-            or any(want is not None and have != want for have, want in zip(array.shape, spec.shape))
-        ):
-            wanted = "(" + ", ".join("any" if s is None else str(s) for s in spec.shape) + ")"
-            raise ReplyError(f"{label} has shape {array.shape}, expected {wanted}")
+        label = f"array {index}" + (f" ({names[index]})" if index < len(names) else "")
+        if array.dtype.kind not in NUMERIC_KINDS:
+            raise ReplyError(f"{label} has dtype {array.dtype}, expected a numeric one")
         _check_values(array, label)
-        if spec is not None and spec.index_range is not None and array.size:
-            low, high = spec.index_range
-            if int(array.min()) < low or int(array.max()) >= high:
-                raise ReplyError(
-                    f"{label} holds indices from {int(array.min())} to {int(array.max())}, "
-                    f"expected {low} to {high - 1}"
-                )
 
 
 def check_metrics(metrics: Mapping[str, Any]) -> None:

@@ -1,10 +1,12 @@
 """The results a run leaves behind: ``<out-dir>/<run-name>/result.json`` (and plots beside it).
 
-``result.json`` holds ``{"code_version": {...}, "config": {...}, "status": ..., "clients": [...],
-"rounds": [...], "summary": {...}, "final": {...}}`` (``code_version``: which code made it, see
-:func:`code_version`; ``config``: every run-config value, defaults included; ``final``: the
-end-of-run clustering, see :meth:`RunRecorder.finish`) and is rewritten atomically after every
-round, so an interrupted run keeps the rounds it finished and a reader never sees a half-written
+``result.json`` holds ``{"code_version": {...}, "run_id": ..., "config": {...}, "status": ..., "clients":
+[...], "rounds": [...], "summary": {...}, "final": {...}}`` (``run_id``: Flower's id of the run that
+writes it, the id a node's ``resume-run-id`` names to continue it; ``status``: ``running``,
+``completed``, ``failed`` or ``interrupted`` when the ServerApp lost its SuperLink) (``code_version``:
+which code made it, see :func:`code_version`; ``config``: every run-config value, defaults included;
+``final``: the end-of-run clustering, see :meth:`RunRecorder.finish`) and is rewritten atomically after
+every round, so an interrupted run keeps the rounds it finished and a reader never sees a half-written
 file.
 """
 
@@ -99,6 +101,11 @@ class RunRecorder:
     config : dict
         The full, validated run config (stored verbatim).
 
+    Attributes
+    ----------
+    run_id : int or None
+        Flower's id of the run (set by the ServerApp before :meth:`start`).
+
     Notes
     -----
     Nothing is written until :meth:`start` is called, so a run rejected during validation leaves
@@ -108,8 +115,10 @@ class RunRecorder:
     def __init__(self, out_dir: str | Path, run_name: str, config: dict[str, Any]) -> None:
         self.run_dir = Path(out_dir).expanduser().resolve() / run_name
         self.path = self.run_dir / "result.json"
+        self.run_id: int | None = None
         self.data: dict[str, Any] = {
             "code_version": code_version(),
+            "run_id": None,
             "config": dict(config),
             "status": "pending",
             "error": None,
@@ -147,6 +156,7 @@ class RunRecorder:
                     "after_round": after_round,
                     "status": previous["status"],
                     "code_version": previous.get("code_version"),
+                    "run_id": previous.get("run_id"),
                 },
             ],
         )
@@ -161,6 +171,7 @@ class RunRecorder:
             What each client reported in the handshake, in partition order.
         """
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.data["run_id"] = self.run_id
         self.data["status"] = "running"
         self.data["error"] = None
         self.data["clients"] = clients
@@ -205,6 +216,20 @@ class RunRecorder:
         if self.run_dir.exists():
             self._write()
 
+    def interrupt(self, error: str) -> None:
+        """Mark the run interrupted (the ServerApp lost its SuperLink), keeping the rounds done so
+        far; it can be resumed from its checkpoint (no-op before :meth:`start`).
+
+        Parameters
+        ----------
+        error : str
+            What happened, for a person to read.
+        """
+        self.data["status"] = "interrupted"
+        self.data["error"] = error
+        if self.run_dir.exists():
+            self._write()
+
     def _write(self) -> None:
         tmp = self.path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(self.data, indent=1, allow_nan=True))
@@ -230,7 +255,8 @@ def load_result(path: str | Path) -> dict[str, Any]:
 
 
 def run_status(path: str | Path) -> tuple[int, str]:
-    """Exit code and one line for a run folder: 0 completed, 1 failed or unfinished, 2 no result.
+    """Exit code and one line for a run folder: 0 completed, 1 failed, interrupted or unfinished,
+    2 no result.
 
     ``flwr run`` itself exits 0 whatever happened to the run (Flower's behaviour); this is what
     scripts check instead (``python -m fedmf_app.federated.results <run folder>``).
@@ -252,8 +278,8 @@ def run_status(path: str | Path) -> tuple[int, str]:
     status = result.get("status")
     if status == "completed":
         return 0, f"{path}: completed, {len(result.get('rounds', []))} rounds"
-    if status == "failed":
-        return 1, f"{path}: failed: {result.get('error')}"
+    if status in ("failed", "interrupted"):
+        return 1, f"{path}: {status}: {result.get('error')}"
     return 1, f"{path}: {status} after {len(result.get('rounds', []))} rounds (not finished)"
 
 

@@ -1,25 +1,28 @@
 """Secure sum, the Flower side: key agreement before round 1, masked uploads, decoded sums.
 
-The maths is :mod:`fedmf_app.common.secure_sum_math`. When a run masks sums (run config
-``secure-aggregation = true``, and always for fmvc-imk, whose graph sum is masked:
-:meth:`~fedmf_app.federated.strategy.ViewFederationStrategy.masks_sums`) the base strategy runs,
+The maths is :mod:`fedmf_app.common.secure_sum_math`. When a run masks sums (its family's protocol
+says so, :attr:`~fedmf_app.federated.protocol.Protocol.masks`: run config
+``secure-aggregation = true``; always for fmvc-imk's graph sum and paper A's sketch start) the base
+strategy runs,
 after the handshake and before round 1 (:func:`agree_keys`), the one key stage of the run:
 
-1. ``get_properties(secagg-stage = "keys")`` to every client: each draws an X25519 key pair for
+1. ``get_properties(stage = "keys")`` to every client: each draws an X25519 key pair for
    this run (once: a second request is refused), keeps the private key in ``context.state`` and
    answers the public key, signed with its long-term key when
    ``secure-aggregation-signed-keys = true`` or its node config has a ``signing-key``
    (:func:`signs`, :mod:`fedmf_app.common.key_signing`);
-2. ``get_properties(secagg-stage = "peers")`` with every public key (and signature) and a fresh
+2. ``get_properties(stage = "peers")`` with every public key (and signature) and a fresh
    16-byte context: each client checks that its own key came back unchanged, that no key appears
    twice and (signed keys) every peer's signature against that peer's long-term public key from
    its node config, then derives and keeps its pair keys. Any failure stops the run before
    round 1 with a message naming the SuperNode and the partition whose key is wrong.
 
 A method's client then sends, in place of the arrays its server only needs summed, one
-:func:`masked_upload` (uint64 words, :mod:`fedmf_app.common.secure_sum_math`); its server adds the
-uploads and decodes only the sum (:func:`summed_arrays`). Each ``(round, tag)`` is masked once per
-run: a client asked to mask the same message twice refuses.
+:func:`masked_upload` (uint64 words, :mod:`fedmf_app.common.secure_sum_math`; laid out as the protocol
+declares by :meth:`fedmf_app.federated.client.ViewClient.reply`); its server adds the uploads and decodes
+only the sum (:func:`summed_arrays`, through
+:meth:`fedmf_app.federated.strategy.ViewFederationStrategy.decode_sum`). Each ``(round, tag)`` is masked
+once per run: a client asked to mask the same message twice refuses.
 
 Node config of a client with signed keys: ``signing-key`` (its long-term private key file),
 ``peer-keys`` (a folder holding ``supernode-<j>.pub`` for every partition ``j``, its own included,
@@ -29,6 +32,7 @@ far as the organisation itself checked them, ``peer-fingerprints`` (:func:`peer_
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 import zlib
@@ -71,6 +75,7 @@ __all__ = [
     "SecureAggregationError",
     "agree_keys",
     "answer_key_stage",
+    "key_transcript",
     "node_key_path",
     "masked_upload",
     "message_keys",
@@ -143,7 +148,7 @@ def signs(context: Context, cfg: dict[str, Any]) -> bool:
 
 
 def answer_key_stage(
-    context: Context, cfg: dict[str, Any], partition_id: int, config: dict[str, Scalar]
+    context: Context, cfg: dict[str, Any], partition_id: int, stage: str, config: dict[str, Scalar]
 ) -> dict[str, Scalar]:
     """A client's answer to one key-agreement message (see the module docstring).
 
@@ -154,9 +159,10 @@ def answer_key_stage(
     cfg : dict
         Validated run config.
     partition_id : int
+    stage : {"keys", "peers"}
     config : dict
-        The message: ``secagg-stage`` (``"keys"`` or ``"peers"``) and, for ``"peers"``,
-        ``secagg-context``, ``secagg-public-key-<j>`` and ``secagg-signature-<j>``.
+        The message; for ``"peers"``: ``secagg-context``, ``secagg-public-key-<j>`` and
+        ``secagg-signature-<j>``.
 
     Returns
     -------
@@ -171,7 +177,6 @@ def answer_key_stage(
     m = int(cfg["num-clients"])
     signed = signs(context, cfg)
     records = context.state.config_records
-    stage = config["secagg-stage"]
     me = f"partition {partition_id}"
     if stage == "keys":
         if m < 2:
@@ -239,6 +244,27 @@ def answer_key_stage(
     )
     records[_USED] = ConfigRecord({"messages": [""]})
     return {"secagg-ready": 1}
+
+
+def key_transcript(config: dict[str, Scalar], num_clients: int) -> str:
+    """SHA-256 of a run's key agreement as the ``"peers"`` message relays it: the context and every
+    client's public key, in partition order (what binds a client's saved state to the run's keys).
+
+    Parameters
+    ----------
+    config : dict
+        The ``"peers"`` message.
+    num_clients : int
+
+    Returns
+    -------
+    str
+        64 hex digits.
+    """
+    digest = hashlib.sha256(bytes(config["secagg-context"]))
+    for j in range(num_clients):
+        digest.update(bytes(config[f"secagg-public-key-{j}"]))
+    return digest.hexdigest()
 
 
 def pair_keys(context: Context, partition_id: int) -> dict[int, bytes]:
@@ -411,8 +437,8 @@ def agree_keys(proxies: list[ClientProxy], cfg: dict[str, Any]) -> dict[str, Any
     def stage(config_of) -> list[dict[str, Scalar]]:
         return ask_all(proxies, config_of, timeout, "secure-aggregation key agreement")
 
-    keys = stage(lambda p: {"secagg-stage": "keys"})
-    relay: dict[str, Scalar] = {"secagg-stage": "peers", "secagg-context": os.urandom(16)}
+    keys = stage(lambda p: {"stage": "keys"})
+    relay: dict[str, Scalar] = {"stage": "peers", "secagg-context": os.urandom(16)}
     for j, answer in enumerate(keys):
         relay[f"secagg-public-key-{j}"] = bytes(answer["secagg-public-key"])
         if "secagg-signature" in answer:

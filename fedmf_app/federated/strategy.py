@@ -6,13 +6,16 @@ and every client takes part in every round. :class:`ViewFederationStrategy` does
 * before round 1: the handshake of :mod:`fedmf_app.federated.handshake` (exactly ``num-clients``
   SuperNodes, each telling its partition id and the shape of its view), when the clients' data
   has sample IDs the alignment of :mod:`fedmf_app.federated.alignment`, the algorithm's checks,
-  when the run masks sums (:meth:`~ViewFederationStrategy.masks_sums`) the one key agreement of
+  when the run masks sums (its protocol's ``masks``) the one key agreement of
   :mod:`fedmf_app.federated.secure_sum_flower`, and only then the run folder;
-* each round: sends the same instructions to every client, maps the replies to partition ids,
-  checks every reply against the algorithm's :meth:`~ViewFederationStrategy.expected_reply`
-  (:mod:`fedmf_app.federated.replies`: count, shapes, dtypes, finite values in range), hands them
-  to the algorithm's :meth:`~ViewFederationStrategy.aggregate`, checks that the update is finite,
-  records the round in ``result.json``, writes the checkpoint and logs progress;
+* each round: sends every client the same instructions (the round's stage of the family's
+  protocol, :mod:`fedmf_app.federated.protocol`, and the run's facts), maps the replies to
+  partition ids, checks every reply against the declaration (count, shapes, dtypes, the scalars;
+  finite values in range, :mod:`fedmf_app.federated.replies`; in the clear, every bounded part
+  against its bound), hands them to the algorithm's :meth:`~ViewFederationStrategy.aggregate`
+  (which decodes a masked sum with :meth:`~ViewFederationStrategy.decode_sum`, checked against the
+  bound of ``m`` contributions), checks that the update is finite, records the round in
+  ``result.json``, writes the checkpoint and logs progress;
 * on any client failure, missing or invalid reply, or non-finite update: marks ``result.json``
   failed (keeping the finished rounds and the last good checkpoint) and stops the run with a
   message naming the partitions (for an invalid reply the round and the array; for replies that
@@ -62,9 +65,19 @@ from fedmf_app.federated.handshake import (
     resolve_num_clusters,
 )
 from fedmf_app.federated.npy import to_parameters
-from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays, check_finite_state, check_metrics
+from fedmf_app.federated.prompt_grid import SuperLinkLost
+from fedmf_app.federated.protocol import (
+    Protocol,
+    ProtocolError,
+    Sizes,
+    Stage,
+    check_reply,
+    check_sum,
+    reply_layout,
+)
+from fedmf_app.federated.replies import ReplyError, check_arrays, check_finite_state, check_metrics
 from fedmf_app.federated.results import RunRecorder
-from fedmf_app.federated.secure_sum_flower import agree_keys
+from fedmf_app.federated.secure_sum_flower import agree_keys, summed_arrays
 from fedmf_app.federated.timeouts import timeout_advice
 from fedmf_app.options.params import shared_params
 
@@ -105,7 +118,7 @@ class ViewFederationStrategy(Strategy):
         Clusters of the final clustering, set before round 1: run config ``num-clusters``, or
         (when that is 0) the number of ground-truth classes the clients report, else ``None``.
     key_agreement : dict
-        When the run masks sums (:meth:`masks_sums`): the cost of the key agreement before round 1
+        When the run masks sums (its protocol's ``masks``): the cost of the key agreement before round 1
         (:func:`~fedmf_app.federated.secure_sum_flower.agree_keys`); else empty.
     alignment : dict
         When the clients' data has sample IDs: the outcome and cost of the sample-ID alignment
@@ -113,10 +126,13 @@ class ViewFederationStrategy(Strategy):
 
     Notes
     -----
-    Subclasses implement :meth:`initial_arrays`, :meth:`aggregate` and may override
-    :meth:`check_clients`, :meth:`summary`, :meth:`write_plots`, :meth:`final_labels` and
-    :attr:`progress_keys`.
+    Subclasses set :attr:`protocol`, implement :meth:`initial_arrays`, :meth:`aggregate` and may
+    override :meth:`check_clients`, :meth:`run_facts`, :meth:`bound_context`, :meth:`summary`,
+    :meth:`write_plots`, :meth:`final_labels` and :attr:`progress_keys`.
     """
+
+    #: The family's protocol (its ``protocol.py``'s ``PROTOCOL``).
+    protocol: Protocol
 
     #: Record keys shown in the per-round log line, in order.
     progress_keys: tuple[str, ...] = ()
@@ -149,6 +165,7 @@ class ViewFederationStrategy(Strategy):
         self._summary: dict[str, Any] = {}
         self._final: dict[str, Any] | None = None
         self.label_history: dict[int, np.ndarray] = {}
+        self.broadcast: list[np.ndarray] = []
 
     # ----------------------------------------------------------------- hooks for the algorithms
     def expected_clients(self) -> int:
@@ -183,20 +200,119 @@ class ViewFederationStrategy(Strategy):
         """
         return None
 
-    def expected_reply(self, server_round: int) -> list[ArraySpec] | None:
-        """The arrays every client's reply to ``server_round`` must hold (default: ``None``, any
-        number of numeric arrays); every reply is checked against them before :meth:`aggregate`
-        (:func:`~fedmf_app.federated.replies.check_arrays`).
+    def run_facts(self) -> dict[str, int]:
+        """The run's facts, stated in every request of the family's own stages (default: the
+        number of clusters, 0 when unknown); resolved before round 1."""
+        return {"clusters": int(self.num_clusters or 0)}
+
+    def bound_context(self, stage: Stage, server_round: int) -> Any:
+        """What the protocol's bounds need for ``stage`` of ``server_round`` (default: nothing)."""
+        return None
+
+    def sizes(self, partition: int) -> Sizes:
+        """Partition ``partition``'s :class:`~fedmf_app.federated.protocol.Sizes` (from its handshake)."""
+        info = self.client_info[partition]
+        n = int(info["num-samples"])
+        return Sizes(
+            self.cfg, n, int(info["num-features"]), int(info.get("num-observed", n)), self.run_facts()
+        )
+
+    def stage_config(self, stage: str, **extra: Scalar) -> dict[str, Scalar]:
+        """A request's config: its ``stage``, the run's facts (for a stage that states them) and ``extra``."""
+        config: dict[str, Scalar] = {"stage": stage}
+        if self.protocol.stage(stage).states_facts:
+            config.update({f"fact-{k}": v for k, v in self.run_facts().items()})
+        config.update(extra)
+        return config
+
+    def check_replies(
+        self,
+        stage: Stage,
+        replies: list[tuple[list[np.ndarray], dict[str, Scalar]]],
+        request: list[np.ndarray],
+        what: str,
+        server_round: int = 0,
+    ) -> None:
+        """Check every partition's reply to ``stage`` against the declaration and, in the clear,
+        its bounded parts against their bounds; a failure names the partition.
 
         Parameters
         ----------
+        stage : Stage
+        replies : list of (arrays, scalars)
+            In partition order.
+        request : list of ndarray
+            What the server sent (the bounds may depend on it).
+        what : str
+            The stage, for messages (``"round 3"``).
+        server_round : int
+
+        Raises
+        ------
+        FederationError
+        """
+        context = self.bound_context(stage, server_round)
+        for partition, (arrays, scalars) in enumerate(replies):
+            sizes = self.sizes(partition)
+            try:
+                check_reply(stage, sizes, arrays, scalars)
+                summed, clear, clear_scalars = reply_layout(stage, sizes)
+                check_arrays(arrays, ["masked sum"] * bool(summed) + [p.name for p in clear])
+                check_metrics(scalars)
+                bounded = [p for p in clear + clear_scalars if p.bound is not None]
+                by_name = {p.name: a for p, a in zip(clear, arrays[1 if summed else 0 :])} | dict(scalars)
+                check_sum(
+                    bounded, [by_name[p.name] for p in bounded], sizes, request, context, 1, "its reply"
+                )
+            except (ProtocolError, ReplyError) as exc:
+                self._stop(
+                    f"{what}: partition {partition} sent an invalid reply: {exc}; the run stops (the "
+                    "checkpoint keeps the last good round)"
+                )
+
+    def decode_sum(
+        self, stage: Stage, uploads: list[np.ndarray], request: list[np.ndarray], what: str, server_round: int
+    ) -> dict[str, Any]:
+        """Decode the clients' masked uploads of ``stage`` into the sums of its summed parts, and
+        check them against the bound of ``m`` contributions.
+
+        Parameters
+        ----------
+        stage : Stage
+        uploads : list of ndarray of uint64
+            Every client's masked vector.
+        request : list of ndarray
+            What the server sent.
+        what : str
+            The sum, for messages (``"round 3, masked 'upload'"``).
         server_round : int
 
         Returns
         -------
-        list of ArraySpec or None
+        dict
+            Part name -> the sum (an array, or a float for a scalar).
+
+        Raises
+        ------
+        FederationError
+            When the masks did not cancel, or a sum breaks its bound: the masks hide which client
+            sent the upload outside its bound, so no partition is named.
         """
-        return None
+        sizes = self.sizes(0)
+        summed, _, _ = reply_layout(stage, sizes)
+        shapes = [() if p.shape is None else tuple(p.shape(sizes)) for p in summed]
+        sums = summed_arrays(uploads, [s or (1,) for s in shapes], self.shared.frac_bits, what)
+        try:
+            check_sum(
+                summed, sums, sizes, request, self.bound_context(stage, server_round), len(uploads), what
+            )
+        except ProtocolError as exc:
+            self._stop(
+                f"secure aggregation, {exc}: some client sent an upload outside the model's bound, and the "
+                "masks hide which one, so no partition is named (an honest client checks its own upload "
+                "before masking it); the run stops (the checkpoint keeps the last good round)"
+            )
+        return {p.name: (float(v[0]) if shape == () else v) for p, v, shape in zip(summed, sums, shapes)}
 
     @abstractmethod
     def initial_arrays(self) -> list[np.ndarray]:
@@ -248,12 +364,6 @@ class ViewFederationStrategy(Strategy):
         """
         return None
 
-    def masks_sums(self) -> bool:
-        """Whether the run sends masked sums, and so runs the key agreement before round 1
-        (default: run config ``secure-aggregation``; a method whose server needs some sum masked
-        in every run says so here)."""
-        return bool(self.cfg["secure-aggregation"])
-
     def write_plots(self) -> list[str]:
         """Write the run's figures into the run folder; return their file names.
 
@@ -272,13 +382,15 @@ class ViewFederationStrategy(Strategy):
                 float(self.cfg["connect-timeout-s"]),
                 float(self.cfg["round-timeout-s"]),
             )
+            self._check_handshake()
             self._align_samples()
             self.num_clusters = resolve_num_clusters(int(self.cfg["num-clusters"]), self.client_info)
             self.check_clients(self.client_info)
-            if self.masks_sums():
+            if self.protocol.masks(self.cfg):
                 self.key_agreement = agree_keys(self.clients, self.cfg)
                 log(INFO, "secure aggregation: keys agreed (%s)", self.key_agreement)
             arrays = self.initial_arrays() if self._resume is None else self._restore()
+            self.broadcast = list(arrays)
         except Exception as exc:
             log(ERROR, "run stopped before round %d: %s", self.round_offset + 1, exc)
             raise
@@ -312,7 +424,22 @@ class ViewFederationStrategy(Strategy):
             self.alignment["seconds"],
         )
         timeout = float(self.cfg["round-timeout-s"])
-        self.client_info = ask_all(self.clients, lambda p: {}, timeout, "handshake after the alignment")
+        self.client_info = ask_all(
+            self.clients, lambda p: {"stage": "handshake"}, timeout, "handshake after the alignment"
+        )
+        self._check_handshake()
+
+    def _check_handshake(self) -> None:
+        """Every handshake reply holds exactly the declared properties (their own sizes)."""
+        stage = self.protocol.stage("handshake")
+        for partition, info in enumerate(self.client_info):
+            n, d = int(info.get("num-samples", 0)), int(info.get("num-features", 0))
+            try:
+                check_reply(stage, Sizes(self.cfg, n, d, n), [], info)
+            except ProtocolError as exc:
+                raise FederationError(
+                    f"handshake: partition {partition} sent an invalid reply: {exc}"
+                ) from exc
 
     # ------------------------------------------------------------------------------- resume
     def resume_from(self, checkpoint: dict[str, Any]) -> None:
@@ -352,7 +479,10 @@ class ViewFederationStrategy(Strategy):
         self._round_start = time.perf_counter()
         self._broadcast_bytes = sum(len(t) for t in parameters.tensors)
         server_round += self.round_offset
-        ins = FitIns(parameters=parameters, config={"server-round": server_round})
+        stage = self.protocol.round_stage(server_round)
+        ins = FitIns(
+            parameters=parameters, config=self.stage_config(stage.name, **{"server-round": server_round})
+        )
         return [(proxy, ins) for proxy in self.clients]
 
     def aggregate_fit(
@@ -426,6 +556,7 @@ class ViewFederationStrategy(Strategy):
                         "the samples every party holds, by sample ID (the IDs stay with the clients: "
                         "each writes id,row,cluster to its node config labels-file)"
                     )
+        self.broadcast = list(arrays)
         return to_parameters(arrays), {}
 
     def configure_evaluate(
@@ -439,7 +570,9 @@ class ViewFederationStrategy(Strategy):
         parameters = Parameters(tensors=[], tensor_type="numpy.ndarray")
         if self.alignment:
             parameters = ndarrays_to_parameters([np.asarray(self._final["labels"], dtype=np.int64)])
-        ins = EvaluateIns(parameters=parameters, config={"server-round": server_round})
+        ins = EvaluateIns(
+            parameters=parameters, config=self.stage_config("evaluate", **{"server-round": server_round})
+        )
         return [(proxy, ins) for proxy in self.clients]
 
     def aggregate_evaluate(
@@ -517,6 +650,9 @@ class ViewFederationStrategy(Strategy):
         results: list[tuple[ClientProxy, FitRes]],
         failures: list[tuple[ClientProxy, FitRes] | BaseException],
     ) -> list[ClientReply]:
+        lost = [f for f in failures if isinstance(f, SuperLinkLost)]
+        if lost:
+            raise lost[0]  # not the clients' failure: the ServerApp marks the run interrupted
         partition_of = {p.cid: i for i, p in enumerate(self.clients)}
         replies: list[ClientReply] = []
         reasons = [str(f) if isinstance(f, BaseException) else f[1].status.message for f in failures]
@@ -542,16 +678,13 @@ class ViewFederationStrategy(Strategy):
                 f"(every view is needed in every round){': ' + advice if advice else ''}. "
                 f"Errors: {'; '.join(reasons) or 'none reported'}"
             )
-        specs = self.expected_reply(server_round)
-        for reply in replies:
-            try:
-                check_arrays(reply.arrays, specs)
-                check_metrics(reply.metrics)
-            except ReplyError as exc:
-                self._stop(
-                    f"round {server_round}: partition {reply.partition_id} sent an invalid reply: {exc}; "
-                    "the run stops (the checkpoint keeps the last good round)"
-                )
+        self.check_replies(
+            self.protocol.round_stage(server_round),
+            [(r.arrays, r.metrics) for r in replies],
+            self.broadcast,
+            f"round {server_round}",
+            server_round,
+        )
         return replies
 
     def _stop(self, message: str) -> NoReturn:

@@ -64,7 +64,9 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         "connect-timeout-s",
         30.0,
         Interval(float, 0, None, closed="neither"),
-        "How long the server waits for num-clients SuperNodes before round 1.",
+        "How long the server waits for num-clients SuperNodes before round 1, and for the "
+        "SuperLink to answer one call: a ServerApp whose SuperLink stops answering marks the run "
+        "interrupted and exits.",
     ),
     Option(
         "secure-aggregation",
@@ -91,14 +93,6 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         "signing-key) and checks every peer's signature (node config peer-keys: a folder of "
         "supernode-<partition>.pub); a substituted or replayed key stops the run before round 1. "
         "The local federation turns it on.",
-    ),
-    Option(
-        "client-state-dir",
-        "",
-        Text("a folder path (empty: state in memory only)"),
-        "Where each client also keeps its state after every round (a node's config state-dir "
-        "overrides it), so that a restarted SuperNode or a resumed run finds it; empty: in the "
-        "SuperNode's memory only. The local federation gives every SuperNode its own.",
     ),
     Option(
         "reply-poll-s",

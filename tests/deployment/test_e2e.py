@@ -8,7 +8,9 @@ bounded) and checks afterwards that none of the processes it started is left:
 * a SuperNode killed mid-run fails the run in bounded time, naming it; ``python -m
   fedmf_app.resume`` then restarts the federation on the same folders and ends the run with the
   numbers of an uninterrupted one;
-* a malformed data file on one node stops the run before round 1, naming the node and the file.
+* a ServerApp that loses its SuperLink marks its run interrupted and exits;
+* a malformed data file on one node stops the run before round 1, naming the node and the cause
+  (the file's path stays in the node's own log).
 """
 
 import json
@@ -186,7 +188,58 @@ def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time_and_the_run_re
     assert resumed["final"] == json.loads(json.dumps(want["final"]))
 
 
-def test_a_malformed_data_file_on_one_node_stops_the_run_naming_the_node_and_file(tmp_path):
+def test_a_serverapp_that_loses_its_superlink_marks_the_run_interrupted_and_exits(tmp_path):
+    overrides = {
+        "num-server-rounds": 50,
+        "sonmf.basis-kernel": "numpy",
+        "sonmf.stop-ratio": 0.0,
+        "connect-timeout-s": 5.0,
+        "out-dir": str(tmp_path),
+        "run-name": "lost",
+    }
+    result_path = tmp_path / "lost" / "result.json"
+    serverapps, orphans = [], []
+
+    def kill_the_superlink(federation, stop):
+        while not stop.wait(0.2):
+            if result_path.exists() and json.loads(result_path.read_text())["rounds"]:
+                link = psutil.Process(federation.superlink.process.pid)
+                children = link.children(recursive=True)
+                serverapps.extend(p for p in children if "serverapp" in " ".join(p.cmdline()))
+                orphans.extend(p for p in children if p not in serverapps)
+                link.kill()  # the SuperLink alone: the ServerApp outlives it
+                return
+
+    with LocalFederation(tmp_path / "federation", 2, ROOT, node_policy={}) as federation:
+        procs = federation_processes(federation)
+        stop = threading.Event()
+        killer = threading.Thread(target=kill_the_superlink, args=(federation, stop))
+        killer.start()
+        try:
+            federation.run(overrides, timeout=60)
+        except Exception:  # flwr run loses its SuperLink too
+            pass
+        finally:
+            stop.set()
+            killer.join(timeout=10)
+        assert serverapps, "no ServerApp process found under the SuperLink"
+        _, alive = psutil.wait_procs(serverapps, timeout=60)
+        assert all(p.status() == psutil.STATUS_ZOMBIE for p in alive)  # exited (its parent may not reap it)
+        procs += federation_processes(federation)
+    for orphan in orphans:  # the dead SuperLink's other children are this test's to stop
+        if orphan.is_running():
+            orphan.kill()
+    psutil.wait_procs(orphans, timeout=10)
+    assert_all_stopped([p for p in procs if p not in serverapps])
+    result = json.loads(result_path.read_text())
+    assert result["status"] == "interrupted", result["status"]
+    assert (
+        "the SuperLink did not answer" in result["error"] and "python -m fedmf_app.resume" in result["error"]
+    )
+    assert 1 <= len(result["rounds"]) < 50
+
+
+def test_a_malformed_data_file_on_one_node_stops_the_run_naming_the_node_and_cause(tmp_path):
     views = synthetic_views(m=3, h=0.3, seed=3, num_samples=40)
     files = []
     for p, view in enumerate(views[:2]):
@@ -206,6 +259,9 @@ def test_a_malformed_data_file_on_one_node_stops_the_run_naming_the_node_and_fil
     assert outcome.status == "failed"
     assert outcome.result_path is None and not (tmp_path / "results" / "bad").exists()
     assert "run stopped before round 1" in outcome.error
-    assert "partition-id=2" in outcome.error and str(files[2]) in outcome.error
-    assert "non-numeric" in outcome.error
+    # the server learns the node, the partition and the cause; the file's path stays in the node's log
+    assert (
+        "(partition 2) refused the run: DataError: <path>: holds a non-numeric feature value" in outcome.error
+    )
+    assert str(tmp_path) not in outcome.error
     assert "[ROUND 1]" not in outcome.log

@@ -19,10 +19,10 @@ from flwr.cli.supernode.register import try_load_public_key
 from flwr.common import Context, RecordDict
 
 from fedmf_app.client_app import client_fn
-from fedmf_app.data import DataError
 from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys
 from fedmf_app.deployment.federation import federation_run_config, main, with_deployment_defaults
 from fedmf_app.deployment.processes import OwnedProcess
+from fedmf_app.federated.node_errors import NodeError
 from fedmf_app.options import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,22 +82,28 @@ def _context(node_config, **run_config):
     )
 
 
-@pytest.mark.parametrize("problem", ["missing", "folder", "malformed"])
-def test_clientapp_data_errors_name_the_node_and_the_file(tmp_path, problem):
+@pytest.mark.parametrize(
+    ("problem", "cause"),
+    [("missing", "no such file"), ("folder", "no such file"), ("malformed", "not a readable .npy array")],
+)
+def test_clientapp_data_errors_name_the_node_and_the_cause_and_log_the_file(tmp_path, caplog, problem, cause):
     path = tmp_path / "view.npy"
     if problem == "folder":
         path.mkdir()
     elif problem == "malformed":
         path.write_text("not an array")
-    with pytest.raises(DataError) as info:
+    with pytest.raises(NodeError) as info:
         client_fn(_context({"partition-id": 1, "num-partitions": 3, "data-file": str(path)}))
-    message = str(info.value)
-    assert message.startswith("SuperNode 4242 (node config: partition-id=1 num-partitions=3 ")
-    assert f"data-file='{path}'" in message and message.count(str(path)) >= 2
+    message = str(info.value)  # what the server sees: the cause, not the node's paths or config
+    assert message.startswith(f"SuperNode 4242 (partition 1) refused the run: DataError: <path>: {cause}")
+    assert str(tmp_path) not in message and "data-file" not in message
+    assert str(path) in caplog.text  # the node's own log names the file
 
 
 def test_clientapp_rejects_a_partition_without_a_view_naming_the_node():
-    with pytest.raises(DataError, match=r"SuperNode 4242 .*partition-id=5.* has no view"):
+    with pytest.raises(
+        NodeError, match=r"SuperNode 4242 \(partition 5\) refused the run: .*partition-id 5 has no view"
+    ):
         client_fn(_context({"partition-id": 5, "num-partitions": 3}))
 
 

@@ -9,11 +9,11 @@ import pytest
 
 from fedmf_app.common.psi import POINT_BYTES, hash_to_point
 from fedmf_app.data import DataError
-from fedmf_app.deployment.certificates import make_supernode_keys
 from fedmf_app.federated.handshake import FederationError
 from fedmf_app.in_process import InProcessProxy, run_in_process
 
 from support.data import IAI_SMALL
+from support.federation import signed_node_configs
 
 N_COMMON, D = 48, 6
 SONMF = {"algorithm": "fedsonmf", "num-server-rounds": 4, "sonmf.rank": 3, "sonmf.local-steps": 3}
@@ -117,8 +117,8 @@ class _Recording(InProcessProxy):
 
     def get_properties(self, ins, timeout, group_id):
         res = super().get_properties(ins, timeout, group_id)
-        if "psi-stage" in ins.config:
-            _Recording.received.append((ins.config["psi-stage"], dict(res.properties), dict(ins.config)))
+        if str(ins.config.get("stage", "")).startswith("psi-"):
+            _Recording.received.append((ins.config["stage"][4:], dict(res.properties), dict(ins.config)))
         return res
 
 
@@ -130,14 +130,10 @@ def _on_curve(point):
 
 def _signed_nodes(tmp_path, own):
     """Node configs of the three parties' own files with long-term keys for signed points."""
-    make_supernode_keys(tmp_path / "keys", 3)
+    signed = signed_node_configs(tmp_path / "keys", 3)
 
     def node(p):
-        keys = {
-            "signing-key": str(tmp_path / "keys" / f"supernode-{p}.key"),
-            "peer-keys": str(tmp_path / "keys"),
-        }
-        return {"data-file": str(own[p]), **keys, **({"sample-id": "patient"} if p == 2 else {})}
+        return {"data-file": str(own[p]), **signed[p], **({"sample-id": "patient"} if p == 2 else {})}
 
     return node
 
@@ -177,7 +173,7 @@ class _Substituting(InProcessProxy):
     """A server that passes one point of its own (an ID's hash) off as partition 0's."""
 
     def get_properties(self, ins, timeout, group_id):
-        if ins.config.get("psi-stage") == "relay" and ins.config["psi-origin"] == 0:
+        if ins.config.get("stage") == "psi-relay" and ins.config["psi-origin"] == 0:
             points = bytes(ins.config["psi-points"])
             ins.config["psi-points"] = hash_to_point("patient-00001-x") + points[POINT_BYTES:]
         return super().get_properties(ins, timeout, group_id)
@@ -270,7 +266,7 @@ def test_an_id_column_missing_from_a_nodes_file_names_the_file_and_the_key(tmp_p
 def test_a_client_that_lost_its_alignment_refuses_to_train(tmp_path):
     from flwr.common import Context, RecordDict
 
-    from fedmf_app.federated.client import ClientStateError, load_state
+    from fedmf_app.federated.saved_state import ClientStateError, load_state
 
     cfg = {"sample-id": "id"}
     context = Context(

@@ -4,7 +4,6 @@ aggregation off, unsigned keys, one client), naming the node, the key and its po
 
 import pytest
 
-from fedmf_app.deployment.certificates import make_supernode_keys
 from fedmf_app.deployment.federation import LocalFederation
 from fedmf_app.federated.node_policy import STRICT_NODE_POLICY, NodePolicyError, check_node_policy
 from fedmf_app.federated.strategy import FederationError
@@ -12,6 +11,7 @@ from fedmf_app.in_process import InProcessProxy, run_in_process
 from fedmf_app.registry import validate_run_config
 
 from support.data import IMK_BASE, SONMF_SMALL
+from support.federation import signed_node_configs
 
 SONMF = {**SONMF_SMALL, "num-server-rounds": 2, "connect-timeout-s": 0.2}
 
@@ -28,12 +28,8 @@ class _Counting(InProcessProxy):
 
 
 def _strict_nodes(tmp_path, m=3):
-    make_supernode_keys(tmp_path / "keys", m)
-    return lambda p: {
-        **STRICT_NODE_POLICY,
-        "signing-key": str(tmp_path / "keys" / f"supernode-{p}.key"),
-        "peer-keys": str(tmp_path / "keys"),
-    }
+    signed = signed_node_configs(tmp_path / "keys", m)
+    return lambda p: {**STRICT_NODE_POLICY, **signed[p]}
 
 
 def _refused(tmp_path, overrides, match, m=3):
@@ -117,13 +113,10 @@ def test_the_local_federation_is_strict_and_gives_each_node_only_its_own_private
 
 
 def test_a_node_with_a_signing_key_signs_fmvc_imks_graph_keys_too(tmp_path):
-    make_supernode_keys(tmp_path / "keys", 3)
+    signed = signed_node_configs(tmp_path / "keys", 3)
 
     def node(p):
-        return {
-            "signing-key": str(tmp_path / "keys" / f"supernode-{p}.key"),
-            "peer-keys": str(tmp_path / "keys"),
-        }
+        return signed[p]
 
     # the graph sum's keys are the run's one key stage: signed by every node that holds a key
     run = run_in_process({**IMK_BASE, "num-server-rounds": 1}, tmp_path / "out", node_config=node)

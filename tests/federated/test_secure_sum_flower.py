@@ -34,6 +34,7 @@ from fedmf_app.common.secure_sum_math import (
     word_stream,
 )
 from fedmf_app.deployment.certificates import make_supernode_keys
+from fedmf_app.federated.node_errors import NodeError
 from fedmf_app.federated.secure_sum_flower import SecureAggregationError, masked_upload
 from fedmf_app.federated.strategy import FederationError, ViewFederationStrategy
 from fedmf_app.in_process import InProcessProxy
@@ -43,7 +44,7 @@ from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
 from fedmf_app.registry import client_class, validate_run_config
 
 from support.data import IMK_BASE, client_view
-from support.federation import federation, node_context, run_federation
+from support.federation import federation, node_context, run_federation, signed_node_configs
 
 SONMF = {
     "num-clients": 3,
@@ -74,11 +75,7 @@ def _spy_uploads(monkeypatch):
 
 
 def _signed_node_configs(tmp_path, m):
-    make_supernode_keys(tmp_path / "keys", m)
-    return {
-        p: {"signing-key": str(tmp_path / "keys" / f"supernode-{p}.key"), "peer-keys": str(tmp_path / "keys")}
-        for p in range(m)
-    }
+    return signed_node_configs(tmp_path / "keys", m)
 
 
 @pytest.mark.parametrize("algorithm", ["fedsonmf", "fedmavg", "fedmgs", "fedvra-u"])
@@ -148,7 +145,7 @@ class _SubstitutingProxy(InProcessProxy):
 
     def get_properties(self, ins, timeout, group_id):
         config = dict(ins.config)
-        if config.get("secagg-stage") == "peers":
+        if config.get("stage") == "peers":
             for j, key in self.attacker.items():
                 config[f"secagg-public-key-{j}"] = public_key_bytes(key)
                 if j in self.signatures:
@@ -236,14 +233,14 @@ def test_a_replayed_key_is_refused(tmp_path, earlier_run_id, match):
     # an earlier run: record partition 1's signed key
     earlier = client_class("fmvc-imk")(node_context(cfg, 1, 3, nodes[1]), cfg, 1, 3, client_view(cfg, 1))
     earlier.context.run_id = earlier_run_id
-    old = earlier.get_properties({"secagg-stage": "keys"})
+    old = earlier.get_properties({"stage": "keys"})
 
     class Replaying(InProcessProxy):
         """This run's server relays the earlier run's key of partition 1, with its valid signature."""
 
         def get_properties(self, ins, timeout, group_id):
             config = dict(ins.config)
-            if config.get("secagg-stage") == "peers":
+            if config.get("stage") == "peers":
                 config["secagg-public-key-1"] = old["secagg-public-key"]
                 config["secagg-signature-1"] = old["secagg-signature"]
             return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
@@ -256,23 +253,23 @@ def test_a_client_draws_one_key_per_run_and_masks_each_message_once(tmp_path):
     cfg = validate_run_config({**SONMF, "secure-aggregation": True})
     strategy, _ = run_federation(tmp_path, cfg)
     client = client_class("fedsonmf")(node_context(cfg, 0, 3), cfg, 0, 3, client_view(cfg, 0))
-    first = client.get_properties({"secagg-stage": "keys"})
-    with pytest.raises(SecureAggregationError, match="second key-agreement key"):
-        client.get_properties({"secagg-stage": "keys"})
+    first = client.get_properties({"stage": "keys"})
+    with pytest.raises(NodeError, match=r"stage 'keys' is answered at most 1 time\(s\) per run"):
+        client.get_properties({"stage": "keys"})
     other = [public_key_bytes(generate_private_key()) for _ in range(2)]
     peers = {
-        "secagg-stage": "peers",
+        "stage": "peers",
         "secagg-context": b"c",
         "secagg-public-key-0": first["secagg-public-key"],
         "secagg-public-key-1": other[0],
         "secagg-public-key-2": other[1],
     }
-    with pytest.raises(SecureAggregationError, match="not the key it sent"):
+    with pytest.raises(NodeError, match="not the key it sent"):
         client.get_properties({**peers, "secagg-public-key-0": other[0]})
-    with pytest.raises(SecureAggregationError, match="the same key-agreement key"):
+    with pytest.raises(NodeError, match="the same key-agreement key"):
         client.get_properties({**peers, "secagg-public-key-2": other[0]})
     assert client.get_properties(peers) == {"secagg-ready": 1}
-    with pytest.raises(SecureAggregationError, match="second time"):
+    with pytest.raises(NodeError, match=r"stage 'peers' is answered at most 1 time\(s\) per run"):
         client.get_properties(peers)
     masked_upload(client.context, cfg, 0, [np.ones(3)], 1, "upload")
     with pytest.raises(SecureAggregationError, match="a mask is used once"):
@@ -326,11 +323,11 @@ def test_imks_setup_is_answered_once_and_without_keys_refused(tmp_path):
     strategy, manager, clients = _imk_federation(tmp_path, cfg)
     strategy.initialize_parameters(client_manager=manager)
     assert strategy.key_agreement["key_agreement_bytes_per_client"] > 0  # the run's one key stage
-    with pytest.raises(SecureAggregationError, match="second setup"):
-        clients[0].fit([], {"imk-stage": "setup", "num-clusters": 3})
+    with pytest.raises(NodeError, match=r"stage 'setup' is answered at most 1 time\(s\) per run"):
+        clients[0].fit([], {"stage": "setup", "fact-clusters": 3})
     fresh = client_class("fmvc-imk")(node_context(cfg, 0, 3), cfg, 0, 3, client_view(cfg, 0))
-    with pytest.raises(SecureAggregationError, match="has no secure-aggregation keys"):
-        fresh.fit([], {"imk-stage": "setup", "num-clusters": 3})
+    with pytest.raises(NodeError, match="has no secure-aggregation keys"):
+        fresh.fit([], {"stage": "setup", "fact-clusters": 3})
 
 
 def test_a_client_that_drops_out_of_the_graph_sum_fails_the_run_cleanly(tmp_path, monkeypatch):
@@ -400,7 +397,7 @@ def test_a_different_key_agreement_context_for_one_client_fails_round_one(tmp_pa
     class OtherContext(InProcessProxy):
         def get_properties(self, ins, timeout, group_id):
             config = dict(ins.config)
-            if config.get("secagg-stage") == "peers":
+            if config.get("stage") == "peers":
                 config["secagg-context"] = bytes(16)
             return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
 
@@ -470,7 +467,7 @@ def test_coordinator_supplied_keys_are_refused_against_the_pinned_fingerprints(t
     class Coordinator(InProcessProxy):
         def get_properties(self, ins, timeout, group_id):
             config = dict(ins.config)
-            if config.get("secagg-stage") == "peers":
+            if config.get("stage") == "peers":
                 public = public_key_bytes(attacker)
                 config["secagg-public-key-1"] = public
                 config["secagg-signature-1"] = sign(
@@ -479,22 +476,32 @@ def test_coordinator_supplied_keys_are_refused_against_the_pinned_fingerprints(t
             return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
 
     def nodes(pinned):
-        own = {p: {"signing-key": str(real[p][0]), "peer-keys": str(tmp_path / "keys")} for p in range(3)}
+        own = {
+            p: {
+                "signing-key": str(real[p][0]),
+                "peer-keys": str(tmp_path / "keys"),
+                "peer-fingerprints": str(pins),
+            }
+            for p in range(3)
+        }
         own[0] = {"signing-key": str(real[0][0]), "peer-keys": str(handed)}
         if pinned:
             own[0]["peer-fingerprints"] = str(pins)
         return own
 
-    # without pins partition 0 accepts the coordinator's key (the sum then fails its check words)
+    # without pins partition 0 would accept the coordinator's key: it refuses to take part at all
     strategy, manager, _ = _imk_federation(tmp_path / "unpinned", cfg, {0: Coordinator}, nodes(False))
-    with pytest.raises(FederationError, match="masked graph: the sum is refused"):
+    with pytest.raises(FederationError, match="partition 0.*pins no peer keys"):
         strategy.initialize_parameters(client_manager=manager)
     strategy, manager, _ = _imk_federation(tmp_path / "pinned", cfg, {0: Coordinator}, nodes(True))
     with pytest.raises(FederationError) as err:
         strategy.initialize_parameters(client_manager=manager)
-    message = str(err.value)
-    assert "partition 0: node config 'peer-keys'" in message and "supernode-1.pub has fingerprint" in message
-    assert f"pins {fingerprint(load_public_key(real[1][1]))} for partition 1" in message
+    message = str(err.value)  # the server learns the cause, not the node's paths or pinned keys
+    assert "partition 0: node config 'peer-keys'" in message
+    assert (
+        "<path> has fingerprint <fingerprint>" in message and "pins <fingerprint> for partition 1" in message
+    )
+    assert str(tmp_path) not in message and fingerprint(load_public_key(real[1][1])) not in message
 
 
 def test_fingerprints_are_ssh_style_and_pin_files_are_checked(tmp_path):

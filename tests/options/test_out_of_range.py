@@ -11,7 +11,7 @@ from fedmf_app.registry import FAMILIES, OPTIONS, validate_run_config
 from fedmf_app.server_app import server_fn
 
 #: Keys that accept any string (a folder or a name): nothing is out of range.
-ANY_STRING = {"out-dir", "run-name", "client-state-dir", "sample-id"}
+ANY_STRING = {"out-dir", "run-name", "sample-id"}
 #: Keys only the ServerApp can check (a folder on the server's machine), with a value it refuses.
 SERVER_ONLY = {"resume-from": "/no/such/run-folder"}
 

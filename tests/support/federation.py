@@ -17,6 +17,7 @@ from flwr.server import SimpleClientManager
 from flwr.server.client_proxy import ClientProxy
 
 import fedmf_app.in_process as in_process
+from fedmf_app.deployment.certificates import make_supernode_keys, pin_lines
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.in_process import InProcessFederation, node_context
 from fedmf_app.registry import strategy_class, validate_run_config
@@ -29,19 +30,26 @@ __all__ = [
     "fit_res",
     "handshake_federation",
     "node_context",
+    "round_config",
     "run_client_round",
     "run_federation",
     "run_imk",
+    "signed_node_configs",
     "views_as_csr",
 ]
 
 
+#: What a real client tells in the handshake besides its partition and shape.
+HANDSHAKE_DEFAULTS = {"source": "test", "num-classes": 0, "sample-ids": 0, "sparse-counts": 0}
+
+
 class FakeProxy(ClientProxy):
-    """Answers get_properties with fixed properties; nothing else (the test drives the rounds)."""
+    """Answers get_properties with fixed properties (the handshake's declared ones, those given
+    first); nothing else (the test drives the rounds)."""
 
     def __init__(self, cid, properties, fail_handshake=None):
         super().__init__(cid)
-        self.properties = properties
+        self.properties = {**HANDSHAKE_DEFAULTS, **properties}
         self.fail_handshake = fail_handshake
 
     def get_properties(self, ins, timeout, group_id):
@@ -62,6 +70,18 @@ class FakeProxy(ClientProxy):
         raise NotImplementedError
 
 
+def signed_node_configs(folder, m):
+    """Node configs with signed keys: each node's own long-term key, every node's public key and the
+    pinned fingerprints (``peer-fingerprints``), written under ``folder``; partition -> node config."""
+    pairs = make_supernode_keys(folder, m)
+    pins = folder / "pins.txt"
+    pins.write_text(pin_lines(pairs))
+    return {
+        p: {"signing-key": str(pairs[p][0]), "peer-keys": str(folder), "peer-fingerprints": str(pins)}
+        for p in range(m)
+    }
+
+
 def fit_res(arrays, metrics):
     """A successful fit reply carrying ``arrays`` and ``metrics``."""
     return FitRes(
@@ -72,9 +92,15 @@ def fit_res(arrays, metrics):
     )
 
 
-def run_client_round(client, parameters, server_round):
+def round_config(server_round, **facts):
+    """A training round's request config, stating the run's ``facts`` (e.g. ``rank=6, clusters=0``)."""
+    return {"stage": "round", "server-round": server_round, **{f"fact-{k}": v for k, v in facts.items()}}
+
+
+def run_client_round(client, parameters, server_round, **facts):
     """What Flower does with a NumPyClient for one fit message; the reply."""
-    arrays, _, metrics = client.fit(parameters_to_ndarrays(parameters), {"server-round": server_round})
+    config = round_config(server_round, **facts)
+    arrays, _, metrics = client.fit(parameters_to_ndarrays(parameters), config)
     return fit_res(arrays, metrics)
 
 

@@ -1,19 +1,19 @@
 """FMVC-IAI client (paper C): Flower plumbing around :mod:`fedmf_app.methods.iai.client_updates`.
 
-Messages (every array is a plain ndarray, the sparse ones as index/value pairs):
+Messages (every array is a plain ndarray, the sparse ones as index/value pairs; declared in
+:mod:`fedmf_app.methods.iai.protocol`):
 
-* round 1, down: nothing (K in the config); up: ``[neighbour indices (n, L) int32]`` of the
-  client's observed rows, nearest first (L = ``iai.rank-depth`` for the rank-fused start graph,
-  else k).
-* round s >= 2, down: ``[A_g neighbours (n, k) int32, Y (n,) int64, P (n, K) or (0, K), anchors
-  (r,) int64]``; up: ``[E^(m) (n, K) (with the anchor-distance rules, the default
-  ``iai.pseudo-labels = rank-spectral`` among them: the anchor distances D^(m) (n, r))]``, then
-  with ``iai.graph-update = rank`` (the default) ``[code neighbours (n, L) int32]`` and, when
-  the server fuses anchor graphs (``fused``, ``fused-start``, ``anchor-spectral``), ``[G^(m)
-  column indices (n, s) int32, G^(m) values (n, s)]``, and the scalar ``emd`` as a metric. With
-  run config ``secure-aggregation = true``, E^(m) and the three losses travel as one masked
-  vector (the server needs only their sums); the neighbour lists, G^(m) and ``emd`` stay in the
-  clear (the EMD-weighted fusion needs each).
+* round 1 (stage ``setup``), down: nothing (K is the run's fact ``clusters``); up: ``[neighbour indices
+  (n, L) int32]`` of the client's observed rows, nearest first (L = ``iai.rank-depth`` for the rank-fused
+  start graph, else k).
+* round s >= 2 (stage ``round``), down: ``[A_g neighbours (n, k) int32, Y (n,) int64, P (n, K) or (0, K),
+  anchors (r,) int64]``; up: ``[E^(m) (n, K) (with the anchor-distance rules, the default
+  ``iai.pseudo-labels = rank-spectral`` among them: the anchor distances D^(m) (n, r))]``, then with
+  ``iai.graph-update = rank`` (the default) ``[code neighbours (n, L) int32]`` and, when the server fuses
+  anchor graphs (``fused``, ``fused-start``, ``anchor-spectral``), ``[G^(m) column indices (n, s) int32,
+  G^(m) values (n, s)]``, and the scalar ``emd`` as a metric. With run config ``secure-aggregation =
+  true``, E^(m) and the three losses travel as one masked vector (the server needs only their sums); the
+  neighbour lists, G^(m) and ``emd`` stay in the clear (the EMD-weighted fusion needs each).
 
 The autoencoder (trained once, in round 1), the graph autoencoder's weights and, with the
 rank-fused graphs, the set-up round's neighbour lists (the observed rows' lists of every training
@@ -38,11 +38,13 @@ from flwr.common.logger import log
 
 from fedmf_app.common.threads import single_threaded
 from fedmf_app.data import ClientView
-from fedmf_app.federated.client import ViewClient, load_state, save_state
-from fedmf_app.federated.secure_sum_flower import masked_upload
+from fedmf_app.federated.client import ViewClient
+from fedmf_app.federated.protocol import Stage
+from fedmf_app.federated.saved_state import load_state, save_state
 from fedmf_app.methods.iai.client_updates import client_round, client_seed, client_setup
 from fedmf_app.methods.iai.options import FAMILY
 from fedmf_app.methods.iai.params import iai_params
+from fedmf_app.methods.iai.protocol import PROTOCOL
 
 __all__ = ["FMVCIAIClient"]
 
@@ -69,6 +71,7 @@ class FMVCIAIClient(ViewClient):
     """
 
     family = FAMILY
+    protocol = PROTOCOL
 
     #: fmvc-iai imputes a missing row from the view's own observed neighbours (private), not
     #: from public values (what a sum then shows: docs/privacy.md).
@@ -86,21 +89,21 @@ class FMVCIAIClient(ViewClient):
         torch.set_num_threads(1)
         self.seed = client_seed(self.shared.seed, partition_id)
 
-    def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
+    def handshake_properties(self) -> dict[str, Scalar]:
         """Handshake, plus how many of this view's rows are observed."""
-        return {**super().get_properties(config), "num-observed": int(self.observed.sum())}
+        return {**super().handshake_properties(), "num-observed": int(self.observed.sum())}
 
-    def fit(
-        self, parameters: list[np.ndarray], config: dict[str, Scalar]
+    def fit_stage(
+        self, stage: Stage, parameters: list[np.ndarray], config: dict[str, Scalar]
     ) -> tuple[list[np.ndarray], int, dict[str, Scalar]]:
-        """Round 1: autoencoder and neighbour lists; later rounds: one training round."""
+        """Round 1 (stage ``setup``): autoencoder and neighbour lists; later rounds (stage
+        ``round``): one training round."""
         server_round = int(config["server-round"])
         state = load_state(self.context, self.cfg, _NAME, server_round)
         started = time.perf_counter()
         x = self.view.features
+        k = self.sizes().fact("clusters")
         if server_round == 1:
-            # K travels in round 1's config: the adaptive iai.knn = 0 needs it
-            k = int(config.get("num-clusters", 1))
             params = iai_params(self.cfg, num_clusters=k, num_samples=x.shape[0])
             with single_threaded():
                 neighbours, ae_state = client_setup(x, self.observed, params, self.seed)
@@ -108,7 +111,9 @@ class FMVCIAIClient(ViewClient):
             if params.keeps_setup_lists:
                 kept[_SETUP_LISTS] = neighbours
             save_state(self.context, self.cfg, _NAME, server_round, kept)
-            return [neighbours], int(self.observed.sum()), {"kernel_s": time.perf_counter() - started}
+            values = {"neighbour lists": neighbours, "kernel_s": time.perf_counter() - started}
+            arrays, metrics = self.reply(stage, values, parameters, server_round)
+            return arrays, int(self.observed.sum()), metrics
         neighbours, labels, target, anchors = parameters
         params = iai_params(self.cfg, num_clusters=target.shape[1], num_samples=x.shape[0])
         params = replace(params, device=_device(params.device))
@@ -140,25 +145,18 @@ class FMVCIAIClient(ViewClient):
                 **({} if setup_lists is None else {_SETUP_LISTS: setup_lists}),
             },
         )
-        metrics: dict[str, Scalar] = {
+        values: dict[str, Any] = {
+            "distances": upload.distances,
             "kernel_s": time.perf_counter() - started,
             "loss_attribute": upload.losses.attribute,
             "loss_structure": upload.losses.structure,
             "loss_clustering": upload.losses.clustering,
         }
         if upload.emd is not None:
-            metrics["emd"] = upload.emd
-        distances = upload.distances
-        if self.shared.secure_aggregation:
-            # the server needs only sum E^(m) (or sum D^(m)) and the mean losses
-            mask_started = time.perf_counter()
-            losses = np.array(
-                [metrics.pop(k) for k in ("loss_attribute", "loss_structure", "loss_clustering")]
-            )
-            summed = [distances, losses]
-            distances = masked_upload(self.context, self.cfg, self.partition_id, summed, server_round, "e")
-            metrics["secagg_s"] = time.perf_counter() - mask_started
-        graphs = [upload.code_neighbours] if upload.code_neighbours is not None else []
+            values["emd"] = upload.emd
+        if upload.code_neighbours is not None:
+            values["code neighbour lists"] = upload.code_neighbours
         if upload.anchor_indices is not None:
-            graphs += [upload.anchor_indices, upload.anchor_values]
-        return [distances, *graphs], int(self.observed.sum()), metrics
+            values.update({"anchor indices": upload.anchor_indices, "anchor values": upload.anchor_values})
+        arrays, metrics = self.reply(stage, values, parameters, server_round)
+        return arrays, int(self.observed.sum()), metrics

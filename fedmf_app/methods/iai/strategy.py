@@ -23,21 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from flwr.common import FitIns, Parameters
 from flwr.common.logger import log
-from flwr.server.client_manager import ClientManager
-from flwr.server.client_proxy import ClientProxy
 
-from fedmf_app.common.secure_sum_math import CHECK_WORDS
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data.missing_views import views_dropped
-from fedmf_app.federated.replies import ArraySpec
 from fedmf_app.federated.results import RunRecorder
-from fedmf_app.federated.secure_sum_flower import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.iai import server_updates as iai_server
-from fedmf_app.methods.iai.params import ANCHOR_DISTANCE_RULES, GAEParams, IAIParams, iai_params
+from fedmf_app.methods.iai.params import GAEParams, IAIParams, iai_params
 from fedmf_app.methods.iai.plots import plot_rounds
+from fedmf_app.methods.iai.protocol import PROTOCOL
 from fedmf_app.methods.iai.server_updates import ServerState
 
 __all__ = ["FMVCIAIStrategy"]
@@ -58,6 +53,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         The latest broadcast (A_g, Y, P, anchors); ``None`` before round 1's replies.
     """
 
+    protocol = PROTOCOL
     progress_keys = ("emd_mean", "label_change", "components")
     checkpoint_attrs = ("num_clusters", "state", "params")
     checkpoint_types = (ServerState, IAIParams, GAEParams)
@@ -95,32 +91,6 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             except ValueError as exc:
                 raise FederationError(str(exc)) from exc
         return []
-
-    def expected_reply(self, server_round: int) -> list[ArraySpec]:
-        """Round 1: the neighbour lists (``n x L`` indices, ``-1`` padded); later: E^(m)
-        (``n x K``, with secure aggregation one masked vector of it and three losses), then the
-        neighbour lists of the imputed codes (``n x L``, with ``iai.graph-update = rank``) and/or
-        the anchor graph G^(m) as ``n x s`` anchor indices and values."""
-        assert self.params is not None
-        n = int(self.client_info[0]["num-samples"])
-        if server_round == 1:
-            return [ArraySpec("neighbour lists", (n, self.params.list_depth), "iu", index_range=(-1, n))]
-        width, name = self._distance_columns()
-        if self.shared.secure_aggregation:
-            distances = ArraySpec(f"masked {name} and losses", (n * width + 3 + CHECK_WORDS,), "u")
-        else:
-            distances = ArraySpec(name, (n, width))
-        specs = [distances]
-        if self.params.graph_update == "rank":
-            specs.append(
-                ArraySpec("code neighbour lists", (n, self.params.rank_depth), "iu", index_range=(-1, n))
-            )
-        if self.params.uses_anchor_graphs:
-            specs += [
-                ArraySpec("anchor indices", (n, None), "iu", index_range=(0, self.params.anchors)),
-                ArraySpec("anchor values", (n, None)),
-            ]
-        return specs
 
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
@@ -174,23 +144,6 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         target = state.target if state.target is not None else np.zeros((0, self.params.num_clusters))
         return [state.neighbours, state.labels, target, state.anchors], record
 
-    def _distance_columns(self) -> tuple[int, str]:
-        """Columns and name of the summed distances: D^(m) (n x r) for the anchor rules, else E^(m)."""
-        assert self.params is not None
-        if self.params.pseudo_labels in ANCHOR_DISTANCE_RULES:
-            return self.params.anchors, "D^(m)"
-        return self.params.num_clusters, "E^(m)"
-
-    def configure_fit(
-        self, server_round: int, parameters: Parameters, client_manager: ClientManager
-    ) -> list[tuple[ClientProxy, FitIns]]:
-        """As the base class; round 1's config also carries K (the adaptive ``iai.knn = 0``)."""
-        instructions = super().configure_fit(server_round, parameters, client_manager)
-        if server_round + self.round_offset == 1 and self.num_clusters is not None:
-            for _, ins in instructions:
-                ins.config["num-clusters"] = int(self.num_clusters)
-        return instructions
-
     def _distances(
         self, server_round: int, replies: list[ClientReply]
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
@@ -200,12 +153,15 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             losses = {key: float(np.mean([r.metrics[key] for r in replies])) for key in keys}
             return [r.arrays[0] for r in replies], losses
         started = time.perf_counter()
-        n, width = int(self.client_info[0]["num-samples"]), self._distance_columns()[0]
-        frac_bits = self.shared.frac_bits
-        total, loss_sums = summed_arrays(
-            [r.arrays[0] for r in replies], [(n, width), (3,)], frac_bits, f"round {server_round}, masked 'e'"
+        sums = self.decode_sum(
+            self.protocol.stage("round"),
+            [r.arrays[0] for r in replies],
+            self.broadcast,
+            f"round {server_round}, masked 'e'",
+            server_round,
         )
-        losses = {key: float(v) / len(replies) for key, v in zip(keys, loss_sums)}
+        total = sums["distances"]
+        losses = {key: sums[key] / len(replies) for key in keys}
         losses["secagg_server_s"] = time.perf_counter() - started
         losses["secagg_client_s_max"] = max(float(r.metrics["secagg_s"]) for r in replies)
         return [total], losses

@@ -1,16 +1,18 @@
 """Client side of paper B's FMVC-IMK (``algorithm = "fmvc-imk"``): a Flower NumPyClient.
 
-Messages (the server drives them, see :mod:`fedmf_app.methods.imk.strategy`):
+Messages (the server drives them, see :mod:`fedmf_app.methods.imk.strategy`; declared in
+:mod:`fedmf_app.methods.imk.protocol`):
 
 * before these, the run's one key agreement (:mod:`fedmf_app.federated.secure_sum_flower`, signed
   if asked): fmvc-imk always masks its graph, so it runs whatever ``secure-aggregation`` says;
-* ``fit`` with ``imk-stage = "setup"`` (once, before round 1): build this view's graph (its anchor
-  graph on the anchor samples the message names, or its kNN graph; with ``imk.missing-graph =
+* ``fit`` stage ``setup`` (once, before round 1): build this view's graph (its anchor
+  graph on the anchor samples the message names, which must be the ones the run seed draws, or its
+  kNN graph; with ``imk.missing-graph =
   "observed"`` on the rows the run's missing-view mask says it observes), upload it densely as one
   masked fixed-point vector (:func:`~fedmf_app.federated.secure_sum_flower.masked_upload`, round 0,
   tag ``"graph"``), the initial :math:`H^{(m)}` and, when the view has labels, the labels (used by
   the server for scoring only);
-* ``fit`` in round ``t``: from the broadcast :math:`H`, one
+* ``fit`` stage ``round`` in round ``t``: from the broadcast :math:`H`, one
   :func:`~fedmf_app.methods.imk.client_updates.client_round`; upload :math:`H^{(m)}` and three scalars.
 
 With run config ``secure-aggregation = true`` each round's upload is one masked vector of
@@ -32,10 +34,11 @@ import numpy as np
 import scipy.sparse as sp
 from flwr.common import ArrayRecord, ConfigRecord, NDArrays, Scalar
 
-from fedmf_app.common.secure_sum_math import matrix_values, upper_values
-from fedmf_app.federated.client import ViewClient, load_state, run_key, save_state
+from fedmf_app.common.secure_sum_math import CHECK_WORDS, matrix_values, upper_values
+from fedmf_app.federated.client import ViewClient
 from fedmf_app.federated.npy import array_record
-from fedmf_app.federated.secure_sum_flower import SecureAggregationError, masked_upload
+from fedmf_app.federated.protocol import ProtocolError, Stage
+from fedmf_app.federated.saved_state import load_state, run_key, save_state
 from fedmf_app.methods.imk.client_updates import (
     ClientState,
     client_round,
@@ -44,9 +47,10 @@ from fedmf_app.methods.imk.client_updates import (
     view_anchor_graph,
     view_knn_graph,
 )
-from fedmf_app.methods.imk.model import View, client_rng
+from fedmf_app.methods.imk.model import View, anchor_indices, client_rng
 from fedmf_app.methods.imk.options import FAMILY
 from fedmf_app.methods.imk.params import IMKOptions, imk_options, resolve_graph
+from fedmf_app.methods.imk.protocol import PROTOCOL
 
 __all__ = ["FMVCIMKClient"]
 
@@ -93,6 +97,7 @@ class FMVCIMKClient(ViewClient):
     """One view of FMVC-IMK: its graph, its factors and its copy of the indicator."""
 
     family = FAMILY
+    protocol = PROTOCOL
 
     @cached_property
     def options(self) -> IMKOptions:
@@ -135,45 +140,40 @@ class FMVCIMKClient(ViewClient):
                 raise ValueError(f"partition {self.partition_id}: {exc}") from exc
             return upper_values(similarity)
         n = x.shape[0]
-        anchors = np.frombuffer(bytes(config["anchors"]), dtype=np.int64)
-        if anchors.size <= self.options.neighbours or np.unique(anchors).size != anchors.size:
-            raise ValueError(
-                f"partition {self.partition_id}: the setup message names {anchors.size} anchors "
-                f"({np.unique(anchors).size} distinct); 'imk.neighbours' + 1 distinct ones are needed"
+        anchors = np.frombuffer(bytes(config.get("anchors", b"")), dtype=np.int64)
+        drawn = anchor_indices(self.shared.seed, n, self.options.anchors)
+        if not np.array_equal(anchors, drawn):
+            raise ProtocolError(
+                f"partition {self.partition_id}: the setup message names {anchors.size} anchors that are "
+                f"not the {drawn.size} the run seed draws; refused"
             )
-        if anchors.min() < 0 or anchors.max() >= n:
-            raise ValueError(f"partition {self.partition_id}: an anchor index is outside 0..{n - 1}")
+        if anchors.size <= self.options.neighbours:
+            raise ValueError(
+                f"partition {self.partition_id}: the run has {anchors.size} anchors; 'imk.neighbours' + 1 "
+                "are needed"
+            )
         try:
             graph = view_anchor_graph(x, anchors, self.options.neighbours, observed)
         except ValueError as exc:
             raise ValueError(f"partition {self.partition_id}: {exc}") from exc
         return matrix_values(graph)
 
-    def masks_uploads(self) -> bool:
-        """Always: the graph travels as a masked sum."""
-        return True
-
-    def fit(self, parameters: NDArrays, config: dict[str, Scalar]) -> tuple[NDArrays, int, dict[str, Any]]:
-        """The setup message or one round."""
+    def fit_stage(
+        self, stage: Stage, parameters: NDArrays, config: dict[str, Scalar]
+    ) -> tuple[NDArrays, int, dict[str, Any]]:
+        """The set-up (stage ``setup``) or one training round (stage ``round``)."""
         started = time.perf_counter()
-        if config.get("imk-stage") == "setup":
-            if f"{_NAME}.init" in self.context.state.array_records:
-                raise SecureAggregationError(
-                    f"partition {self.partition_id}: asked for a second setup (masked graph) in this "
-                    "run; refused (a mask is used once)"
-                )
-            return self._setup(config, started)
-        return self._round(parameters, int(config["server-round"]), started)
+        if stage.name == "setup":
+            return self._setup(stage, config, started)
+        return self._round(stage, parameters, int(config["server-round"]), started)
 
-    def _setup(self, config: dict[str, Scalar], started: float) -> tuple[NDArrays, int, dict[str, Any]]:
+    def _setup(
+        self, stage: Stage, config: dict[str, Scalar], started: float
+    ) -> tuple[NDArrays, int, dict[str, Any]]:
         x = self._view()
-        k = int(config["num-clusters"])
+        k = self.sizes().fact("clusters")
         m = int(self.shared.num_clients)
         values = self._graph_values(x, config)
-        mask_started = time.perf_counter()
-        upload = masked_upload(self.context, self.cfg, self.partition_id, [values], 0, "graph")
-        mask_s = time.perf_counter() - mask_started
-        del values
         state = init_client(
             x,
             k,
@@ -184,18 +184,20 @@ class FMVCIMKClient(ViewClient):
             client_rng(self.shared.seed, self.partition_id),
         )
         self.context.state.array_records[f"{_NAME}.init"] = array_record(_pack(state))
-        arrays = [upload, state.h]
-        if self.view.labels is not None:
-            arrays.append(np.asarray(self.view.labels, dtype=np.int64))
-        metrics = {
-            "kernel_s": time.perf_counter() - started,
-            "mask_s": mask_s,
-            "upload_bytes": int(upload.nbytes),
+        reply: dict[str, Any] = {
+            "graph": values,
+            "initial H^(m)": state.h,
+            "upload_bytes": int((values.size + CHECK_WORDS) * 8),
         }
+        if self.view.labels is not None:
+            reply["ground truth"] = np.asarray(self.view.labels, dtype=np.int64)
+        del values
+        reply["kernel_s"] = time.perf_counter() - started
+        arrays, metrics = self.reply(stage, reply, [], 0)
         return arrays, x.shape[0], metrics
 
     def _round(
-        self, parameters: NDArrays, server_round: int, started: float
+        self, stage: Stage, parameters: NDArrays, server_round: int, started: float
     ) -> tuple[NDArrays, int, dict[str, Any]]:
         stored = load_state(self.context, self.cfg, _NAME, server_round)
         if server_round == 1:
@@ -205,20 +207,16 @@ class FMVCIMKClient(ViewClient):
             x, _unpack(stored), parameters[0], self.options.steps, first=server_round == 1
         )
         save_state(self.context, self.cfg, _NAME, server_round, _pack(state))
-        metrics = {
-            "kernel_s": time.perf_counter() - started,
+        values: dict[str, Any] = {
+            "H^(m)": state.h,
             "residual": stats.residual,
             "ortho": stats.ortho,
             "alpha": stats.alpha,
+            "kernel_s": time.perf_counter() - started,
         }
         if self.shared.secure_aggregation:
             # the server needs only sum H^(m), the two sums of scalars and sum ||H^(m)||^2
-            mask_started = time.perf_counter()
-            scalars = np.array([metrics.pop("residual"), metrics.pop("ortho"), np.sum(state.h**2)])
-            del metrics["alpha"]
-            upload = masked_upload(
-                self.context, self.cfg, self.partition_id, [state.h, scalars], server_round, "h"
-            )
-            metrics["secagg_s"] = time.perf_counter() - mask_started
-            return [upload], x.shape[0], metrics
-        return [state.h], x.shape[0], metrics
+            values["h_squared_norm"] = np.sum(state.h**2)
+            del values["alpha"]
+        arrays, metrics = self.reply(stage, values, parameters, server_round)
+        return arrays, x.shape[0], metrics

@@ -1,11 +1,11 @@
 """Server side of paper B's FMVC-IMK (``algorithm = "fmvc-imk"``): a Flower Strategy.
 
 Before round 1 (inside :meth:`initialize_parameters`, after the base handshake and the run's one
-key agreement, which fmvc-imk always needs: :meth:`FMVCIMKStrategy.masks_sums`) the strategy runs
+key agreement, which fmvc-imk always needs: its protocol declares it) the strategy runs
 the secure sum of the clients' graphs on the shared path (:mod:`fedmf_app.common.secure_sum_math`,
 :mod:`fedmf_app.federated.secure_sum_flower`):
 
-1. ``fit(imk-stage = "setup")`` to every client (with, for ``imk.graph = anchor``, the shared
+1. ``fit`` stage ``setup`` to every client (with, for ``imk.graph = anchor``, the shared
    anchor sample indices drawn from the run seed): each answers its graph as one masked
    fixed-point vector (dense ``N x a`` anchor graph, or the kNN similarity's upper triangle), its
    initial :math:`H^{(m)}` and (if it has them) its labels;
@@ -47,15 +47,14 @@ from flwr.common.logger import log
 from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.common.graphs import laplacian
-from fedmf_app.common.secure_sum_math import CHECK_WORDS, matrix_from_values, triu_size, upper_from_values
+from fedmf_app.common.secure_sum_math import matrix_from_values, upper_from_values
 from fedmf_app.federated.handshake import exchange
-from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays
 from fedmf_app.federated.results import RunRecorder
-from fedmf_app.federated.secure_sum_flower import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.imk.model import anchor_indices, label_rng, multiplier_step, server_rng
 from fedmf_app.methods.imk.params import imk_options, resolve_graph
 from fedmf_app.methods.imk.plots import plot_convergence
+from fedmf_app.methods.imk.protocol import PROTOCOL
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
     ServerSolver,
@@ -87,6 +86,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         :math:`\\tilde L` (known only as the sum over clients).
     """
 
+    protocol = PROTOCOL
     progress_keys = ("objective", "consensus", "acc")
     checkpoint_attrs = (
         "num_clusters",
@@ -146,32 +146,21 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             )
         self.k = self.num_clusters
         started = time.perf_counter()
-        config: dict[str, Scalar] = {"imk-stage": "setup", "num-clusters": self.k}
         anchors = None
+        extra: dict[str, Scalar] = {}
         if self.graph == "anchor":
             anchors = anchor_indices(self.shared.seed, self.num_samples, self.options.anchors)
-            config["anchors"] = anchors.tobytes()
+            extra["anchors"] = anchors.tobytes()
+        config = self.stage_config("setup", **extra)
         replies = self._parallel(lambda p: self._fit_stage(p, config))
         n = self.num_samples
-        size = triu_size(n) if anchors is None else n * anchors.size
-        specs = [
-            ArraySpec("masked graph", (size + CHECK_WORDS,), "u"),
-            ArraySpec("initial H^(m)", (n, self.k)),
-            ArraySpec("ground truth", (n,), "iu", optional=True),
-        ]
-        for partition, (arrays, _) in enumerate(replies):
-            try:
-                check_arrays(arrays, specs)
-            except ReplyError as exc:
-                raise FederationError(f"set-up: partition {partition} sent an invalid reply: {exc}") from exc
+        stage = self.protocol.stage("setup")
+        self.check_replies(stage, replies, [], "set-up")
         m = len(replies)
         sum_started = time.perf_counter()
-        (summed,) = summed_arrays(
-            [arrays[0] for arrays, _ in replies],
-            [(size,)],
-            self.shared.frac_bits,
-            "fmvc-imk set-up, masked graph",
-        )
+        summed = self.decode_sum(
+            stage, [arrays[0] for arrays, _ in replies], [], "fmvc-imk set-up, masked graph", 0
+        )["graph"]
         if anchors is None:
             total = upper_from_values(summed, n)
             self.laplacian = normalised_laplacian_sum(laplacian(total), m, self.options.neighbours)
@@ -205,10 +194,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         log(INFO, "fmvc-imk setup: %s", self.setup)
         return [self.h]
 
-    def masks_sums(self) -> bool:
-        """Always: the server learns only the sum of the graphs, so every run agrees keys."""
-        return True
-
     def after_restore(self) -> None:
         """Resume: rebuild the solver of (20) from the restored Laplacian."""
         m = len(self.client_info)
@@ -220,12 +205,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         if self.converged_round != record["round"]:
             return None
         return f"relative change of the objective <= {self.options.tol:g}"
-
-    def expected_reply(self, server_round: int) -> list[ArraySpec]:
-        """:math:`H^{(m)}` (``N x k``); with secure aggregation one masked vector of it and three scalars."""
-        if self.shared.secure_aggregation:
-            return [ArraySpec("masked H^(m) and scalars", (self.h.size + 3 + CHECK_WORDS,), "u")]
-        return [ArraySpec("H^(m)", self.h.shape)]
 
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
@@ -268,12 +247,14 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         """
         started = time.perf_counter()
         m = len(replies)
-        h_sum, scalars = summed_arrays(
+        sums = self.decode_sum(
+            self.protocol.stage("round"),
             [r.arrays[0] for r in replies],
-            [self.h.shape, (3,)],
-            self.shared.frac_bits,
+            self.broadcast,
             f"round {server_round}, masked 'h'",
+            server_round,
         )
+        h_sum = sums["H^(m)"]
         if server_round == 1:
             self.phis = [np.zeros_like(self.h)]
         else:
@@ -281,9 +262,9 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         self.h = self.solver.update(self.phis, [h_sum], self.h)
         self.h_locals = [h_sum]
         record: dict[str, Any] = objective(
-            [float(scalars[0])], [float(scalars[1])], self.h, self.laplacian, self.params
+            [sums["residual"]], [sums["ortho"]], self.h, self.laplacian, self.params
         )
-        gap = float(scalars[2]) - 2.0 * float(np.sum(h_sum * self.h)) + m * float(np.sum(self.h**2))
+        gap = sums["h_squared_norm"] - 2.0 * float(np.sum(h_sum * self.h)) + m * float(np.sum(self.h**2))
         record["consensus"] = float(np.sqrt(max(gap, 0.0)))
         record["secagg_server_s"] = time.perf_counter() - started
         record["secagg_client_s_max"] = max(float(r.metrics["secagg_s"]) for r in replies)

@@ -33,8 +33,9 @@ from flwr.common import NDArrays, Scalar
 from fedmf_app.common.clustering import kmeans_basis
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.common.threads import one_blas_thread
-from fedmf_app.federated.client import ViewClient, load_state, save_state
-from fedmf_app.federated.secure_sum_flower import masked_upload
+from fedmf_app.federated.client import ViewClient
+from fedmf_app.federated.protocol import Stage
+from fedmf_app.federated.saved_state import load_state, save_state
 from fedmf_app.methods.sonmf.adapted_updates import (
     fedmavg_local_round,
     fedmavg_local_steps,
@@ -43,9 +44,11 @@ from fedmf_app.methods.sonmf.adapted_updates import (
 from fedmf_app.methods.sonmf.nonneg_orth import random_feasible_basis
 from fedmf_app.methods.sonmf.options import FAMILY
 from fedmf_app.methods.sonmf.params import SONMFOptions, sonmf_options
+from fedmf_app.methods.sonmf.protocol import PROTOCOL
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.start import basis_from_coefficients, gram_sketch, sketch_test_matrix
 from fedmf_app.methods.sonmf.updates import SONMFParams, client_diagnostics, fixed_v_round, local_round
+from fedmf_app.methods.sonmf.upload_bounds import round_bounds, sketch_bound
 
 __all__ = [
     "FedMAvgClient",
@@ -86,6 +89,7 @@ class SparseONMFClient(ViewClient):
     """Base client of paper A's model; subclasses implement :meth:`local_work`."""
 
     family = FAMILY
+    protocol = PROTOCOL
 
     #: Namespace of this method's arrays in ``context.state``.
     state_name: str = ""
@@ -122,38 +126,38 @@ class SparseONMFClient(ViewClient):
         server_round : int
         """
 
-    def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
-        """The handshake's answers (:class:`ViewClient`), or, asked with ``sonmf-sketch = r``
-        before round 1 (``sonmf.start = "sketch"``), this view's share of the start's sketch,
-        :math:`X_p^\\top X_p \\Omega` (``n x l``) as float64 bytes under ``sketch``; with
-        ``secure-aggregation = true`` masked (uint64), so that the server sees only the sum."""
-        if "sonmf-sketch" not in config:
-            return super().get_properties(config)
+    def answer_properties(self, stage: Stage, config: dict[str, Scalar]) -> dict[str, Scalar]:
+        """The sketch start (stage ``sketch``, before round 1): this view's share of the sketch,
+        :math:`X_p^\\top X_p \\Omega` (``n x l``, ``l = min(r + 10, n)`` for the run's rank ``r``),
+        always masked (uint64 bytes under ``sketch``), so that the server sees only the sum."""
         x = self.view.features.T
         omega = sketch_test_matrix(
-            x.shape[1], int(config["sonmf-sketch"]), rng_for(self.shared.seed, Stream.SONMF_SKETCH)
+            x.shape[1], self.sizes().fact("rank"), rng_for(self.shared.seed, Stream.SONMF_SKETCH)
         )
-        share = gram_sketch(x, omega)
-        if self.shared.secure_aggregation:
-            share = masked_upload(self.context, self.cfg, self.partition_id, [share], 0, "sonmf-sketch")
-        return {"sketch": share.tobytes()}
+        arrays, _ = self.reply(stage, {"sketch": gram_sketch(x, omega)}, [], 0, sketch_bound(omega))
+        return {"sketch": arrays[0].tobytes()}
 
-    def fit(self, parameters: NDArrays, config: dict[str, Scalar]) -> tuple[NDArrays, int, dict[str, Scalar]]:
+    def fit_stage(
+        self, stage: Stage, parameters: NDArrays, config: dict[str, Scalar]
+    ) -> tuple[NDArrays, int, dict[str, Scalar]]:
         """Run this round's local work from the broadcast.
 
         Parameters
         ----------
+        stage : Stage
+            The training round.
         parameters : list of ndarray
             The server's broadcast.
         config : dict
-            ``server-round``.
+            ``server-round`` and the run's facts.
 
         Returns
         -------
         arrays : list of ndarray (r, n)
             The method's upload and, with diagnostics, :math:`\\nabla_V f_p(U_p^{s,0}, V^s)`; with
             ``secure-aggregation = true`` one masked uint64 vector holding both and the two
-            diagnostic scalars (:func:`~fedmf_app.federated.secure_sum_flower.masked_upload`).
+            diagnostic scalars (:meth:`~fedmf_app.federated.client.ViewClient.reply`), each first
+            checked against its bound (:mod:`fedmf_app.methods.sonmf.upload_bounds`).
         num_examples : int
             Samples n.
         metrics : dict
@@ -163,6 +167,16 @@ class SparseONMFClient(ViewClient):
         server_round = int(config["server-round"])
         state = load_state(self.context, self.cfg, self.state_name, server_round)
         x = self.view.features.T
+        previous = state.pop("bound", None)
+        bounds = round_bounds(
+            self.shared.algorithm,
+            self.make_params(),
+            self.options.fedmavg_schedule,
+            parameters[0],
+            server_round,
+            None if previous is None else float(previous),
+            state.get("v_prev"),
+        )
         u_start = state.pop("u", None)
         if u_start is None:
             rng = rng_for(self.shared.seed, Stream.CLIENT_INIT, self.partition_id)
@@ -179,30 +193,20 @@ class SparseONMFClient(ViewClient):
         # CPUs), it can cost half their speed (docs/scale.md).
         with one_blas_thread():
             work = self.local_work(x, u_start, parameters, state, server_round)
-            arrays: NDArrays = [work.upload]
-            metrics: dict[str, Scalar] = {"partition-id": self.partition_id}
+            values: dict[str, Scalar | np.ndarray] = {
+                "upload": work.upload,
+                "partition-id": self.partition_id,
+            }
             if self.options.diagnostics:
                 diag = client_diagnostics(x, u_start, work.u, work.v, work.xvt)
-                arrays.append(diag.grad)
-                metrics.update(loss=diag.loss, basis_residual=diag.basis_residual)
-        metrics["kernel_s"] = time.perf_counter() - started
-        if self.shared.secure_aggregation:
-            arrays, metrics = self._mask(arrays, metrics, server_round)
-        save_state(self.context, self.cfg, self.state_name, server_round, {"u": work.u, **work.state})
+                values.update(gradient=diag.grad, loss=diag.loss, basis_residual=diag.basis_residual)
+        values["kernel_s"] = time.perf_counter() - started
+        arrays, metrics = self.reply(stage, values, parameters, server_round, bounds)
+        kept = {"u": work.u, **work.state}
+        if bounds.upload is not None:
+            kept["bound"] = np.array(bounds.upload)
+        save_state(self.context, self.cfg, self.state_name, server_round, kept)
         return arrays, x.shape[1], metrics
-
-    def _mask(
-        self, arrays: NDArrays, metrics: dict[str, Scalar], server_round: int
-    ) -> tuple[NDArrays, dict[str, Scalar]]:
-        """Secure aggregation: the upload, the gradient and the two scalars as one masked vector
-        (the server needs only their means)."""
-        started = time.perf_counter()
-        summed = list(arrays)
-        if self.options.diagnostics:
-            summed.append(np.array([metrics.pop("loss"), metrics.pop("basis_residual")]))
-        masked = masked_upload(self.context, self.cfg, self.partition_id, summed, server_round, "upload")
-        metrics["secagg_s"] = time.perf_counter() - started
-        return [masked], metrics
 
 
 class FedSONMFClient(SparseONMFClient):

@@ -169,11 +169,12 @@ OPTIONS: tuple[Option, ...] = (
         "auto",
         OneOf(STARTS),
         "How V^1 and the U_p start: `sketch` (before round 1 each client sends X_p^T X_p Omega, "
-        "Omega an n x (r + 10) Gaussian drawn from the seed; from their sum the server takes the "
-        "stacked views' leading singular pairs by a Nystrom sketch and reads V^1 from them as "
-        "sonmf.sketch-reading says; each client fits U_p to V^1), `random` (V^1 = "
-        "sonmf.v-init-scale * |N(0, 1)|, U_p from sonmf.basis-init), `auto` ([A]): random on "
-        "synthetic data (paper A's protocol), sketch on real data.",
+        "Omega an n x (r + 10) Gaussian drawn from the seed, always as a masked sum, so it needs "
+        "num-clients >= 2; from the sum the server takes the stacked views' leading singular pairs "
+        "by a Nystrom sketch and reads V^1 from them as sonmf.sketch-reading says; each client fits "
+        "U_p to V^1), `random` (V^1 = sonmf.v-init-scale * |N(0, 1)|, U_p from sonmf.basis-init), "
+        "`auto` ([A]): random on synthetic data (paper A's protocol) and with one client, sketch on "
+        "real data.",
     ),
     Option(
         "sonmf.sketch-reading",

@@ -232,7 +232,10 @@ def basis_init(cfg: Mapping[str, Any]) -> str:
 
 def start(cfg: Mapping[str, Any]) -> str:
     """How the run starts ``V^1`` and the ``U_p`` (``sonmf.start``): ``"sketch"`` or ``"random"``
-    (``auto``: random on synthetic data, paper A's protocol; the sketch on real data)."""
+    (``auto``: random on synthetic data, paper A's protocol, and with one client, whose sketch
+    could not be masked; the sketch on real data)."""
+    if cfg["sonmf.start"] == "auto" and int(cfg["num-clients"]) < 2:
+        return "random"
     return _resolve_auto(cfg, "sonmf.start", "random", "sketch")
 
 

@@ -96,6 +96,7 @@ def coefficients_from_sketch(
     num_views: int,
     reading: str = "clusters",
     rng: np.random.Generator | None = None,
+    entry_error: float = 0.0,
 ) -> np.ndarray:
     """:math:`V^1` from the summed sketch :math:`Y = G\\Omega` (module docstring).
 
@@ -112,16 +113,29 @@ def coefficients_from_sketch(
         How ``V^1`` is read from the leading singular vectors.
     rng : numpy.random.Generator, optional
         Seeds the k-means of ``"clusters"`` (required there).
+    entry_error : float
+        Bound on the error of every entry of ``y`` (a sum decoded from fixed point: ``m 2^-f``).
 
     Returns
     -------
     ndarray, shape (r, n)
         Nonnegative.
+
+    Notes
+    -----
+    The Nystrom core :math:`\\Omega^\\top Y` is positive semidefinite, singular when the stacked
+    views have fewer than ``l`` features. The shift :math:`\\nu` of Tropp et al. (2017) covers the
+    rounding of floating point, :math:`\\sqrt n\\,\\epsilon\\,\\|Y\\|_2`; an error ``e`` per entry of
+    ``y`` moves the core by at most :math:`\\|\\Omega\\|_2 e\\sqrt{nl}`, which the shift's
+    :math:`\\nu\\,\\sigma_{min}(\\Omega)^2` must exceed: :math:`\\nu` is the larger of the two.
     """
     if reading not in SKETCH_READINGS:
         raise ValueError(f"reading must be one of {SKETCH_READINGS}, got {reading!r}")
     n = y.shape[0]
     nu = np.sqrt(n) * np.finfo(float).eps * np.linalg.norm(y, 2)
+    if entry_error > 0:
+        singular = svd(omega, compute_uv=False)
+        nu = max(nu, 2.0 * singular[0] * entry_error * np.sqrt(y.size) / singular[-1] ** 2)
     y_nu = y + nu * omega
     core = omega.T @ y_nu
     r_factor = cholesky(0.5 * (core + core.T), lower=False)

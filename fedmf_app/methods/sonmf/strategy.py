@@ -75,17 +75,16 @@ from typing import Any
 import numpy as np
 from flwr.common import Scalar
 
-from fedmf_app.common.secure_sum_math import CHECK_WORDS
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.federated.handshake import ask_all
-from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays
+from fedmf_app.federated.protocol import Stage
 from fedmf_app.federated.results import RunRecorder
-from fedmf_app.federated.secure_sum_flower import summed_arrays
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.sonmf.adapted_updates import fedmavg_server_step, fedvra_server_step
 from fedmf_app.methods.sonmf.clustering import cluster_columns
 from fedmf_app.methods.sonmf.params import rank_error, resolve_cluster_columns, resolve_rank, sonmf_options
 from fedmf_app.methods.sonmf.plots import plot_residuals
+from fedmf_app.methods.sonmf.protocol import PROTOCOL
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residuals import (
     gradient_mapping,
@@ -96,6 +95,7 @@ from fedmf_app.methods.sonmf.residuals import (
 )
 from fedmf_app.methods.sonmf.start import coefficients_from_sketch, sketch_test_matrix
 from fedmf_app.methods.sonmf.updates import SONMFParams, prox_gradient_step, regulariser, server_step
+from fedmf_app.methods.sonmf.upload_bounds import UploadBounds, round_bounds, sketch_bound
 
 __all__ = [
     "FedMAvgStrategy",
@@ -156,8 +156,10 @@ class SparseONMFStrategy(ViewFederationStrategy):
     method's upload; with diagnostics the last array is :math:`\\nabla_V f_p(U_p^{s,0}, V^s)`.
     """
 
+    protocol = PROTOCOL
     progress_keys = ("residual", "residual_ratio", "normalized_residual", "objective")
-    checkpoint_attrs = ("num_clusters", "rank", "v", "_residuals")
+    checkpoint_attrs = ("num_clusters", "rank", "v", "_residuals", "upload_bounds")
+    checkpoint_types = (UploadBounds,)
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
         super().__init__(cfg, recorder)
@@ -168,6 +170,8 @@ class SparseONMFStrategy(ViewFederationStrategy):
         self.cluster_read: str = "as-is"
         self.start_s: float | None = None
         self._residuals: list[float] = []
+        self.upload_bounds: UploadBounds | None = None
+        self._sketch_bound: float | None = None
 
     # ----------------------------------------------------------------- hooks for the methods
     def make_params(self) -> SONMFParams:
@@ -216,22 +220,37 @@ class SparseONMFStrategy(ViewFederationStrategy):
             rng = rng_for(self.shared.seed, Stream.SERVER_INIT)
             v_bar = self.options.v_init_scale * np.abs(rng.standard_normal((self.rank, n)))
         self.v = prox_l21_nonneg(v_bar, self.initial_prox_step * self.params.mu)
-        return self.initial_broadcast(v_bar)
+        broadcast = self.initial_broadcast(v_bar)
+        self.upload_bounds = self._round_bounds(broadcast[0], 1, None, None)
+        return broadcast
 
-    def expected_reply(self, server_round: int) -> list[ArraySpec]:
-        """The upload (and with diagnostics the gradient), each ``r x n``; with secure aggregation
-        one masked vector of them (and the two diagnostic scalars)."""
-        diagnostics = self.options.diagnostics
-        if self.shared.secure_aggregation:
-            size = self.v.size * (2 if diagnostics else 1) + (2 if diagnostics else 0) + CHECK_WORDS
-            return [ArraySpec("masked upload", (size,), "u")]
-        specs = [ArraySpec("upload", self.v.shape)]
-        return [*specs, ArraySpec("gradient", self.v.shape)] if diagnostics else specs
+    def run_facts(self) -> dict[str, int]:
+        """The number of clusters (0: unknown) and the rank."""
+        return {"clusters": int(self.num_clusters or 0), "rank": int(self.rank)}
+
+    def bound_context(self, stage: Stage, server_round: int) -> UploadBounds | float | None:
+        """The sketch's bound (the sketch stage), else this round's :class:`UploadBounds`."""
+        return self._sketch_bound if stage.name == "sketch" else self.upload_bounds
+
+    def _round_bounds(
+        self, broadcast: np.ndarray, server_round: int, previous: float | None, v_prev: np.ndarray | None
+    ) -> UploadBounds:
+        """:func:`~fedmf_app.methods.sonmf.upload_bounds.round_bounds` of this method."""
+        options = self.options
+        return round_bounds(
+            self.shared.algorithm,
+            self.params,
+            options.fedmavg_schedule,
+            broadcast,
+            server_round,
+            previous,
+            v_prev,
+        )
 
     def sketched_start(self, n: int) -> np.ndarray:
-        """Ask every client for its share :math:`X_p^\\top X_p\\Omega` of the sketch and turn their
-        sum into :math:`\\bar V^1` (:func:`~fedmf_app.methods.sonmf.start.coefficients_from_sketch`);
-        with ``secure-aggregation = true`` the shares are masked and only the sum is decoded.
+        """Ask every client for its share :math:`X_p^\\top X_p\\Omega` of the sketch, always masked,
+        and turn their sum (the only thing decoded, checked against ``m`` times the share's bound)
+        into :math:`\\bar V^1` (:func:`~fedmf_app.methods.sonmf.start.coefficients_from_sketch`).
 
         Parameters
         ----------
@@ -244,31 +263,21 @@ class SparseONMFStrategy(ViewFederationStrategy):
         """
         started = time.perf_counter()
         omega = sketch_test_matrix(n, self.rank, rng_for(self.shared.seed, Stream.SONMF_SKETCH))
+        self._sketch_bound = sketch_bound(omega)
         replies = ask_all(
             self.clients,
-            lambda p: {"sonmf-sketch": self.rank},
+            lambda p: self.stage_config("sketch"),
             float(self.shared.round_timeout_s),
             "sonmf start sketch",
         )
-        masked = bool(self.shared.secure_aggregation)
-        shares = []
-        for p, reply in enumerate(replies):
-            share = np.frombuffer(reply["sketch"], dtype=np.uint64 if masked else np.float64)
-            spec = ArraySpec("masked sketch share", (share.size,), "u") if masked else None
-            try:
-                if not masked:
-                    if share.size != omega.size:
-                        raise ReplyError(f"{share.size} values, expected {omega.shape[0]} x {omega.shape[1]}")
-                    share = share.reshape(omega.shape)
-                check_arrays([share], None if spec is None else [spec])
-            except ReplyError as exc:
-                raise FederationError(f"partition {p}: start sketch share (before round 1): {exc}") from exc
-            shares.append(share)
-        if masked:
-            stage = "start sketch (before round 1), masked 'sonmf-sketch'"
-            total = summed_arrays(shares, [omega.shape], self.shared.frac_bits, stage)[0]
-        else:
-            total = np.sum(shares, axis=0)
+        stage = self.protocol.stage("sketch")
+        uploads = [np.frombuffer(bytes(reply["sketch"]), dtype=np.uint64) for reply in replies]
+        scalars = [{k: v for k, v in reply.items() if k != "sketch"} for reply in replies]
+        self.check_replies(
+            stage, [([u], rest) for u, rest in zip(uploads, scalars)], [], "start sketch (before round 1)"
+        )
+        stage_text = "start sketch (before round 1), masked 'sonmf-sketch'"
+        total = self.decode_sum(stage, uploads, [], stage_text, 0)["sketch"]
         v_bar = coefficients_from_sketch(
             total,
             omega,
@@ -276,6 +285,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
             len(replies),
             self.options.sketch_reading,
             rng_for(self.shared.seed, Stream.SERVER_INIT),
+            entry_error=len(replies) * 2.0**-self.shared.frac_bits,
         )
         self.start_s = time.perf_counter() - started
         return v_bar
@@ -294,16 +304,16 @@ class SparseONMFStrategy(ViewFederationStrategy):
         if self.shared.secure_aggregation:
             started = time.perf_counter()
             m = len(replies)
-            shapes = [self.v.shape, self.v.shape, (2,)] if diagnostics else [self.v.shape]
-            sums = summed_arrays(
+            sums = self.decode_sum(
+                self.protocol.stage("round"),
                 [r.arrays[0] for r in replies],
-                shapes,
-                self.shared.frac_bits,
+                self.broadcast,
                 f"round {server_round}, masked 'upload'",
+                server_round,
             )
-            uploads = [sums[0] / m]
+            uploads = [sums["upload"] / m]
             if diagnostics:
-                mean_grad, loss, r_u = sums[1] / m, float(sums[2][0]) / m, float(sums[2][1]) / m
+                mean_grad, loss, r_u = sums["gradient"] / m, sums["loss"] / m, sums["basis_residual"] / m
             record.update(
                 secagg_server_s=time.perf_counter() - started,
                 secagg_client_s_max=max(float(r.metrics["secagg_s"]) for r in replies),
@@ -314,6 +324,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
                 mean_grad = np.mean([r.arrays[-1] for r in replies], axis=0)
                 r_u = float(np.mean([float(r.metrics["basis_residual"]) for r in replies]))
                 loss = float(np.mean([float(r.metrics["loss"]) for r in replies]))
+        v_used = self.v
         update = self.server_update(server_round, uploads)
         if update.prox_step is not None:
             record["gradient_mapping"] = gradient_mapping(self.v, update.v_next, update.prox_step)
@@ -336,6 +347,8 @@ class SparseONMFStrategy(ViewFederationStrategy):
                 residual_v_min=r_v_min,
             )
         self.v = update.v_next
+        previous = None if self.upload_bounds is None else self.upload_bounds.upload
+        self.upload_bounds = self._round_bounds(update.broadcast[0], server_round + 1, previous, v_used)
         return update.broadcast, record
 
     def converged(self, record: dict[str, Any]) -> str | None:

@@ -7,7 +7,7 @@ import pytest
 
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data.missing_views import missing_view_mask
-from fedmf_app.federated.client import ClientStateError
+from fedmf_app.federated.node_errors import NodeError
 from fedmf_app.federated.results import load_result
 from fedmf_app.methods.iai.client_updates import client_round, client_setup
 from fedmf_app.methods.iai.params import iai_params
@@ -16,7 +16,7 @@ from fedmf_app.registry import client_class, validate_run_config
 
 from support.data import IAI_SMALL as SMALL
 from support.data import client_view, iai_labelled_file
-from support.federation import federation, node_context, run_federation
+from support.federation import federation, node_context, round_config, run_federation
 
 
 def _client(cfg, p, context=None):
@@ -97,8 +97,8 @@ def test_uploads_are_the_spec_arrays_and_the_client_sees_only_observed_rows():
     client, _ = _client(cfg, 1)
     observed = missing_view_mask(120, 3, 0.5, 2)[:, 1]
     np.testing.assert_array_equal(client.observed, observed)
-    assert client.get_properties({})["num-observed"] == observed.sum()
-    (knn,), count, _ = client.fit([], {"server-round": 1})
+    assert client.get_properties({"stage": "handshake"})["num-observed"] == observed.sum()
+    (knn,), count, _ = client.fit([], round_config(1, clusters=3) | {"stage": "setup"})
     # the rank-fused start graph takes lists of depth L = 5k, the neighbours nearest first
     depth = iai_params(cfg, 3, num_samples=120).list_depth
     assert depth == 25 and knn.shape == (120, depth) and knn.dtype == np.int32 and count == observed.sum()
@@ -118,9 +118,9 @@ def test_model_state_survives_across_rounds_in_context_state():
 
     # the client: a new object for every message, one Context kept by the SuperNode
     client, context = _client(cfg, 0)
-    client.fit([], {"server-round": 1})
-    _client(cfg, 0, context)[0].fit(down, {"server-round": 2})
-    up3, _, _ = _client(cfg, 0, context)[0].fit(down, {"server-round": 3})
+    client.fit([], round_config(1, clusters=3) | {"stage": "setup"})
+    _client(cfg, 0, context)[0].fit(down, round_config(2, clusters=3))
+    up3, _, _ = _client(cfg, 0, context)[0].fit(down, round_config(3, clusters=3))
     stored = context.state.array_records["fmvc-iai.arrays"]
     assert any(key.startswith("ae.") for key in stored) and any(key.startswith("gae.") for key in stored)
     assert params.keeps_setup_lists and "setup-lists" in stored  # not searched again in a round
@@ -142,8 +142,8 @@ def test_model_state_survives_across_rounds_in_context_state():
     assert not np.allclose(up3[0], fresh.distances, rtol=1e-3)
 
     # a SuperNode that lost its state (or missed a round) is refused
-    with pytest.raises(ClientStateError, match="stored state is from round 0"):
-        _client(cfg, 0)[0].fit(down, {"server-round": 3})
+    with pytest.raises(NodeError, match="the last round it answered is 0"):
+        _client(cfg, 0)[0].fit(down, round_config(3, clusters=3))
 
 
 def test_hw_with_half_the_samples_incomplete_clusters_well(tmp_path):

@@ -16,6 +16,7 @@ from fedmf_app.common.secure_sum_math import (
     upper_values,
 )
 from fedmf_app.data.missing_views import missing_view_mask
+from fedmf_app.federated.node_errors import NodeError
 from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph, view_knn_graph
 from fedmf_app.methods.imk.model import anchor_indices
 from fedmf_app.methods.imk.params import imk_params
@@ -183,13 +184,14 @@ def test_missing_cluster_count_stops_before_round_one(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_a_client_refuses_bad_anchor_indices_naming_its_partition(tmp_path):
+def test_a_client_refuses_anchor_indices_other_than_the_seeded_ones_naming_its_partition(tmp_path):
     cfg = validate_run_config({**BASE, "imk.graph": "anchor", "imk.anchors": 24})
     client = client_class("fmvc-imk")(node_context(cfg, 1, 3), cfg, 1, 3, client_view(cfg, 1))
-    setup = {"imk-stage": "setup", "num-clusters": 3}
-    with pytest.raises(ValueError, match="partition 1: the setup message names 8 anchors \\(1 distinct\\)"):
+    setup = {"stage": "setup", "fact-clusters": 3}
+    refused = r"partition 1: the setup message names {} anchors that are not the 24 the run seed draws"
+    with pytest.raises(NodeError, match=refused.format(8)):
         client.fit([], {**setup, "anchors": np.zeros(8, np.int64).tobytes()})
-    with pytest.raises(ValueError, match="partition 1: an anchor index is outside 0..59"):
+    with pytest.raises(NodeError, match=refused.format(10)):
         client.fit([], {**setup, "anchors": np.arange(55, 65, dtype=np.int64).tobytes()})
 
 
