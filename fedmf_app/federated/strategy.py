@@ -314,6 +314,15 @@ class ViewFederationStrategy(Strategy):
             )
         return {p.name: (float(v[0]) if shape == () else v) for p, v, shape in zip(summed, sums, shapes)}
 
+    def decode_round_sum(self, server_round: int, replies: list[ClientReply]) -> dict[str, Any]:
+        """:meth:`decode_sum` of a training round: every reply's masked vector (its first array),
+        against the round's broadcast."""
+        stage = self.protocol.round_stage(server_round)
+        uploads = [r.arrays[0] for r in replies]
+        return self.decode_sum(
+            stage, uploads, self.broadcast, f"round {server_round}, masked '{stage.tag}'", server_round
+        )
+
     @abstractmethod
     def initial_arrays(self) -> list[np.ndarray]:
         """Arrays broadcast in round 1 (called after the handshake)."""

@@ -153,13 +153,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             losses = {key: float(np.mean([r.metrics[key] for r in replies])) for key in keys}
             return [r.arrays[0] for r in replies], losses
         started = time.perf_counter()
-        sums = self.decode_sum(
-            self.protocol.stage("round"),
-            [r.arrays[0] for r in replies],
-            self.broadcast,
-            f"round {server_round}, masked 'e'",
-            server_round,
-        )
+        sums = self.decode_round_sum(server_round, replies)
         total = sums["distances"]
         losses = {key: sums[key] / len(replies) for key in keys}
         losses["secagg_server_s"] = time.perf_counter() - started

@@ -247,13 +247,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         """
         started = time.perf_counter()
         m = len(replies)
-        sums = self.decode_sum(
-            self.protocol.stage("round"),
-            [r.arrays[0] for r in replies],
-            self.broadcast,
-            f"round {server_round}, masked 'h'",
-            server_round,
-        )
+        sums = self.decode_round_sum(server_round, replies)
         h_sum = sums["H^(m)"]
         if server_round == 1:
             self.phis = [np.zeros_like(self.h)]

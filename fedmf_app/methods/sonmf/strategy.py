@@ -304,13 +304,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
         if self.shared.secure_aggregation:
             started = time.perf_counter()
             m = len(replies)
-            sums = self.decode_sum(
-                self.protocol.stage("round"),
-                [r.arrays[0] for r in replies],
-                self.broadcast,
-                f"round {server_round}, masked 'upload'",
-                server_round,
-            )
+            sums = self.decode_round_sum(server_round, replies)
             uploads = [sums["upload"] / m]
             if diagnostics:
                 mean_grad, loss, r_u = sums["gradient"] / m, sums["loss"] / m, sums["basis_residual"] / m
