@@ -17,6 +17,7 @@ from flwr.common import Context
 
 from fedmf_app.data import DataError, load_client_view, partition_from_node_config
 from fedmf_app.federated.alignment import aligned_rows
+from fedmf_app.federated.node_count import with_num_clients
 from fedmf_app.registry import client_class, data_needs, validate_run_config
 
 __all__ = ["app", "client_fn"]
@@ -39,7 +40,7 @@ def client_fn(context: Context) -> Client:
         When this node's data cannot be loaded; the message starts with the node's id and
         node config.
     """
-    cfg = validate_run_config(context.run_config)
+    cfg = validate_run_config(with_num_clients(context.run_config, context.node_config))
     method_client = client_class(cfg["algorithm"])
     needs = data_needs(cfg)
     rows = aligned_rows(context)

@@ -8,6 +8,7 @@ clients' replies every ``reply-poll-s`` seconds instead of Flower's fixed 3 s.
 
 from __future__ import annotations
 
+import dataclasses
 from logging import ERROR, INFO
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from flwr.server.compat import start_grid
 
 from fedmf_app.federated.checkpoint import load_checkpoint
 from fedmf_app.federated.client import NOT_IDENTIFYING
+from fedmf_app.federated.node_count import count_supernodes
 from fedmf_app.federated.prompt_grid import PromptGrid
 from fedmf_app.federated.results import RunRecorder, default_run_name, load_result
 from fedmf_app.federated.server import ViewServer
@@ -125,7 +127,8 @@ app = ServerApp()
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
-    """Run the job: the components of :func:`server_fn` on a prompt Grid.
+    """Run the job: the components of :func:`server_fn` on a prompt Grid (run config
+    ``num-clients = 0`` first resolved: :func:`~fedmf_app.federated.node_count.count_supernodes`).
 
     Parameters
     ----------
@@ -133,6 +136,13 @@ def main(grid: Grid, context: Context) -> None:
         Given by Flower (simulation engine or SuperLink).
     context : Context
     """
+    try:
+        cfg = validate_run_config(context.run_config)
+        if cfg["num-clients"] == 0:
+            run_config = {**context.run_config, "num-clients": count_supernodes(grid, cfg)}
+            context = dataclasses.replace(context, run_config=run_config)
+    except Exception as exc:
+        log(ERROR, "run stopped before round 1: %s", exc)
+        raise
     components = server_fn(context)
-    poll_s = float(validate_run_config(context.run_config)["reply-poll-s"])
-    start_grid(grid=PromptGrid(grid, poll_s), server=components.server, config=components.config)
+    start_grid(grid=PromptGrid(grid, cfg["reply-poll-s"]), server=components.server, config=components.config)

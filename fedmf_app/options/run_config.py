@@ -24,6 +24,7 @@ from typing import Any
 
 from fedmf_app.data.needs import DataNeeds
 from fedmf_app.data.synthetic import planted_rank
+from fedmf_app.data.view_files import names_view_files
 from fedmf_app.options.constraints import OneOf
 from fedmf_app.options.schema import ConfigError, Family, Option, flatten
 from fedmf_app.options.shared import SHARED_OPTIONS
@@ -179,6 +180,11 @@ class RunConfig:
             raise ConfigError(
                 f"run config 'views' = {cfg['views']!r} is invalid with dataset = 'synthetic' (it "
                 "generates num-clients views): set views only for a data file or an embedded data set"
+            )
+        if cfg["views"] and names_view_files(cfg["dataset"]):
+            raise ConfigError(
+                f"run config 'views' = {cfg['views']!r} is invalid with per-view files in 'dataset' "
+                "(one file per client): list the files you want, in client order, instead"
             )
         rank = planted_rank(cfg["sonmf.rank"])
         if cfg["dataset"] == "synthetic" and rank > cfg["view-dim"]:
