@@ -576,6 +576,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.data_file is not None and len(args.data_file) != num_nodes:
             raise ValueError(f"{len(args.data_file)} --data-file for {num_nodes} SuperNodes: give one each")
         data_files = [Path(f).expanduser().resolve() for f in args.data_file] if args.data_file else None
+        if data_files is not None:
+            # the run config names the same files (the server does not read them): the method's
+            # choices for real data, not those of the default synthetic data
+            overrides.setdefault("dataset", ",".join(map(str, data_files)))
         check_node_data(num_nodes, overrides, data_files)
         workdir = Path(args.workdir or tempfile.mkdtemp(prefix="fedmf-federation-"))
         federation = LocalFederation(

@@ -2,6 +2,10 @@
 a node's ``data-file``; ``python -m fedmf_app.data check``; the one-command federation checking
 every node's file before it starts a process; ``num-clients = 0`` resolved without SuperNodes."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.io
@@ -11,12 +15,15 @@ from fedmf_app.data.check import Preparation, check_dataset
 from fedmf_app.data.check import main as check_main
 from fedmf_app.data.view_files import absolute_dataset, is_dataset, names_view_files, view_files
 from fedmf_app.deployment import federation
+from fedmf_app.deployment.superlink import format_config
 from fedmf_app.federated.node_count import with_num_clients
+from fedmf_app.federated.results import load_result
 from fedmf_app.in_process import run_in_process
 from fedmf_app.options import ConfigError
 from fedmf_app.registry import validate_run_config
 
 from support.data import client_view, view_csv_files
+from support.flower import ROOT, flwr_run
 
 
 @pytest.mark.parametrize(
@@ -201,3 +208,49 @@ def test_the_federation_command_takes_its_size_from_the_files_or_the_data_set(tm
     assert federation.federation_size(4, None, {}) == 4
     with pytest.raises(ValueError, match="how many SuperNodes"):
         federation.federation_size(None, None, {})
+
+
+# ------------------------------------------------------------------------------------ e2e
+@pytest.mark.e2e
+def test_the_same_csv_files_give_the_same_labels_under_flwr_run_hydra_and_the_federation(tmp_path, superlink):
+    paths, y = view_csv_files(tmp_path / "views")
+    folder = tmp_path / "views"
+    base = {"num-server-rounds": 2, "num-clusters": 3, "secure-aggregation": False}
+    base["sonmf.basis-kernel"] = "numpy"  # what the federation command sets
+    # flwr run on the simulation engine: the folder in run config dataset, num-clients from it
+    flwr = flwr_run(superlink, tmp_path, {**base, "dataset": str(folder)}, num_supernodes=3).completed()
+    # the hydra runner: the same folder by a relative path (the job hands the apps the absolute one)
+    job = tmp_path / "hydra"
+    relative = os.path.relpath(folder, ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "simulations.run", f"run.dataset={relative}", f"hydra.run.dir={job}"]
+        + [f"run.{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in base.items()],
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    hydra = load_result(job)
+    # the one-command federation: one --data-file per SuperNode, no node count given
+    overrides = format_config({**base, "out-dir": str(tmp_path / "fed"), "run-name": "run"})
+    argv = [a for p in paths for a in ("--data-file", str(p))]
+    argv += [
+        "--permissive-nodes",
+        "--app-dir",
+        str(ROOT),
+        "--workdir",
+        str(tmp_path / "w"),
+        "--run-config",
+        overrides,
+    ]
+    assert federation.main(argv) == 0
+    deployed = load_result(tmp_path / "fed" / "run")
+    for result in (flwr, hydra, deployed):
+        assert result["status"] == "completed" and result["config"]["num-clients"] == 3
+        assert result["config"]["dataset"] in (str(folder), ",".join(map(str, paths)))
+        assert [c["partition-id"] for c in result["clients"]] == [0, 1, 2]
+    assert flwr["final"]["labels"] == hydra["final"]["labels"] == deployed["final"]["labels"]
+    assert flwr["final"]["acc"] > 0.5
