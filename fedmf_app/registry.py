@@ -8,7 +8,9 @@ its methods. Strategy and client classes are imported lazily by dotted path, so 
 
 ``python -m fedmf_app.registry`` prints the key table of ``docs/options.md``; ``--toml`` prints the
 ``pyproject.toml`` table instead; ``--update-docs PAGE`` rewrites the key table between the
-``<!-- options:start -->`` and ``<!-- options:end -->`` lines of PAGE (``docs/options.md``).
+``<!-- options:start -->`` and ``<!-- options:end -->`` lines of PAGE (``docs/options.md``);
+``--check "k=v ..."`` checks a ``flwr run --run-config`` string as the ServerApp will (a misspelt
+key named with the keys it resembles, where Flower says only "Invalid run configuration").
 """
 
 from __future__ import annotations
@@ -132,8 +134,20 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m fedmf_app.registry", description="Print the key table.")
     parser.add_argument("--toml", action="store_true", help="print the pyproject.toml table")
     parser.add_argument("--update-docs", type=Path, metavar="PAGE", help="rewrite the key table of PAGE")
+    parser.add_argument(
+        "--check", metavar="RUN_CONFIG", help='check a --run-config string, e.g. "num-server-rounds=5 seed=2"'
+    )
     args = parser.parse_args(argv)
-    if args.update_docs is not None:
+    if args.check is not None:
+        from flwr.common.config import parse_config_args
+
+        try:
+            overrides = parse_config_args([args.check])
+            cfg = validate_run_config(overrides)
+        except ValueError as exc:
+            sys.exit(f"invalid run config: {exc}")
+        sys.stdout.write(f"valid: {', '.join(f'{k}={cfg[k]!r}' for k in overrides) or 'the defaults'}\n")
+    elif args.update_docs is not None:
         page = args.update_docs.read_text()
         if start not in page or end not in page:
             sys.exit(f"{args.update_docs}: no '{start.strip()}' ... '{end}' lines to write the table between")

@@ -69,12 +69,10 @@ def server_fn(context: Context) -> ServerAppComponents:
         cfg["num-clients"],
         recorder.run_dir,
     )
-    return ServerAppComponents(
-        server=server,
-        config=ServerConfig(
-            num_rounds=strategy.num_rounds - strategy.round_offset, round_timeout=cfg["round-timeout-s"]
-        ),
+    server.rounds_config = ServerConfig(
+        num_rounds=strategy.num_rounds - strategy.round_offset, round_timeout=cfg["round-timeout-s"]
     )
+    return ServerAppComponents(server=server, config=server.rounds_config)
 
 
 def _resumed_strategy(cfg: dict[str, Any]) -> Any:

@@ -62,6 +62,7 @@ from fedmf_app.federated.handshake import (
     resolve_num_clusters,
 )
 from fedmf_app.federated.npy import to_parameters
+from fedmf_app.federated.progress import time_left
 from fedmf_app.federated.replies import ArraySpec, ReplyError, check_arrays, check_finite_state, check_metrics
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_sum_flower import agree_keys
@@ -564,12 +565,14 @@ class ViewFederationStrategy(Strategy):
         shown = "  ".join(
             f"{key}={record[key]:.3e}" for key in self.progress_keys if record.get(key) is not None
         )
+        walls = [r["wall_s"] for r in self.recorder.data["rounds"][self.round_offset :]]
         log(
             INFO,
-            "[%s] round %d/%d  %s  (%.2f s)",
+            "[%s] round %d/%d  %s  (%.2f s%s)",
             self.cfg["algorithm"],
             record["round"],
             self.num_rounds,
             shown,
             record["wall_s"],
+            time_left(walls, record["round"], self.num_rounds),
         )

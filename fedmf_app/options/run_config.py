@@ -19,6 +19,7 @@ to anything but its default, is refused. The key table of ``docs/options.md`` is
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -128,12 +129,29 @@ class RunConfig:
             if table:
                 for old in (short, f"{table}-{short}"):
                     known_as.setdefault(old, name)
-        hints = [f"'{key}' is '{known_as[key]}'" for key in unknown if key in known_as]
-        hint = f" (family keys live in their own table: {'; '.join(hints)})" if hints else ""
+        named = []
+        for key in unknown:
+            if key in known_as:
+                named.append(f"'{key}' (family keys live in their own table: it is '{known_as[key]}')")
+            elif close := self._close_keys(key):
+                named.append(f"'{key}' (did you mean {' or '.join(map(repr, close))}?)")
+            else:
+                named.append(repr(key))
         return (
-            f"unknown run-config key(s) {', '.join(map(repr, unknown))}{hint}; "
-            f"allowed keys: {', '.join(sorted(self._by_key))}"
+            f"unknown run-config key{'s' if len(unknown) > 1 else ''} {', '.join(named)}; every key and "
+            "its meaning: docs/options.md (python -m fedmf_app.registry)"
         )
+
+    def _close_keys(self, key: str) -> list[str]:
+        """Keys spelt like ``key`` (a family key also by its name without the family's prefix)."""
+        table, _, short = key.rpartition(".")
+        names: dict[str, set[str]] = {}
+        for name in self._by_key:
+            names.setdefault(name, set()).add(name)
+            if not table:
+                names.setdefault(name.rpartition(".")[2], set()).add(name)
+        found = difflib.get_close_matches(key, names, n=3, cutoff=0.75)
+        return sorted({full for name in found for full in names[name]})
 
     def validate(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         """Check a run config and fill in defaults.
