@@ -187,6 +187,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         """As the base class; round 1's config also carries K (the adaptive ``iai.knn = 0``)."""
         instructions = super().configure_fit(server_round, parameters, client_manager)
         if server_round + self.round_offset == 1 and self.num_clusters is not None:
+            log(INFO, "fmvc-iai round 1, the set-up: each client trains its autoencoder, finds neighbours")
             for _, ins in instructions:
                 ins.config["num-clusters"] = int(self.num_clusters)
         return instructions

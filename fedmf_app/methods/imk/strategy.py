@@ -151,7 +151,9 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         if self.graph == "anchor":
             anchors = anchor_indices(self.shared.seed, self.num_samples, self.options.anchors)
             config["anchors"] = anchors.tobytes()
+        log(INFO, "fmvc-imk set-up 1/2: each client builds its %s graph and masks it", self.graph)
         replies = self._parallel(lambda p: self._fit_stage(p, config))
+        log(INFO, "fmvc-imk set-up 2/2: the server sums the masked graphs and prepares its solver")
         n = self.num_samples
         size = triu_size(n) if anchors is None else n * anchors.size
         specs = [
