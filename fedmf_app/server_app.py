@@ -20,6 +20,7 @@ from flwr.server.compat import start_grid
 
 from fedmf_app.federated.checkpoint import load_checkpoint
 from fedmf_app.federated.client import NOT_IDENTIFYING
+from fedmf_app.federated.error_lines import route_tracebacks
 from fedmf_app.federated.node_count import count_supernodes
 from fedmf_app.federated.prompt_grid import PromptGrid
 from fedmf_app.federated.results import RunRecorder, default_run_name, load_result
@@ -27,7 +28,10 @@ from fedmf_app.federated.server import ViewServer
 from fedmf_app.options import ConfigError
 from fedmf_app.registry import strategy_class, validate_run_config
 
-__all__ = ["app", "main", "server_fn"]
+__all__ = ["TRACEBACKS", "app", "main", "server_fn"]
+
+#: The file in ``out-dir`` that receives the tracebacks of the run's log (which shows one line each).
+TRACEBACKS = "tracebacks.log"
 
 
 def server_fn(context: Context) -> ServerAppComponents:
@@ -127,6 +131,8 @@ app = ServerApp()
 def main(grid: Grid, context: Context) -> None:
     """Run the job: the components of :func:`server_fn` on a prompt Grid (run config
     ``num-clients = 0`` first resolved: :func:`~fedmf_app.federated.node_count.count_supernodes`).
+    Log records that hold a traceback go whole to ``<out-dir>/tracebacks.log`` and show as one line
+    (:func:`~fedmf_app.federated.error_lines.route_tracebacks`).
 
     Parameters
     ----------
@@ -134,6 +140,7 @@ def main(grid: Grid, context: Context) -> None:
         Given by Flower (simulation engine or SuperLink).
     context : Context
     """
+    route_tracebacks(Path(str(context.run_config.get("out-dir", "results"))).expanduser() / TRACEBACKS)
     try:
         cfg = validate_run_config(context.run_config)
         if cfg["num-clients"] == 0:

@@ -2,12 +2,13 @@
 
 Usage::
 
-    python -m simulations.run_notebook docs/estimators.md
+    python -m simulations.run_notebook docs/estimators.md --also README.md
 
 The ```` ```python ```` blocks of the page run in order in one namespace, exactly as written (so
 the page cannot show code that does not run); the last of them leaves the markdown text of its
 result in the variable ``table``, which replaces the text between the page's
-``<!-- notebook-output:start -->`` and ``<!-- notebook-output:end -->`` lines and is printed.
+``<!-- notebook-output:start -->`` and ``<!-- notebook-output:end -->`` lines (of the page, and of
+the pages given with ``--also``) and is printed.
 """
 
 from __future__ import annotations
@@ -85,13 +86,15 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("page", type=Path, help="a Markdown page with python cells and output markers")
     parser.add_argument("--no-write", action="store_true", help="print the table without writing the page")
+    parser.add_argument("--also", type=Path, nargs="*", default=[], help="further pages that show the table")
     args = parser.parse_args(argv)
     logging.getLogger("flwr").setLevel(logging.WARNING)
     namespace = run_cells(python_cells(args.page.read_text()), args.page.stem)
     if "table" not in namespace:
         sys.exit(f"{args.page}: its last cell must leave its markdown result in the variable 'table'")
     if not args.no_write:
-        write_output(args.page, namespace["table"])
+        for page in (args.page, *args.also):
+            write_output(page, namespace["table"])
     sys.stdout.write(namespace["table"] + "\n")
 
 
