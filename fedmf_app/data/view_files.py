@@ -100,6 +100,12 @@ def is_dataset(dataset: str) -> bool:
     )
 
 
+def _folder(dataset: str) -> Path | None:
+    """The folder ``dataset`` names, or ``None`` when it lists files."""
+    entries = _entries(dataset)
+    return Path(entries[0]).expanduser() if len(entries) == 1 and _looks_like_folder(entries[0]) else None
+
+
 def _natural_key(path: Path) -> list[object]:
     return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", path.name)]
 
@@ -122,10 +128,9 @@ def view_files(dataset: str) -> list[Path]:
     DataError
         When a folder does not exist or holds no view file.
     """
-    entries = _entries(dataset)
-    if len(entries) > 1 or not _looks_like_folder(entries[0]):
-        return [Path(e).expanduser() for e in entries]
-    folder = Path(entries[0]).expanduser()
+    folder = _folder(dataset)
+    if folder is None:
+        return [Path(e).expanduser() for e in _entries(dataset)]
     if not folder.is_dir():
         raise DataError(f"{folder}: no such folder (run config 'dataset' names a folder of per-view files)")
     files = sorted(
@@ -153,10 +158,9 @@ def view_file_count(dataset: str) -> int | None:
     int or None
         The list's length; a folder's file count when this machine has the folder, else ``None``.
     """
-    entries = _entries(dataset)
-    if len(entries) > 1 or not _looks_like_folder(entries[0]):
-        return len(entries)
-    folder = Path(entries[0]).expanduser()
+    folder = _folder(dataset)
+    if folder is None:
+        return len(_entries(dataset))
     return len(view_files(dataset)) if folder.is_dir() else None
 
 
