@@ -55,6 +55,10 @@ def test_a_bad_parameter_is_refused_naming_it_and_its_run_config_key():
         ValueError, match=r"Xs\[1\]: 89.*differ|sample counts differ \(Xs\[0\]: 90, Xs\[1\]: 89"
     ):
         FMVCIMK(**IMK).fit([VIEWS[0], VIEWS[1][:-1]])
+    with pytest.raises(
+        ValueError, match=r"parameter anchors = 5 is invalid: must be >= parameter anchor_neighbours \+ 1"
+    ):
+        FMVCIAI(anchors=5, anchor_neighbours=10, num_clusters=3).fit(VIEWS)  # a cross-key check
     with pytest.raises(ValueError, match="nonempty list of views"):
         FMVCIMK(**IMK).fit(VIEWS[0])
 
