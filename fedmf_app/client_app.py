@@ -24,6 +24,7 @@ from flwr.common.config import parse_config_args
 
 from fedmf_app.data import DataError, load_client_view, partition_from_node_config
 from fedmf_app.federated.alignment import aligned_rows
+from fedmf_app.federated.node_count import with_num_clients
 from fedmf_app.federated.node_errors import refusal
 from fedmf_app.registry import client_class, data_needs, validate_run_config
 
@@ -62,7 +63,7 @@ def client_fn(context: Context) -> Client:
         When this node's data cannot be loaded (the cause, without the node's paths).
     """
     context.node_config = {**node_config_from_env(), **context.node_config}
-    cfg = validate_run_config(context.run_config)
+    cfg = validate_run_config(with_num_clients(context.run_config, context.node_config))
     method_client = client_class(cfg["algorithm"])
     needs = data_needs(cfg)
     rows = aligned_rows(context)

@@ -49,7 +49,7 @@ from flwr.compat.common.recorddict_compat import (
 from flwr.server import SimpleClientManager
 from flwr.server.client_proxy import ClientProxy
 
-from fedmf_app.data import load_client_view
+from fedmf_app.data import load_client_view, views_to_federate
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.server import ViewServer
 from fedmf_app.registry import client_class, data_needs, strategy_class, validate_run_config
@@ -144,7 +144,9 @@ class InProcessFederation:
     Parameters
     ----------
     overrides : dict
-        Run-config keys that differ from the defaults (validated as ``flwr run`` validates them).
+        Run-config keys that differ from the defaults (validated as ``flwr run`` validates them;
+        ``num-clients`` 0, the default, is the data set's view count:
+        :func:`~fedmf_app.data.views_to_federate`).
     out_dir : str or Path
         Where the run folder (``result.json``, plots) is written.
     run_name : str
@@ -180,8 +182,10 @@ class InProcessFederation:
         strategy: Any = None,
         run_id: int = 1,
     ) -> None:
-        self.cfg = validate_run_config(overrides)
-        cfg = self.cfg
+        cfg = validate_run_config(overrides)
+        if cfg["num-clients"] == 0:
+            cfg = validate_run_config({**overrides, "num-clients": views_to_federate(cfg)})
+        self.cfg = cfg
         self.strategy = strategy or strategy_class(cfg["algorithm"])(
             cfg, RunRecorder(Path(out_dir), run_name, cfg)
         )

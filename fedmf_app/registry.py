@@ -8,11 +8,13 @@ its methods. Strategy and client classes are imported lazily by dotted path, so 
 
 ``python -m fedmf_app.registry`` prints the key table of ``docs/options.md``; ``--toml`` prints the
 ``pyproject.toml`` table instead; ``--update-docs PAGE`` rewrites the key table between the
-``<!-- options:start -->`` and ``<!-- options:end -->`` lines of PAGE (``docs/options.md``), and
+``<!-- options:start -->`` and ``<!-- options:end -->`` lines of PAGE (``docs/options.md``);
 ``--update-privacy PAGE`` the tables of each family's protocol (:func:`protocol_of`) between the
 ``<!-- protocol:<family>:start -->`` and ``<!-- protocol:<family>:end -->`` lines of PAGE
 (``docs/privacy.md``), and of the stages they share between ``<!-- protocol:shared:start -->``
-and ``<!-- protocol:shared:end -->``.
+and ``<!-- protocol:shared:end -->``; ``--check "k=v ..."`` checks a ``flwr run --run-config``
+string as the ServerApp will (a misspelt key named with the keys it resembles, where Flower says
+only "Invalid run configuration").
 """
 
 from __future__ import annotations
@@ -185,8 +187,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--update-privacy", type=Path, metavar="PAGE", help="rewrite the protocol tables of PAGE"
     )
+    parser.add_argument(
+        "--check", metavar="RUN_CONFIG", help='check a --run-config string, e.g. "num-server-rounds=5 seed=2"'
+    )
     args = parser.parse_args(argv)
-    if args.update_privacy is not None:
+    if args.check is not None:
+        from flwr.common.config import parse_config_args
+
+        try:
+            overrides = parse_config_args([args.check])
+            cfg = validate_run_config(overrides)
+        except ValueError as exc:
+            sys.exit(f"invalid run config: {exc}")
+        sys.stdout.write(f"valid: {', '.join(f'{k}={cfg[k]!r}' for k in overrides) or 'the defaults'}\n")
+    elif args.update_privacy is not None:
         try:
             args.update_privacy.write_text(privacy_tables(args.update_privacy.read_text()))
         except ValueError as exc:

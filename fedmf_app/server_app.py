@@ -12,6 +12,7 @@ with :data:`EXIT_SUPERLINK_LOST`: Flower's own clean-up would wait for the Super
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from logging import ERROR, INFO
@@ -24,6 +25,8 @@ from flwr.server import Grid, ServerApp, ServerAppComponents, ServerConfig, Simp
 from flwr.server.compat import start_grid
 
 from fedmf_app.federated.checkpoint import load_checkpoint
+from fedmf_app.federated.error_lines import route_tracebacks
+from fedmf_app.federated.node_count import count_supernodes
 from fedmf_app.federated.prompt_grid import PromptGrid, SuperLinkLost
 from fedmf_app.federated.results import RunRecorder, default_run_name, load_result
 from fedmf_app.federated.saved_state import NOT_IDENTIFYING
@@ -31,7 +34,10 @@ from fedmf_app.federated.server import ViewServer
 from fedmf_app.options import ConfigError
 from fedmf_app.registry import strategy_class, validate_run_config
 
-__all__ = ["EXIT_SUPERLINK_LOST", "app", "main", "mark_interrupted", "server_fn"]
+__all__ = ["EXIT_SUPERLINK_LOST", "TRACEBACKS", "app", "main", "mark_interrupted", "server_fn"]
+
+#: The file in ``out-dir`` that receives the tracebacks of the run's log (which shows one line each).
+TRACEBACKS = "tracebacks.log"
 
 #: Exit code of a ServerApp that lost its SuperLink.
 EXIT_SUPERLINK_LOST = 3
@@ -80,12 +86,10 @@ def server_fn(context: Context) -> ServerAppComponents:
         cfg["num-clients"],
         recorder.run_dir,
     )
-    return ServerAppComponents(
-        server=server,
-        config=ServerConfig(
-            num_rounds=strategy.num_rounds - strategy.round_offset, round_timeout=cfg["round-timeout-s"]
-        ),
+    server.rounds_config = ServerConfig(
+        num_rounds=strategy.num_rounds - strategy.round_offset, round_timeout=cfg["round-timeout-s"]
     )
+    return ServerAppComponents(server=server, config=server.rounds_config)
 
 
 def _resumed_strategy(cfg: dict[str, Any]) -> Any:
@@ -138,7 +142,10 @@ app = ServerApp()
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
-    """Run the job: the components of :func:`server_fn` on a prompt Grid.
+    """Run the job: the components of :func:`server_fn` on a prompt Grid (run config
+    ``num-clients = 0`` first resolved: :func:`~fedmf_app.federated.node_count.count_supernodes`).
+    Log records that hold a traceback go whole to ``<out-dir>/tracebacks.log`` and show as one line
+    (:func:`~fedmf_app.federated.error_lines.route_tracebacks`).
 
     Parameters
     ----------
@@ -146,8 +153,16 @@ def main(grid: Grid, context: Context) -> None:
         Given by Flower (simulation engine or SuperLink).
     context : Context
     """
+    route_tracebacks(Path(str(context.run_config.get("out-dir", "results"))).expanduser() / TRACEBACKS)
+    try:
+        cfg = validate_run_config(context.run_config)
+        if cfg["num-clients"] == 0:
+            run_config = {**context.run_config, "num-clients": count_supernodes(grid, cfg)}
+            context = dataclasses.replace(context, run_config=run_config)
+    except Exception as exc:
+        log(ERROR, "run stopped before round 1: %s", exc)
+        raise
     components = server_fn(context)
-    cfg = validate_run_config(context.run_config)
     lost_after = max(float(cfg["connect-timeout-s"]), MIN_LOST_AFTER_S)
     prompt = PromptGrid(grid, float(cfg["reply-poll-s"]), lost_after)
     try:

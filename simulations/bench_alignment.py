@@ -48,7 +48,7 @@ class _Timed(InProcessProxy):
         self.received = 0
 
     def get_properties(self, ins, timeout, group_id):
-        stage = f"{ins.config['psi-stage']}{ins.config.get('psi-hop', '')}"
+        stage = f"{str(ins.config.get('stage', '')).removeprefix('psi-')}{ins.config.get('psi-hop', '')}"
         with self.one_at_a_time:
             started = time.perf_counter()
             res = super().get_properties(ins, timeout, group_id)

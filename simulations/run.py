@@ -6,9 +6,9 @@ Usage::
     python -m simulations.run -m run.heterogeneity=0,0.3,0.6,0.9        # a sweep
     python -m simulations.run -m +experiment=sonmf/fig2                       # a figure's preset
 
-A data file named by a relative ``run.dataset`` path is taken from the folder the command runs in
-(the apps run elsewhere, so the job passes the absolute path). Each job validates its run config
-first (a bad value fails the job before Flower starts), runs the
+A data file (or per-view files, or their folder) named by a relative ``run.dataset`` path is taken
+from the folder the command runs in (the apps run elsewhere, so the job passes absolute paths).
+Each job validates its run config first (a bad value fails the job before Flower starts), runs the
 real ServerApp and ClientApp on a private SuperLink that it starts and stops by PID (also on error,
 timeout or Ctrl-C), keeps Flower's log as ``flwr.log`` and the run's ``result.json`` in the job
 folder, and ``job_timing.json`` (``job_s``: the whole job, SuperLink start and stop included;
@@ -39,6 +39,8 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from fedmf_app.data import views_to_federate
+from fedmf_app.data.view_files import absolute_dataset
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.federated.results import load_result
 from fedmf_app.options import ConfigError
@@ -103,11 +105,10 @@ def run_job(cfg: DictConfig, job_dir: Path) -> dict[str, Any]:
     """
     overrides = OmegaConf.to_container(cfg.run, resolve=True)
     overrides.update({"out-dir": str(job_dir.parent.resolve()), "run-name": job_dir.name})
-    dataset = str(overrides.get("dataset", "synthetic"))
-    if dataset.lower().endswith((".mat", ".npz")):  # the apps run elsewhere: pass an absolute path
-        overrides["dataset"] = str(Path(dataset).expanduser().resolve())
+    # the apps run elsewhere: pass absolute paths
+    overrides["dataset"] = absolute_dataset(str(overrides.get("dataset", "synthetic")))
     run_config = validate_run_config(overrides)
-    supernodes = cfg.num_supernodes or run_config["num-clients"]
+    supernodes = cfg.num_supernodes or views_to_federate(run_config)
     default = defaults()
     changed = {k: v for k, v in run_config.items() if v != default[k] and k not in ("out-dir", "run-name")}
     log.info("job %s: %s", job_dir, changed)

@@ -16,11 +16,12 @@ import scipy.sparse
 
 from fedmf_app.data.errors import DataError
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
-from fedmf_app.data.multiview import load_multiview, load_single_view
+from fedmf_app.data.multiview import VIEW_FILES, load_multiview, load_single_view
 from fedmf_app.data.needs import DataNeeds
 from fedmf_app.data.preprocess import prepare_view
 from fedmf_app.data.sample_ids import id_origin, read_id_array, sample_id_key
 from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view
+from fedmf_app.data.view_files import names_view_files, view_file_count, view_files
 
 __all__ = [
     "ClientView",
@@ -30,7 +31,13 @@ __all__ = [
     "load_client_view",
     "partition_from_node_config",
     "synthetic_spec",
+    "SYNTHETIC_NUM_CLIENTS",
+    "views_to_federate",
 ]
+
+#: Clients of a synthetic run where no SuperNodes are counted (in process, the hydra runner, the
+#: estimators) and run config ``num-clients`` is 0: paper A's m = 10.
+SYNTHETIC_NUM_CLIENTS = 10
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,9 @@ def dataset_view_count(dataset: str, views: str = "") -> int | None:
     -------
     int or None
         ``None`` for ``"synthetic"`` (any number of views) and for a path this machine does not
-        have (in a deployment the data may live only on the SuperNodes).
+        have (in a deployment the data may live only on the SuperNodes); for per-view files
+        (:mod:`fedmf_app.data.view_files`) the number of files (a folder's only when this machine
+        has it).
 
     Raises
     ------
@@ -140,9 +149,43 @@ def dataset_view_count(dataset: str, views: str = "") -> int | None:
     """
     from fedmf_app.data.embedded import EMBEDDED
 
+    if names_view_files(dataset):
+        return view_file_count(dataset)
     if dataset == "synthetic" or (dataset not in EMBEDDED and not Path(dataset).expanduser().is_file()):
         return None
     return len(load_multiview(dataset, views).views)
+
+
+def views_to_federate(cfg: Mapping[str, Any]) -> int:
+    """The client count of a run without SuperNodes to count.
+
+    Parameters
+    ----------
+    cfg : mapping
+        Validated run config.
+
+    Returns
+    -------
+    int
+        Run config ``num-clients`` when it is set (> 0); else one client per view of the data set
+        (:func:`dataset_view_count`), and :data:`SYNTHETIC_NUM_CLIENTS` for synthetic data.
+
+    Raises
+    ------
+    DataError
+        When ``num-clients`` is 0 and this machine cannot read the data set.
+    """
+    if cfg["num-clients"] > 0:
+        return int(cfg["num-clients"])
+    if cfg["dataset"] == "synthetic":
+        return SYNTHETIC_NUM_CLIENTS
+    count = dataset_view_count(cfg["dataset"], cfg["views"])
+    if count is None:
+        raise DataError(
+            f"run config 'num-clients' = 0 takes one client per view, but this machine cannot read "
+            f"run config 'dataset' = {cfg['dataset']!r}: set num-clients"
+        )
+    return count
 
 
 def load_client_view(
@@ -158,6 +201,8 @@ def load_client_view(
     Sources, in order: the node config's ``data-file`` (this organisation's own single-view file,
     :func:`~fedmf_app.data.multiview.load_single_view`); run config ``dataset = "synthetic"``
     (view ``partition_id`` of the planted generator, built from ``(seed, partition_id)``);
+    ``dataset`` naming per-view files (:mod:`fedmf_app.data.view_files`: a list or a folder,
+    each file read as a ``data-file``), of which this client takes file ``partition_id``;
     otherwise ``dataset`` names an embedded data set or a multi-view file, whose view
     ``partition_id`` this client takes (of the views run config ``views`` keeps, in its order).
     With a sample-ID column or key (node config ``sample-id``, else run config ``sample-id``) the
@@ -217,6 +262,16 @@ def load_client_view(
         )
         features = _fill_missing(view.x.T, cfg, partition_id, source, needs)
         return ClientView(features=features, source=source)
+    elif names_view_files(cfg["dataset"]):
+        files = view_files(cfg["dataset"])
+        if len(files) != m:
+            raise DataError(
+                f"run config 'dataset' names {len(files)} per-view files but num-clients = {m}: one "
+                f"client per file, so set num-clients = {len(files)} (and as many SuperNodes)"
+            )
+        file = files[partition_id]
+        features, labels, ids = load_single_view(str(file), key, origin, VIEW_FILES)
+        source = f"{file} (file {partition_id} of run config dataset)"
     else:
         views = cfg["views"]
         data = load_multiview(cfg["dataset"], views)

@@ -37,6 +37,9 @@ class MultiViewData:
     view_names : tuple of str
         The views' own names in the file (one per view), or empty when the file does not name
         them (a cell array).
+    transposed : tuple of bool
+        Per view, whether the file stored it features x samples (``d x N``) and it was turned;
+        empty when not recorded.
     """
 
     views: list[np.ndarray]
@@ -44,6 +47,7 @@ class MultiViewData:
     name: str
     source: str
     view_names: tuple[str, ...] = ()
+    transposed: tuple[bool, ...] = ()
 
     @property
     def num_samples(self) -> int:
@@ -110,7 +114,14 @@ def assemble_views(
     if labels is not None:
         labels = np.unique(labels, return_inverse=True)[1].astype(np.int64).reshape(-1)
         labels.setflags(write=False)
-    return MultiViewData(views=views, labels=labels, name=name, source=source, view_names=view_names)
+    return MultiViewData(
+        views=views,
+        labels=labels,
+        name=name,
+        source=source,
+        view_names=view_names,
+        transposed=tuple(shape[0] != n for shape in shapes),
+    )
 
 
 def _sparse_view(where: str, raw: Any, rows_are_samples: bool, source: str) -> scipy.sparse.csr_matrix:

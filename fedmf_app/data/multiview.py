@@ -20,11 +20,12 @@ Supported inputs
   ``0..k-1`` in sorted order. Other keys (missing-view masks, names, MATLAB headers) are ignored.
 * ``.npz`` (multi-view): arrays ``X_0, X_1, ...`` (the same numbered keys as above) or one array
   under a key of :data:`VIEW_KEYS`, and an optional label array under a key of :data:`LABEL_KEYS`.
-* One view per file (:func:`load_single_view`, a deployment's node-config ``data-file``): ``.npy``
-  (samples x features, no labels), ``.csv`` (rows are samples; an optional header row, and a
-  header column named like a label key holds the labels), ``.npz`` or ``.mat`` with one view (an
-  ``.npz`` written by ``scipy.sparse.save_npz`` is one sparse view); optionally with sample IDs in
-  a CSV column or under an ``.npz``/``.mat`` key (:mod:`fedmf_app.data.sample_ids`).
+* One view per file (:func:`load_single_view`: a deployment's node-config ``data-file``, or an
+  entry of run config ``dataset`` naming per-view files, :mod:`fedmf_app.data.view_files`):
+  ``.npy`` (samples x features, no labels), ``.csv`` (rows are samples; an optional header row,
+  and a header column named like a label key holds the labels), ``.npz`` or ``.mat`` with one view
+  (an ``.npz`` written by ``scipy.sparse.save_npz`` is one sparse view); optionally with sample IDs
+  in a CSV column or under an ``.npz``/``.mat`` key (:mod:`fedmf_app.data.sample_ids`).
 
 Views that have names in the file (numbered keys, struct fields; an embedded data set's view
 names) keep them (:attr:`MultiViewData.view_names`), so that run config ``views`` can pick and
@@ -47,7 +48,14 @@ from fedmf_app.data.errors import DataError
 from fedmf_app.data.readers import LABEL_KEYS, VIEW_KEYS, read_csv, read_mat, read_npz
 from fedmf_app.data.sample_ids import id_strings, read_id_array
 
+#: ``setting`` of :func:`load_single_view`: a SuperNode's own file.
+DATA_FILE = "node config 'data-file'"
+#: ``setting`` of :func:`load_single_view`: an entry of run config ``dataset`` naming per-view files.
+VIEW_FILES = "run config 'dataset' (per-view files)"
+
 __all__ = [
+    "DATA_FILE",
+    "VIEW_FILES",
     "DataError",
     "LABEL_KEYS",
     "MultiViewData",
@@ -55,6 +63,7 @@ __all__ = [
     "assemble_views",
     "load_multiview",
     "load_single_view",
+    "read_view_file",
     "require_labels",
     "select_views",
 ]
@@ -158,11 +167,12 @@ def select_views(data: MultiViewData, views: str) -> MultiViewData:
         name=data.name,
         source=data.source,
         view_names=tuple(data.view_names[i] for i in chosen) if data.view_names else (),
+        transposed=tuple(data.transposed[i] for i in chosen) if data.transposed else (),
     )
 
 
 def load_single_view(
-    path: str, sample_id: str = "", origin: str = ""
+    path: str, sample_id: str = "", origin: str = "", setting: str = DATA_FILE
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Read one organisation's view from its own file.
 
@@ -175,6 +185,9 @@ def load_single_view(
         :mod:`fedmf_app.data.sample_ids`).
     origin : str
         Which config named ``sample_id``, for messages.
+    setting : str
+        Which setting named ``path`` (:data:`DATA_FILE`, a node's ``data-file``, or
+        :data:`VIEW_FILES`, run config ``dataset``), for the hint of a message.
 
     Returns
     -------
@@ -191,7 +204,33 @@ def load_single_view(
         When the file is missing, unreadable, malformed, holds more than one view, or has no or
         malformed sample IDs under ``sample_id``.
     """
-    file = _existing_file(path)
+    data, ids = read_view_file(path, sample_id, origin, setting)
+    return data.views[0], data.labels, ids
+
+
+def read_view_file(
+    path: str, sample_id: str = "", origin: str = "", setting: str = DATA_FILE
+) -> tuple[MultiViewData, np.ndarray | None]:
+    """:func:`load_single_view`'s reading, with what was read: the one view as a
+    :class:`MultiViewData` (its source, where the view was found, its orientation) and the IDs.
+
+    Parameters
+    ----------
+    path, sample_id, origin, setting
+        As :func:`load_single_view`.
+
+    Returns
+    -------
+    data : MultiViewData
+        Exactly one view.
+    ids : ndarray of str, shape (n,), or None
+
+    Raises
+    ------
+    DataError
+        As :func:`load_single_view`.
+    """
+    file = _existing_file(path, setting)
     suffix = file.suffix.lower()
     ids = None
     if suffix == ".npy":
@@ -224,11 +263,12 @@ def load_single_view(
         )
     if len(data.views) != 1:
         raise DataError(
-            f"{file}: holds {len(data.views)} views; a node's data-file must hold exactly one (its own view)"
+            f"{file}: holds {len(data.views)} views; {setting} names one file per view, so each must "
+            "hold exactly one (name the views of a multi-view file with run config 'dataset' alone)"
         )
     if ids is not None and ids.size != data.num_samples:
         raise DataError(f"{file}: {origin}: {ids.size} sample IDs for {data.num_samples} samples")
-    return data.views[0], data.labels, ids
+    return data, ids
 
 
 # ------------------------------------------------------------------------------------ internals
@@ -252,14 +292,26 @@ def _available(data: MultiViewData) -> str:
     return f"its {len(data.views)} views have no names: use {indices}"
 
 
-def _existing_file(path: str) -> Path:
+def _existing_file(path: str, setting: str = "run config 'dataset'") -> Path:
+    """``path`` as a Path when it is a file; else a DataError whose hint fits the ``setting`` that
+    named it (a node's ``data-file``, per-view files of ``dataset``, or ``dataset`` itself)."""
     file = Path(path).expanduser()
-    if not file.is_file():
-        raise DataError(
-            f"{file}: no such file (a data set is 'synthetic', an embedded name "
-            f"({', '.join(sorted(EMBEDDED))}) or the path of a .mat or .npz file)"
+    if file.is_file():
+        return file
+    where = "" if file.is_absolute() else f", relative to {Path.cwd()}"
+    if setting == DATA_FILE:
+        hint = (
+            f"{DATA_FILE} names it; the path is read on the SuperNode's machine{where}: give the "
+            "SuperNode an absolute path to its own file"
         )
-    return file
+    elif setting == VIEW_FILES:
+        hint = f"{VIEW_FILES} names it{where}: give absolute paths, one file per client"
+    else:
+        hint = (
+            f"run config 'dataset' is 'synthetic', an embedded name ({', '.join(sorted(EMBEDDED))}), "
+            f"the path of a .mat or .npz file, or per-view files{where}"
+        )
+    raise DataError(f"{file}: no such file ({hint})")
 
 
 @lru_cache(maxsize=2)

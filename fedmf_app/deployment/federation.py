@@ -4,12 +4,15 @@
 
     python -m fedmf_app.deployment.federation --num-nodes 3 --run-config "num-server-rounds=20 seed=3"
     python -m fedmf_app.deployment.federation --num-nodes 3 --tls --auth --run-config "..."
-    python -m fedmf_app.deployment.federation --num-nodes 2 --data-file a.npy --data-file b.npy
+    python -m fedmf_app.deployment.federation --data-file a.csv --data-file b.npy   # 2 SuperNodes
 
-starts ``flower-superlink`` (no simulation engine) and ``flower-supernode`` ``i`` with node config
-``partition-id=i num-partitions=<n>`` (and ``data-file=<path>`` when given), each SuperNode in its
-own working folder with its own ``FLWR_HOME`` and log, all on 127.0.0.1; then ``flwr run`` streams
-the run; then every process it started is stopped by PID (also on Ctrl-C, SIGTERM or an error).
+first loads every SuperNode's view as its ClientApp would (:func:`check_node_data`: a file that
+would fail stops the command before any process starts, with one line naming the file, the cause
+and the SuperNode), then starts ``flower-superlink`` (no simulation engine) and
+``flower-supernode`` ``i`` with node config ``partition-id=i num-partitions=<n>`` (and
+``data-file=<path>`` when given), each SuperNode in its own working folder with its own
+``FLWR_HOME`` and log, all on 127.0.0.1; then ``flwr run`` streams the run; then every process
+it started is stopped by PID (also on Ctrl-C, SIGTERM or an error).
 It logs where ``result.json`` and the logs landed and exits with 0 only if the run completed.
 
 With ``--tls`` it makes a test CA and SuperLink certificate (:mod:`fedmf_app.deployment.certificates`) and
@@ -37,6 +40,8 @@ from typing import Any, TextIO
 from flwr.common.config import parse_config_args
 from flwr.common.logger import log
 
+from fedmf_app.data import DataError, dataset_view_count, load_client_view
+from fedmf_app.data.view_files import absolute_dataset
 from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys, pin_lines
 from fedmf_app.deployment.superlink import LocalSuperLink
 from fedmf_app.deployment.supernode import (
@@ -46,13 +51,15 @@ from fedmf_app.deployment.supernode import (
 )
 from fedmf_app.federated.node_policy import STRICT_NODE_POLICY
 from fedmf_app.options import ConfigError
-from fedmf_app.registry import ALGORITHM_NAMES, defaults, family_of, validate_run_config
+from fedmf_app.registry import ALGORITHM_NAMES, data_needs, defaults, family_of, validate_run_config
 
 __all__ = [
     "DEPLOYMENT_DEFAULTS",
     "FederationOutcome",
     "LocalFederation",
+    "check_node_data",
     "federation_run_config",
+    "federation_size",
     "main",
     "run_timeout",
     "with_deployment_defaults",
@@ -148,6 +155,76 @@ def federation_run_config(num_nodes: int, overrides: Mapping[str, Any]) -> dict[
             f"{num_nodes} SuperNodes (one per view)"
         )
     return merged
+
+
+def federation_size(
+    num_nodes: int | None, data_files: Sequence[str] | None, overrides: Mapping[str, Any]
+) -> int:
+    """How many SuperNodes to start: ``--num-nodes``, else one per ``--data-file``, else one per
+    view of run config ``dataset`` (or ``num-clients`` when it is set).
+
+    Parameters
+    ----------
+    num_nodes : int or None
+        ``--num-nodes``.
+    data_files : sequence of str or None
+        ``--data-file`` values.
+    overrides : mapping
+        The run-config overrides.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        When nothing says how many (synthetic data without ``num-clients``).
+    """
+    if num_nodes is not None:
+        return num_nodes
+    if data_files:
+        return len(data_files)
+    if int(overrides.get("num-clients", 0)) > 0:
+        return int(overrides["num-clients"])
+    cfg = validate_run_config(overrides)
+    count = dataset_view_count(cfg["dataset"], cfg["views"])
+    if count is None:
+        raise ValueError(
+            f"how many SuperNodes? run config 'dataset' = {cfg['dataset']!r} does not say: give "
+            "--num-nodes, one --data-file per SuperNode, or run config num-clients"
+        )
+    return count
+
+
+def check_node_data(num_nodes: int, overrides: Mapping[str, Any], data_files: Sequence[Path] | None) -> None:
+    """Load every SuperNode's view as its ClientApp would, before any process starts.
+
+    Parameters
+    ----------
+    num_nodes : int
+    overrides : mapping
+        Run-config overrides (validated).
+    data_files : sequence of Path or None
+        Node config ``data-file`` of each SuperNode, in partition order.
+
+    Raises
+    ------
+    fedmf_app.data.DataError
+        On the first view that would fail: the loader's one-line message (file, then cause), then
+        the SuperNode and the setting that named its data.
+    """
+    cfg = validate_run_config(overrides)
+    needs = data_needs(cfg)
+    for i in range(num_nodes):
+        node: dict[str, Any] = {"partition-id": i, "num-partitions": num_nodes}
+        if data_files is not None:
+            node["data-file"] = str(data_files[i])
+        try:
+            load_client_view(cfg, i, node, needs=needs)
+        except DataError as exc:
+            named = "its --data-file" if data_files is not None else f"view {i} of run config 'dataset'"
+            raise DataError(f"{exc} (SuperNode {i}, {named}); no process was started") from exc
 
 
 @dataclass
@@ -447,7 +524,13 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m fedmf_app.deployment.federation",
         description="Run the app on a SuperLink and one SuperNode per view, on this machine.",
     )
-    parser.add_argument("--num-nodes", type=int, required=True, help="SuperNodes (one per view)")
+    parser.add_argument(
+        "--num-nodes",
+        type=int,
+        default=None,
+        help="SuperNodes, one per view (default: one per --data-file, else one per view of run "
+        "config dataset)",
+    )
     parser.add_argument(
         "--run-config",
         default="",
@@ -491,13 +574,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         overrides = with_deployment_defaults(parse_config_args([args.run_config]) if args.run_config else {})
-        federation_run_config(args.num_nodes, overrides)
+        if "dataset" in overrides:
+            overrides["dataset"] = absolute_dataset(str(overrides["dataset"]))
+        num_nodes = federation_size(args.num_nodes, args.data_file, overrides)
+        overrides = federation_run_config(num_nodes, overrides)
+        if args.data_file is not None and len(args.data_file) != num_nodes:
+            raise ValueError(f"{len(args.data_file)} --data-file for {num_nodes} SuperNodes: give one each")
+        data_files = [Path(f).expanduser().resolve() for f in args.data_file] if args.data_file else None
+        if data_files is not None:
+            # the run config names the same files (the server does not read them): the method's
+            # choices for real data, not those of the default synthetic data
+            overrides.setdefault("dataset", ",".join(map(str, data_files)))
+        check_node_data(num_nodes, overrides, data_files)
         workdir = Path(args.workdir or tempfile.mkdtemp(prefix="fedmf-federation-"))
         federation = LocalFederation(
             workdir,
-            args.num_nodes,
+            num_nodes,
             args.app_dir,
-            data_files=args.data_file,
+            data_files=data_files,
             tls=args.tls,
             supernode_auth=args.auth,
             task_poll_interval=args.task_poll_interval,

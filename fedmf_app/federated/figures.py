@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib
@@ -10,6 +11,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 __all__ = ["save_figure"]
+
+
+#: The folders of a path in a title (``/data/x/``, ``C:\\data\\``), which :func:`save_figure` drops.
+_FOLDERS = re.compile(r"(?:[A-Za-z]:)?[^\s,=:]*[/\\]")
 
 
 def save_figure(fig: plt.Figure, path: str | Path, title: str) -> Path:
@@ -21,14 +26,15 @@ def save_figure(fig: plt.Figure, path: str | Path, title: str) -> Path:
     path : str or Path
         PNG file to write.
     title : str
-        The figure's title (the run: algorithm, data, seed).
+        The figure's title (the run: algorithm, data, seed); a path in it is shown by its file
+        name only (``/data/views/a.csv,/data/views/b.csv`` as ``a.csv,b.csv``).
 
     Returns
     -------
     Path
         ``path``.
     """
-    fig.suptitle(title, fontsize=9)
+    fig.suptitle(_FOLDERS.sub("", title), fontsize=9)
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=110)

@@ -16,6 +16,7 @@ from flwr.server.client_manager import ClientManager
 from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.data import dataset_view_count
+from fedmf_app.federated.error_lines import cause_of
 from fedmf_app.federated.prompt_grid import SuperLinkLost
 from fedmf_app.federated.timeouts import node_failure
 
@@ -234,7 +235,7 @@ def exchange(send: Callable[[], Reply], failed: str, timeout: float) -> Reply:
     except Exception as exc:  # Flower's proxy raises with the node's or the SuperLink's reason
         raise FederationError(node_failure(failed, str(exc), timeout)) from exc
     if res.status.code != Code.OK:
-        raise FederationError(f"{failed}: {res.status.message}")
+        raise FederationError(f"{failed}: {cause_of(res.status.message)}")
     return res
 
 

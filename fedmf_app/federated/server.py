@@ -6,7 +6,9 @@ after the round in which the Strategy finished the run
 (:attr:`~fedmf_app.federated.strategy.ViewFederationStrategy.done`): the last configured round,
 or an earlier one when the algorithm's convergence stop fired. It keeps no History (the run's
 record is ``result.json``) and does no centralised evaluation. The ServerApp and the in-process
-federation (:mod:`fedmf_app.in_process`) both run this loop.
+federation (:mod:`fedmf_app.in_process`) both run this loop. After a convergence stop it logs the
+rounds it ran and sets :attr:`ViewServer.rounds_config` (the ``ServerConfig`` Flower's closing
+"Run finished N round(s)" line reads) to them, so that line counts the rounds that ran.
 """
 
 from __future__ import annotations
@@ -15,13 +17,22 @@ import timeit
 from logging import INFO
 
 from flwr.common.logger import log
-from flwr.server import History, Server
+from flwr.server import History, Server, ServerConfig
 
 __all__ = ["ViewServer"]
 
 
 class ViewServer(Server):
-    """A ``flwr.server.Server`` whose loop ends when ``strategy.done`` is true."""
+    """A ``flwr.server.Server`` whose loop ends when ``strategy.done`` is true.
+
+    Attributes
+    ----------
+    rounds_config : flwr.server.ServerConfig or None
+        The run's ``ServerConfig``, when the ServerApp sets it: its ``num_rounds`` becomes the
+        number of rounds run.
+    """
+
+    rounds_config: ServerConfig | None = None
 
     def fit(self, num_rounds: int, timeout: float | None) -> tuple[History, float]:
         """Run up to ``num_rounds`` rounds.
@@ -41,10 +52,16 @@ class ViewServer(Server):
         """
         self.initialize(timeout)
         started = timeit.default_timer()
-        for server_round in range(1, num_rounds + 1):
-            self.run_round(server_round, timeout)
+        ran = 0
+        for ran in range(1, num_rounds + 1):
+            self.run_round(ran, timeout)
             if self.strategy.done:
                 break
+        if ran < num_rounds:
+            offset = self.strategy.round_offset
+            log(INFO, "stopped early: ran %d of %d rounds", ran + offset, num_rounds + offset)
+        if self.rounds_config is not None:
+            self.rounds_config.num_rounds = ran
         return History(), timeit.default_timer() - started
 
     def initialize(self, timeout: float | None) -> None:

@@ -65,6 +65,7 @@ from fedmf_app.federated.handshake import (
     resolve_num_clusters,
 )
 from fedmf_app.federated.npy import to_parameters
+from fedmf_app.federated.progress import time_left
 from fedmf_app.federated.prompt_grid import SuperLinkLost
 from fedmf_app.federated.protocol import (
     Protocol,
@@ -706,12 +707,14 @@ class ViewFederationStrategy(Strategy):
         shown = "  ".join(
             f"{key}={record[key]:.3e}" for key in self.progress_keys if record.get(key) is not None
         )
+        walls = [r["wall_s"] for r in self.recorder.data["rounds"][self.round_offset :]]
         log(
             INFO,
-            "[%s] round %d/%d  %s  (%.2f s)",
+            "[%s] round %d/%d  %s  (%.2f s%s)",
             self.cfg["algorithm"],
             record["round"],
             self.num_rounds,
             shown,
             record["wall_s"],
+            time_left(walls, record["round"], self.num_rounds),
         )

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from fedmf_app.federated.error_lines import cause_of
+
 __all__ = ["EXPIRY_MARKERS", "expired", "node_failure", "timeout_advice"]
 
 #: Parts of the reasons Flower gives when a message or its reply outlived its TTL, or no reply came.
@@ -81,7 +83,10 @@ def node_failure(failed: str, reason: str, timeout: float) -> str:
     -------
     str
         ``"<failed>: it did not reply within run config 'round-timeout-s' = ... : <reason>"`` after
-        a timeout (:func:`timeout_advice`), else ``"<failed>: <reason>"``.
+        a timeout (:func:`timeout_advice`), else ``"<failed>: <reason>"``; a reason that carries a
+        traceback (a client's exception) is given by its cause
+        (:func:`~fedmf_app.federated.error_lines.cause_of`).
     """
     advice = timeout_advice([reason], timeout, "it")
+    reason = cause_of(reason)
     return f"{failed}: {advice}: {reason}" if advice else f"{failed}: {reason}"

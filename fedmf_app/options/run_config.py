@@ -19,11 +19,13 @@ to anything but its default, is refused. The key table of ``docs/options.md`` is
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
 from fedmf_app.data.needs import DataNeeds
 from fedmf_app.data.synthetic import planted_rank
+from fedmf_app.data.view_files import names_view_files
 from fedmf_app.options.constraints import OneOf
 from fedmf_app.options.schema import ConfigError, Family, Option, flatten
 from fedmf_app.options.shared import SHARED_OPTIONS
@@ -127,12 +129,29 @@ class RunConfig:
             if table:
                 for old in (short, f"{table}-{short}"):
                     known_as.setdefault(old, name)
-        hints = [f"'{key}' is '{known_as[key]}'" for key in unknown if key in known_as]
-        hint = f" (family keys live in their own table: {'; '.join(hints)})" if hints else ""
+        named = []
+        for key in unknown:
+            if key in known_as:
+                named.append(f"'{key}' (family keys live in their own table: it is '{known_as[key]}')")
+            elif close := self._close_keys(key):
+                named.append(f"'{key}' (did you mean {' or '.join(map(repr, close))}?)")
+            else:
+                named.append(repr(key))
         return (
-            f"unknown run-config key(s) {', '.join(map(repr, unknown))}{hint}; "
-            f"allowed keys: {', '.join(sorted(self._by_key))}"
+            f"unknown run-config key{'s' if len(unknown) > 1 else ''} {', '.join(named)}; every key and "
+            "its meaning: docs/options.md (python -m fedmf_app.registry)"
         )
+
+    def _close_keys(self, key: str) -> list[str]:
+        """Keys spelt like ``key`` (a family key also by its name without the family's prefix)."""
+        table, _, short = key.rpartition(".")
+        names: dict[str, set[str]] = {}
+        for name in self._by_key:
+            names.setdefault(name, set()).add(name)
+            if not table:
+                names.setdefault(name.rpartition(".")[2], set()).add(name)
+        found = difflib.get_close_matches(key, names, n=3, cutoff=0.75)
+        return sorted({full for name in found for full in names[name]})
 
     def validate(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         """Check a run config and fill in defaults.
@@ -179,6 +198,11 @@ class RunConfig:
             raise ConfigError(
                 f"run config 'views' = {cfg['views']!r} is invalid with dataset = 'synthetic' (it "
                 "generates num-clients views): set views only for a data file or an embedded data set"
+            )
+        if cfg["views"] and names_view_files(cfg["dataset"]):
+            raise ConfigError(
+                f"run config 'views' = {cfg['views']!r} is invalid with per-view files in 'dataset' "
+                "(one file per client): list the files you want, in client order, instead"
             )
         rank = planted_rank(cfg["sonmf.rank"])
         if cfg["dataset"] == "synthetic" and rank > cfg["view-dim"]:

@@ -5,14 +5,11 @@ from __future__ import annotations
 from fedmf_app.data.embedded import EMBEDDED
 from fedmf_app.data.missing_views import MISSING_FILLS
 from fedmf_app.data.preprocess import NEGATIVE_VALUES, SAMPLE_NORMALISATIONS, VIEW_NORMALISATIONS
+from fedmf_app.data.view_files import is_dataset
 from fedmf_app.options.constraints import Boolean, Interval, OneOf, Text
 from fedmf_app.options.schema import Option
 
 __all__ = ["SHARED_OPTIONS"]
-
-
-def _dataset(value: str) -> bool:
-    return value == "synthetic" or value in EMBEDDED or value.lower().endswith((".mat", ".npz"))
 
 
 def _views(value: str) -> bool:
@@ -31,9 +28,12 @@ SHARED_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "num-clients",
-        10,
-        Interval(int, 1, None, closed="left"),
-        "Clients m, one view each; the federation must have exactly this many SuperNodes.",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "Clients m, one view each; the federation must have exactly this many SuperNodes. 0: one "
+        "client per SuperNode (flwr run: num-supernodes; a deployment: the data set's views when "
+        "the server can read it, else the SuperNodes connected once their count settles); without "
+        "SuperNodes (in process, hydra): the data set's views, 10 for synthetic data.",
     ),
     Option(
         "seed",
@@ -113,14 +113,16 @@ SHARED_OPTIONS: tuple[Option, ...] = (
         "dataset",
         "synthetic",
         Text(
-            "synthetic, an embedded name (" + ", ".join(sorted(EMBEDDED)) + ") or the path of a "
-            ".mat or .npz file",
-            _dataset,
+            "synthetic, an embedded name (" + ", ".join(sorted(EMBEDDED)) + "), the path of a "
+            ".mat or .npz file, or per-view files (comma-separated .csv/.npy/.npz/.mat paths, or a "
+            "folder of them)",
+            is_dataset,
         ),
         "Data set, one view per client: `synthetic` (the planted generator of paper A), "
         "an embedded real data set (`hw`: UCI Multiple Features, 6 views, 2000 samples, "
-        "10 classes, CC BY 4.0), or a multi-view file (absolute path; see docs/data.md). A "
-        "SuperNode's node config `data-file` overrides it for that node.",
+        "10 classes, CC BY 4.0), a multi-view file, or one file per client as a comma-separated "
+        "list or a folder (client p takes the p-th, in natural name order); absolute paths, see "
+        "docs/data.md. A SuperNode's node config `data-file` overrides it for that node.",
     ),
     Option(
         "views",

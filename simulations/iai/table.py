@@ -34,7 +34,8 @@ import numpy as np
 from simulations.spread import header, mean_spread
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 __all__ = [
     "collect",
@@ -379,11 +380,15 @@ def _per_round(group: list[dict[str, Any]], key: str) -> np.ndarray:
 def plot_rounds(runs: list[dict[str, Any]], path: Path) -> Path:
     """fmvc-iai's ACC, NMI and the connected components of A_g against the rounds, one line per
     (data, method, missing rate), mean over seeds with the sd as a band; round 1 is the set-up
-    round (Y⁰). ``runs`` from :func:`collect`; returns the PNG ``path``."""
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
-    for (data, method, rate), group in sorted(_fmvc_iai_rounds(runs).items()):
+    round (Y⁰). A component count that is the same in every round of every run is said in the
+    title instead of a panel. ``runs`` from :func:`collect`; returns the PNG ``path``."""
+    groups = sorted(_fmvc_iai_rounds(runs).items())
+    counts = {c for _, group in groups for c in _per_round(group, "components").ravel()}
+    keys = ("acc", "nmi", "components") if len(counts) > 1 else ("acc", "nmi")
+    fig, axes = plt.subplots(1, len(keys), figsize=(14 if len(keys) == 3 else 10, 4))
+    for (data, method, rate), group in groups:
         label = f"{method} ({data}), η = {rate:g}"
-        for ax, key in zip(axes, ("acc", "nmi", "components")):
+        for ax, key in zip(axes, keys):
             values = _per_round(group, key)
             mean = values.mean(axis=0)
             sd = values.std(axis=0)
@@ -393,7 +398,11 @@ def plot_rounds(runs: list[dict[str, Any]], path: Path) -> Path:
     for ax, title in zip(axes, ("ACC of Y", "NMI of Y", "connected components of A_g")):
         ax.set_xlabel("communication round (1 = set-up)")
         ax.set_title(title)
-    axes[2].set_yscale("log")
+    if len(keys) == 3:
+        axes[2].yaxis.set_major_locator(MaxNLocator(integer=True))
+    else:
+        constant = f"A_g has {int(counts.pop())} connected component(s) in every round of every run"
+        fig.suptitle(constant, fontsize=9)
     return _save(fig, axes, path, legend_below=True)
 
 

@@ -193,7 +193,7 @@ def write_figure(runs: dict, figure: str, normalisation: str, path: Path) -> Pat
                 alpha=0.2,
                 lw=0,
             )
-        ax.axhline(TARGET, color="grey", lw=0.8, ls=":")
+        ax.axhline(TARGET, color="grey", lw=0.8, ls=":", label=f"target {TARGET:g} (rounds to it: table)")
         ax.set_title(f"h = {h}")
         ax.set_xlabel("communication round")
     axes[0][0].set_ylabel(f"residual, {normalisation}")

@@ -180,7 +180,8 @@ def test_bad_files_are_named_with_the_view_and_the_problem(tmp_path, make, fragm
 
 def test_a_node_file_must_hold_one_view(tmp_path):
     np.savez(tmp_path / "two.npz", X_0=VIEWS[0], X_1=VIEWS[1])
-    with pytest.raises(DataError, match="two.npz: holds 2 views; a node's data-file must hold exactly one"):
+    one_each = "node config 'data-file' names one file per view, so each must hold exactly one"
+    with pytest.raises(DataError, match=f"two.npz: holds 2 views; {one_each}"):
         load_single_view(str(tmp_path / "two.npz"))
     (tmp_path / "bad.csv").write_text("1,2\n3,x\n")
     with pytest.raises(DataError, match="bad.csv: holds a non-numeric feature value"):

@@ -92,9 +92,14 @@ def test_every_family_key_is_in_its_own_table():
         ({"num-server-rounds": 2.5}, "'num-server-rounds' = 2.5 is invalid"),
         ({"sonmf.diagnostics": "yes"}, "'sonmf.diagnostics' = 'yes' is invalid: must be true or false"),
         ({"sonmf.mu": float("nan")}, "'sonmf.mu' = nan is invalid"),
-        ({"locl-steps": 3}, "unknown run-config key(s) 'locl-steps'; allowed keys:"),
-        ({"local-steps": 3}, "'local-steps' is 'sonmf.local-steps'"),
-        ({"imk-lambda": 3}, "'imk-lambda' is 'imk.lambda'"),
+        ({"locl-steps": 3}, "unknown run-config key 'locl-steps' (did you mean 'sonmf.local-steps'?);"),
+        ({"num-client": 3}, "unknown run-config key 'num-client' (did you mean 'num-clients'?);"),
+        ({"xyz": 3}, "unknown run-config key 'xyz'; every key and its meaning: docs/options.md"),
+        (
+            {"local-steps": 3},
+            "'local-steps' (family keys live in their own table: it is 'sonmf.local-steps')",
+        ),
+        ({"imk-lambda": 3}, "it is 'imk.lambda'"),
         ({"missing-rate": 1.0}, "'missing-rate' = 1.0 is invalid: must be a number in [0, 1)"),
         ({"missing-fill": "median"}, "'missing-fill' = 'median' is invalid: must be one of: mean, zeros"),
         (
@@ -115,3 +120,15 @@ def test_values_are_converted_to_their_types():
     assert cfg["sonmf.mu"] == 1.0 and isinstance(cfg["sonmf.mu"], float)
     assert cfg["num-server-rounds"] == 3 and isinstance(cfg["num-server-rounds"], int)
     assert cfg["sonmf.drift-correction"] is False
+
+
+def test_the_registry_checks_a_run_config_string_naming_a_misspelt_key(capsys):
+    from fedmf_app.registry import main
+
+    main(["--check", 'num-server-rounds=5 dataset="hw"'])
+    assert capsys.readouterr().out == "valid: num-server-rounds=5, dataset='hw'\n"
+    with pytest.raises(SystemExit) as exit_:
+        main(["--check", "num-server-rounds=5 seeed=2"])
+    assert str(exit_.value).startswith(
+        "invalid run config: unknown run-config key 'seeed' (did you mean 'seed'?)"
+    )

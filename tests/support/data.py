@@ -123,3 +123,24 @@ def client_view(cfg, partition_id, node_config=None, **kwargs):
     """:func:`fedmf_app.data.load_client_view` told what the run's family needs, as the ClientApp
     tells it (:func:`fedmf_app.registry.data_needs`)."""
     return load_client_view(cfg, partition_id, node_config, needs=data_needs(cfg), **kwargs)
+
+
+def view_csv_files(folder, n=90, dims=(8, 12, 6), seed=0):
+    """:func:`clustered_views` (made nonnegative) as one CSV file per view with a ``label``
+    column, ``view0.csv``, ``view1.csv``, ...; the paths and the labels.
+
+    Returns
+    -------
+    paths : list of Path
+    y : ndarray, shape (n,)
+    """
+    views, y = clustered_views(n=n, k=3, dims=dims, seed=seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for m, view in enumerate(views):
+        path = folder / f"view{m}.csv"
+        header = ",".join([f"f{j}" for j in range(view.shape[1])] + ["label"])
+        rows = [",".join([*(f"{v:.17g}" for v in row - view.min()), str(c)]) for row, c in zip(view, y)]
+        path.write_text("\n".join([header, *rows]) + "\n")
+        paths.append(path)
+    return paths, y

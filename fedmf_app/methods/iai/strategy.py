@@ -90,6 +90,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
                 views_dropped(len(self.client_info), self.shared.missing_views_dropped)
             except ValueError as exc:
                 raise FederationError(str(exc)) from exc
+        log(INFO, "fmvc-iai round 1, the set-up: each client trains its autoencoder, finds neighbours")
         return []
 
     def aggregate(

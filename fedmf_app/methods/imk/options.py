@@ -156,7 +156,7 @@ OPTIONS: tuple[Option, ...] = (
 
 def _check(cfg: dict[str, Any]) -> None:
     """The masked graph sum needs two clients."""
-    if cfg["num-clients"] < 2:
+    if cfg["num-clients"] == 1:
         raise ConfigError(
             "fmvc-imk needs 'num-clients' >= 2: the server learns only the masked sum of the graphs, "
             "and with one client the sum is its own graph"

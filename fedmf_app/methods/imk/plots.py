@@ -16,7 +16,8 @@ __all__ = ["plot_convergence"]
 
 
 def plot_convergence(result: dict[str, Any], path: str | Path, title: str) -> Path:
-    """Objective and clustering accuracy against communication rounds (paper B's Fig. 2).
+    """Objective and clustering accuracy against communication rounds (paper B's Fig. 2), side by
+    side, each on an axis scaled to its values.
 
     Parameters
     ----------
@@ -35,12 +36,15 @@ def plot_convergence(result: dict[str, Any], path: str | Path, title: str) -> Pa
     """
     rounds = result["rounds"]
     s = [r["round"] for r in rounds]
-    fig, ax_f = plt.subplots(figsize=(6, 4))
+    scored = bool(rounds) and all("acc" in r for r in rounds)
+    fig, axes = plt.subplots(1, 2 if scored else 1, figsize=(10 if scored else 5.5, 3.8), squeeze=False)
+    ax_f = axes[0][0]
     ax_f.plot(s, [r["objective"] for r in rounds], color="C0")
-    ax_f.set_xlabel("communication round")
-    ax_f.set_ylabel("objective", color="C0")
-    if rounds and all("acc" in r for r in rounds):
-        ax_a = ax_f.twinx()
+    ax_f.set_ylabel("objective")
+    if scored:
+        ax_a = axes[0][1]
         ax_a.plot(s, [100 * r["acc"] for r in rounds], color="C1")
-        ax_a.set_ylabel("ACC (%)", color="C1")
+        ax_a.set_ylabel("ACC of the round's labels (%)")
+    for ax in axes[0]:
+        ax.set_xlabel("communication round")
     return save_figure(fig, path, title)

@@ -152,7 +152,9 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             anchors = anchor_indices(self.shared.seed, self.num_samples, self.options.anchors)
             extra["anchors"] = anchors.tobytes()
         config = self.stage_config("setup", **extra)
+        log(INFO, "fmvc-imk set-up 1/2: each client builds its %s graph and masks it", self.graph)
         replies = self._parallel(lambda p: self._fit_stage(p, config))
+        log(INFO, "fmvc-imk set-up 2/2: the server sums the masked graphs and prepares its solver")
         n = self.num_samples
         stage = self.protocol.stage("setup")
         self.check_replies(stage, replies, [], "set-up")
