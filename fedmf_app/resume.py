@@ -16,7 +16,8 @@ run of the same seed gives (the tests check it).
   through :data:`~fedmf_app.client_app.NODE_CONFIG_ENV`);
 * ``--deployment --workdir W``: on the local loopback federation of
   :mod:`fedmf_app.deployment.federation`, restarted on the same working folder ``W`` (so every
-  SuperNode finds its state);
+  SuperNode finds its state) with the same data file per SuperNode (``--data-file`` of the original
+  command, kept in ``W``);
 * on your own federation: restart each SuperNode with its ``state-dir`` and
   ``resume-run-id=<run id>``, then ``flwr run . <federation> --run-config "<the run's config>
   resume-from='RUN_FOLDER'"``.
@@ -103,7 +104,12 @@ def main(argv: list[str] | None = None) -> int:
                 "--deployment needs --workdir: the original federation's folder (the SuperNodes' state)",
             )
             return 2
-        with LocalFederation(args.workdir, m, args.app_dir, resume_run_id=run_id) as federation:
+        from fedmf_app.deployment.federation import saved_data_files
+
+        files = saved_data_files(args.workdir)
+        with LocalFederation(
+            args.workdir, m, args.app_dir, data_files=files, resume_run_id=run_id
+        ) as federation:
             outcome = federation.run(run_config, timeout=args.timeout, echo=sys.stdout)
         log(INFO, "logs: %s", args.workdir)
         if outcome.error:

@@ -12,7 +12,8 @@ Three measurements, in process (the real Strategies and NumPyClients, :mod:`fedm
   :math:`G_p = X_p^\\top X_p` (relative Frobenius error of its best estimate) from what it sees of
   paper A's start and of one training round, per view of HW: the sketch share in the clear (the
   former default without secure aggregation), the masked sum of the shares (today's start), and one
-  training round's upload in the clear (:math:`\\hat V_p^\\top \\hat V_p`).
+  training round's upload in the clear (:math:`\\hat V_p^\\top \\hat V_p`), beside what the shared
+  :math:`V` after round 1 gives (:math:`V^\\top V`), each at its best scale.
 * ``poison``: one of three ``fedsonmf`` clients uploads, correctly masked, a target clustering's
   indicator instead of its upload in every round: unbounded (as before the bounds), scaled to the
   largest norm its bound allows (what the bound leaves), and no attack. Reported: the adjusted Rand
@@ -42,6 +43,8 @@ from sklearn.metrics import adjusted_rand_score
 
 import fedmf_app.federated.client as client_module
 import fedmf_app.federated.strategy as strategy_module
+import fedmf_app.methods.sonmf.client as sonmf_client
+import fedmf_app.methods.sonmf.strategy as sonmf_strategy
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data import load_client_view
 from fedmf_app.federated.strategy import FederationError
@@ -80,18 +83,24 @@ CHECK_RUNS: dict[str, dict[str, Any]] = {
     },
 }
 
-#: (module, function name) of every check the ``checks`` measurement times.
-CHECKS = (
+#: (module, function name) of every check the ``checks`` measurement times (with paper A's bounds),
+#: on the clients' side and on the server's.
+CLIENT_CHECKS = (
+    (client_module, "request_digest"),
     (client_module, "check_request"),
     (client_module, "check_reply"),
     (client_module, "check_sum"),
     (client_module, "admit"),
     (client_module, "record_answer"),
     (client_module, "load_ledger"),
+    (sonmf_client, "round_bounds"),
+)
+SERVER_CHECKS = (
     (strategy_module, "check_reply"),
     (strategy_module, "check_sum"),
     (strategy_module, "check_arrays"),
     (strategy_module, "check_metrics"),
+    (sonmf_strategy, "round_bounds"),
 )
 
 
@@ -108,31 +117,42 @@ def _timed(function: Callable[..., Any], spent: list[float]) -> Callable[..., An
 
 
 def measure_checks(out: Path) -> list[dict[str, Any]]:
-    """Seconds per round in the checks, and the round's median wall time, per run of :data:`CHECK_RUNS`."""
+    """Per run of :data:`CHECK_RUNS`: a client's checks per message against its work in a round
+    (median of the slowest client's), and the server's checks per round against its own time."""
     rows = []
     for label, cfg in CHECK_RUNS.items():
-        spent: list[float] = []
-        originals = [(module, name, getattr(module, name)) for module, name in CHECKS]
-        for module, name, function in originals:
-            setattr(module, name, _timed(function, spent))
+        spent: dict[str, list[float]] = {"client": [], "server": []}
+        sides = (("client", CLIENT_CHECKS), ("server", SERVER_CHECKS))
+        originals = [
+            (side, module, name, getattr(module, name)) for side, pairs in sides for module, name in pairs
+        ]
+        for side, module, name, function in originals:
+            setattr(module, name, _timed(function, spent[side]))
         try:
             strategy = InProcessFederation(cfg, out / "checks", label.split(",")[0]).run()
         finally:
-            for module, name, function in originals:
+            for _, module, name, function in originals:
                 setattr(module, name, function)
         records = strategy.recorder.data["rounds"]
         rounds = len(records)
-        wall = statistics.median(r["wall_s"] for r in records)
-        per_round = sum(spent) / rounds
+        messages = rounds * len(strategy.clients)
         rows.append(
-            {"run": label, "checks_s_per_round": per_round, "round_wall_s": wall, "share": per_round / wall}
+            {
+                "run": label,
+                "client_checks_s_per_message": sum(spent["client"]) / messages,
+                "client_kernel_s": statistics.median(r["client_kernel_s_max"] for r in records),
+                "server_checks_s_per_round": sum(spent["server"]) / rounds,
+                "server_s": statistics.median(r["server_s"] for r in records),
+            }
         )
         log.info("%s", json.dumps(rows[-1]))
     return rows
 
 
 def _gram_error(estimate: np.ndarray, gram: np.ndarray) -> float:
-    return float(np.linalg.norm(estimate - gram) / np.linalg.norm(gram))
+    """Relative error of ``estimate`` at its best scale (the server may know no scale)."""
+    scale = float(np.sum(estimate * gram) / max(np.sum(estimate * estimate), 1e-300))
+    return float(np.linalg.norm(scale * estimate - gram) / np.linalg.norm(gram))
 
 
 def _nystrom(y: np.ndarray, omega: np.ndarray) -> np.ndarray:
@@ -148,6 +168,7 @@ def measure_start(out: Path) -> list[dict[str, Any]]:
     fed.start()
     rank = fed.strategy.rank
     fed.round(1)
+    shared = fed.strategy.v  # what every party sees after round 1
     uploads = {p: proxy.replies[0][0] for p, proxy in enumerate(fed.proxies)}
     views = [load_client_view(cfg, p, None, needs=data_needs(cfg)).features for p in range(6)]
     n = views[0].shape[0]
@@ -162,8 +183,9 @@ def measure_start(out: Path) -> list[dict[str, Any]]:
                 "view": p,
                 "d": int(x.shape[1]),
                 "share_in_the_clear": _gram_error(_nystrom(shares[p], omega), gram),
-                "masked_sum": _gram_error(stacked / len(views), gram),
+                "masked_sum": _gram_error(stacked, gram),
                 "round_upload_in_the_clear": _gram_error(uploads[p].T @ uploads[p], gram),
+                "shared_v": _gram_error(shared.T @ shared, gram),
             }
         )
         log.info("%s", json.dumps(rows[-1]))
@@ -197,10 +219,16 @@ class _Target(FedSONMFClient):
         return LocalWork(indicator, work.u, work.v, work.state, work.xvt)
 
     def reply(self, stage, values, request, server_round, bound_context=None):
+        if stage.name != "round":
+            return super().reply(stage, values, request, server_round, bound_context)
         if self.fit_bound and bound_context is not None:
             scale = 0.999 * bound_context.upload / float(np.linalg.norm(values["upload"]))
             values = {**values, "upload": values["upload"] * scale}
         return super().reply(stage, values, request, server_round, None)
+
+
+#: (attack, rounds) of the ``poison`` measurement.
+ATTACKS = (("none", 30), ("within-bound", 10), ("within-bound", 30), ("unbounded", 30))
 
 
 def measure_poison(out: Path, seeds: tuple[int, ...] = (0, 1, 2)) -> list[dict[str, Any]]:
@@ -217,12 +245,13 @@ def measure_poison(out: Path, seeds: tuple[int, ...] = (0, 1, 2)) -> list[dict[s
             "num-clients": 3,
             "num-clusters": 3,
             "sonmf.rank": 3,
-            "num-server-rounds": 30,
             "secure-aggregation": True,
             "seed": seed,
         }
-        for attack in ("none", "within-bound", "unbounded"):
-            fed = InProcessFederation(base, out / "poison", f"{attack}-{seed}")
+        for attack, rounds in ATTACKS:
+            fed = InProcessFederation(
+                {**base, "num-server-rounds": rounds}, out / "poison", f"{attack}-{rounds}-{seed}"
+            )
             if attack != "none":
                 honest = fed.proxies[1].client
                 attacker = _Target(honest.context, honest.cfg, 1, 3, honest.view)
@@ -234,12 +263,20 @@ def measure_poison(out: Path, seeds: tuple[int, ...] = (0, 1, 2)) -> list[dict[s
                 row = {
                     "seed": seed,
                     "attack": attack,
+                    "rounds": rounds,
                     "outcome": "completed",
                     "ari_target": adjusted_rand_score(target, labels),
                     "ari_truth": adjusted_rand_score(truth, labels),
                 }
             except FederationError as exc:
-                row = {"seed": seed, "attack": attack, "outcome": "refused", "error": str(exc)[:200]}
+                failed = len(fed.strategy.recorder.data["rounds"]) + 1
+                row = {
+                    "seed": seed,
+                    "attack": attack,
+                    "rounds": rounds,
+                    "outcome": f"refused in round {failed}",
+                    "error": str(exc)[:300],
+                }
             rows.append(row)
             log.info("%s", json.dumps(row))
     return rows
@@ -247,11 +284,16 @@ def measure_poison(out: Path, seeds: tuple[int, ...] = (0, 1, 2)) -> list[dict[s
 
 def tables(results: dict[str, Any]) -> str:
     """The Markdown tables of the three measurements."""
-    lines = ["| run | checks per round (ms) | round wall time (s) | share |", "|---|---|---|---|"]
+    lines = [
+        "| run | a client's checks per message (ms) | a client's work per round, slowest (ms) "
+        "| the server's checks per round (ms) | the server's work per round (ms) |",
+        "|---|---|---|---|---|",
+    ]
     for r in results["checks"]:
         lines.append(
-            f"| {r['run']} | {1e3 * r['checks_s_per_round']:.2f} | {r['round_wall_s']:.2f} | "
-            f"{100 * r['share']:.2f} % |"
+            f"| {r['run']} | {1e3 * r['client_checks_s_per_message']:.2f} | "
+            f"{1e3 * r['client_kernel_s']:.1f} | {1e3 * r['server_checks_s_per_round']:.2f} | "
+            f"{1e3 * r['server_s']:.1f} |"
         )
     start = results["start"][0]
     lines += [
@@ -261,28 +303,29 @@ def tables(results: dict[str, Any]) -> str:
         "learnt of it, 0 = all of it):",
         "",
         "| view | d_p | the share in the clear (former start) | the masked sum (today's start) "
-        "| one round's upload in the clear |",
-        "|---|---|---|---|---|",
+        "| one round's upload in the clear | the shared V after round 1 (every party) |",
+        "|---|---|---|---|---|---|",
     ]
     for v in start["views"]:
         lines.append(
             f"| {v['view']} | {v['d']} | {v['share_in_the_clear']:.2e} | {v['masked_sum']:.2f} | "
-            f"{v['round_upload_in_the_clear']:.2f} |"
+            f"{v['round_upload_in_the_clear']:.2f} | {v['shared_v']:.2f} |"
         )
     lines += [
         "",
-        "A masked client uploading a target clustering's indicator (one of three clients, 30 rounds, "
-        "3 seeds):",
+        "A masked client uploading a target clustering's indicator (one of three clients, 3 seeds):",
         "",
-        "| attack | runs completed | ARI with the target, mean | ARI with the truth, mean |",
-        "|---|---|---|---|",
+        "| attack | rounds | runs completed | how the others ended | ARI with the target, mean "
+        "| ARI with the truth, mean |",
+        "|---|---|---|---|---|---|",
     ]
-    for attack in ("none", "within-bound", "unbounded"):
-        runs = [r for r in results["poison"] if r["attack"] == attack]
+    for attack, rounds in ATTACKS:
+        runs = [r for r in results["poison"] if r["attack"] == attack and r["rounds"] == rounds]
         done = [r for r in runs if r["outcome"] == "completed"]
+        ended = ", ".join(sorted({r["outcome"] for r in runs if r not in done})) or "-"
         target = f"{np.mean([r['ari_target'] for r in done]):.3f}" if done else "-"
         truth = f"{np.mean([r['ari_truth'] for r in done]):.3f}" if done else "-"
-        lines.append(f"| {attack} | {len(done)} of {len(runs)} | {target} | {truth} |")
+        lines.append(f"| {attack} | {rounds} | {len(done)} of {len(runs)} | {ended} | {target} | {truth} |")
     return "\n".join(lines)
 
 

@@ -54,6 +54,7 @@ from fedmf_app.options import ConfigError
 from fedmf_app.registry import ALGORITHM_NAMES, data_needs, defaults, family_of, validate_run_config
 
 __all__ = [
+    "DATA_FILES",
     "DEPLOYMENT_DEFAULTS",
     "FederationOutcome",
     "LocalFederation",
@@ -62,6 +63,7 @@ __all__ = [
     "federation_size",
     "main",
     "run_timeout",
+    "saved_data_files",
     "with_deployment_defaults",
 ]
 
@@ -195,6 +197,27 @@ def federation_size(
             "--num-nodes, one --data-file per SuperNode, or run config num-clients"
         )
     return count
+
+
+#: The file in a federation's workdir that lists its SuperNodes' data files, one a line.
+DATA_FILES = "data-files.txt"
+
+
+def saved_data_files(workdir: str | Path) -> list[Path] | None:
+    """The data files a federation on ``workdir`` gave its SuperNodes (``None``: none were given).
+
+    Parameters
+    ----------
+    workdir : str or Path
+
+    Returns
+    -------
+    list of Path or None
+    """
+    path = Path(workdir) / DATA_FILES
+    if not path.is_file():
+        return None
+    return [Path(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def check_node_data(num_nodes: int, overrides: Mapping[str, Any], data_files: Sequence[Path] | None) -> None:
@@ -371,6 +394,9 @@ class LocalFederation:
 
     def _start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.data_files is not None:
+            # each node's own file, for python -m fedmf_app.resume --deployment on this workdir
+            (self.workdir / DATA_FILES).write_text("".join(f"{f}\n" for f in self.data_files))
         certs = self.workdir / "certificates"
         tls_files = make_certificates(certs) if self.tls else None
         # one long-term key pair per SuperNode: it signs the node's secure-aggregation key and,

@@ -110,6 +110,7 @@ class ViewClient(NumPyClient):
         self.num_partitions = num_partitions
         self.view = view
         self._facts: dict[str, int] = {}
+        self._own: tuple[ClientView, dict[str, int]] | None = None
 
     #: The method family of this client (its ``options.py``'s ``FAMILY``): what the client needs
     #: from the data layer (:meth:`~fedmf_app.options.Family.data_needs`), for a view reloaded
@@ -175,10 +176,13 @@ class ViewClient(NumPyClient):
 
     def own_data(self) -> dict[str, int]:
         """What this node knows of its own data: ``n``, ``d``, ``observed`` and ``classes`` (its
-        ground truth's class count, 0 without one)."""
-        n, d = self.view.features.shape
-        classes = 0 if self.view.labels is None else int(self.view.labels.max()) + 1
-        return {"n": int(n), "d": int(d), "observed": int(self.observed.sum()), "classes": classes}
+        ground truth's class count, 0 without one); kept for the message (the view it describes)."""
+        if self._own is None or self._own[0] is not self.view:
+            n, d = self.view.features.shape
+            classes = 0 if self.view.labels is None else int(self.view.labels.max()) + 1
+            own = {"n": int(n), "d": int(d), "observed": int(self.observed.sum()), "classes": classes}
+            self._own = (self.view, own)
+        return self._own[1]
 
     def sizes(self) -> Sizes:
         """This client's :class:`~fedmf_app.federated.protocol.Sizes`, with the facts pinned so far."""

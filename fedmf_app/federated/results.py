@@ -149,6 +149,7 @@ class RunRecorder:
         recorder = cls(run_dir.parent, run_dir.name, previous["config"])
         kept = [r for r in previous["rounds"] if r["round"] <= after_round]
         recorder.data.update(
+            clients=previous.get("clients", []),
             rounds=kept,
             resumed=[
                 *previous.get("resumed", []),

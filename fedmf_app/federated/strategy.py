@@ -469,11 +469,30 @@ class ViewFederationStrategy(Strategy):
         self.round_offset = int(checkpoint["round"])
 
     def _restore(self) -> list[np.ndarray]:
+        self._check_resumed_views()
         for name, value in self._resume["state"].items():
             setattr(self, name, value)
         self.after_restore()
         log(INFO, "resumed after round %d", self.round_offset)
         return list(self._resume["broadcast"])
+
+    def _check_resumed_views(self) -> None:
+        """A resumed run's clients must hold the views the run had (samples and features per
+        partition, from ``result.json``'s ``clients``); refuse, naming the partition, otherwise."""
+        before = {int(c["partition-id"]): c for c in self.recorder.data.get("clients", [])}
+        for info in self.client_info:
+            p = int(info["partition-id"])
+            was = before.get(p)
+            if was is None:
+                continue
+            now = (int(info["num-samples"]), int(info["num-features"]))
+            then = (int(was["num-samples"]), int(was["num-features"]))
+            if now != then:
+                raise FederationError(
+                    f"resume: partition {p}'s view is {now[0]} x {now[1]} (samples x features), but the run "
+                    f"it continues had {then[0]} x {then[1]} ({was.get('source', '?')}): give each SuperNode "
+                    "the data file it had (node config data-file)"
+                )
 
     def after_restore(self) -> None:
         """Rebuild what the checkpoint does not hold (default: nothing)."""

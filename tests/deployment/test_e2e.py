@@ -5,9 +5,9 @@ bounded) and checks afterwards that none of the processes it started is left:
 
 * TLS, SuperNode authentication (an unregistered node is refused) and secure aggregation with
   signed keys: the numbers of the same run in process;
-* a SuperNode killed mid-run fails the run in bounded time, naming it; ``python -m
-  fedmf_app.resume`` then restarts the federation on the same folders and ends the run with the
-  numbers of an uninterrupted one;
+* a SuperNode killed mid-run (each node holding its own CSV file) fails the run in bounded time,
+  naming it; ``python -m fedmf_app.resume`` then restarts the federation on the same folders and
+  files and ends the run with the numbers of an uninterrupted one;
 * a ServerApp that loses its SuperLink marks its run interrupted and exits;
 * a malformed data file on one node stops the run before round 1, naming the node and the cause
   (the file's path stays in the node's own log).
@@ -124,7 +124,13 @@ def test_tls_authentication_and_signed_secure_aggregation_give_the_in_process_nu
 def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time_and_the_run_resumes(
     tmp_path, round_timeout, bound
 ):
+    # each organisation's own CSV file, kept by the federation for the resume
+    files = []
+    for p, view in enumerate(synthetic_views(m=3, h=0.3, seed=3, num_samples=40)):
+        files.append(tmp_path / f"org{p}.csv")
+        np.savetxt(files[-1], view.x.T, delimiter=",")
     overrides = {
+        "dataset": ",".join(map(str, files)),
         "num-server-rounds": 3,
         "round-timeout-s": round_timeout,
         # as the federation command: no numba compile in round 1 (it could outlast a short timeout)
@@ -147,7 +153,7 @@ def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time_and_the_run_re
                 return
 
     workdir = tmp_path / "federation"
-    with LocalFederation(workdir, 3, ROOT) as federation:
+    with LocalFederation(workdir, 3, ROOT, data_files=files) as federation:
         procs = federation_processes(federation)
         stop = threading.Event()
         killer = threading.Thread(target=kill_after_round_one, args=(federation, stop))
@@ -172,7 +178,8 @@ def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time_and_the_run_re
     assert any("SuperNode 2 exited" in line for line in outcome.node_exits)
 
     # the organisations restart the federation on the same folders (each SuperNode finds its state
-    # in its state-dir) and resume: the numbers of an uninterrupted run of the same seed
+    # in its state-dir and is given its own file again) and resume: the numbers of an uninterrupted
+    # run of the same seed
     argv = [str(run_dir), "--app-dir", str(ROOT), "--deployment", "--workdir", str(workdir)]
     assert resume_main([*argv, "--timeout", "300"]) == 0
     resumed = json.loads(result_path.read_text())
@@ -186,6 +193,23 @@ def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time_and_the_run_re
             k: v for k, v in expected.items() if k not in TIMING
         }
     assert resumed["final"] == json.loads(json.dumps(want["final"]))
+
+
+def _wait_exited(procs, timeout):
+    """Wait until every process of ``procs`` has exited (a zombie has: its parent may not reap it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = []
+        for proc in procs:
+            try:
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive:
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def test_a_serverapp_that_loses_its_superlink_marks_the_run_interrupted_and_exits(tmp_path):
@@ -208,6 +232,10 @@ def test_a_serverapp_that_loses_its_superlink_marks_the_run_interrupted_and_exit
                 serverapps.extend(p for p in children if "serverapp" in " ".join(p.cmdline()))
                 orphans.extend(p for p in children if p not in serverapps)
                 link.kill()  # the SuperLink alone: the ServerApp outlives it
+                _wait_exited(serverapps, 60)
+                for proc in psutil.Process().children(recursive=True):  # flwr run waits on its own
+                    if "flwr" in " ".join(proc.cmdline()) and " run " in " ".join(proc.cmdline()):
+                        proc.kill()
                 return
 
     with LocalFederation(tmp_path / "federation", 2, ROOT, node_policy={}) as federation:
@@ -223,8 +251,7 @@ def test_a_serverapp_that_loses_its_superlink_marks_the_run_interrupted_and_exit
             stop.set()
             killer.join(timeout=10)
         assert serverapps, "no ServerApp process found under the SuperLink"
-        _, alive = psutil.wait_procs(serverapps, timeout=60)
-        assert all(p.status() == psutil.STATUS_ZOMBIE for p in alive)  # exited (its parent may not reap it)
+        assert _wait_exited(serverapps, 60)
         procs += federation_processes(federation)
     for orphan in orphans:  # the dead SuperLink's other children are this test's to stop
         if orphan.is_running():

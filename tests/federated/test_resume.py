@@ -174,3 +174,17 @@ def test_resume_from_outside_the_runs_out_dir_is_refused(tmp_path):
     )
     with pytest.raises(ConfigError, match="is not a run folder of run config 'out-dir'"):
         server_fn(context)
+
+
+def test_a_resumed_run_refuses_views_that_do_not_match_the_run_naming_the_partition(tmp_path):
+    cfg = validate_run_config({**SONMF, "num-server-rounds": 3})
+    _drive(_strategy(cfg, tmp_path), cfg, 1, node_config=_nodes(tmp_path))
+    strategy, rounds = _resumed(cfg, tmp_path / "run")
+    other = tmp_path / "other-view.npy"  # the same 40 samples, 9 features instead of 20
+    np.save(other, np.abs(np.random.default_rng(0).standard_normal((40, 9))))
+
+    def nodes(p):
+        return {**_nodes(tmp_path, resume=1)(p), **({"data-file": str(other)} if p == 1 else {})}
+
+    with pytest.raises(FederationError, match=r"resume: partition 1's view is 40 x 9 .* had 40 x 20"):
+        _drive(strategy, cfg, rounds, node_config=nodes, run_id=2)
