@@ -1,0 +1,274 @@
+"""The settle round of a run, and the table and figure of :mod:`simulations.rounds_study`.
+
+A run's *settle round* is the first round from which every round's ACC stays within
+:data:`TOLERANCE` (0.5 ACC point) of the last round's ACC: the rounds after it change the
+clustering's score by less than that. The functions only read the study's JSON records (and the
+default ``imk.tol``, drawn in the figure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+from fedmf_app.registry import defaults  # noqa: E402
+from simulations.quality.datasets import DEVELOPMENT_SETS  # noqa: E402
+from simulations.spread import header, mean_spread  # noqa: E402
+
+__all__ = [
+    "CHANGE_FLOOR",
+    "MARKERS",
+    "METHODS",
+    "ROUND_KEYS",
+    "TOLERANCE",
+    "curves",
+    "objective",
+    "relative_changes",
+    "run_summary",
+    "settle_round",
+    "table",
+    "write_figure",
+]
+
+#: The methods of the study, in table order.
+METHODS = ("fedsonmf", "fmvc-imk", "fmvc-iai")
+
+#: Per method, what its rounds record besides ACC, NMI and wall time: the objective of paper A
+#: and paper B; fmvc-iai's mean training losses over the clients (none in its set-up round) and
+#: the share of labels that changed since the previous round.
+ROUND_KEYS: dict[str, tuple[str, ...]] = {
+    "fedsonmf": ("objective",),
+    "fmvc-imk": ("objective",),
+    "fmvc-iai": ("loss_attribute", "loss_structure", "loss_clustering", "label_change"),
+}
+
+#: How far (in ACC, 0.005 = 0.5 point) a settled round may be from the last round's ACC.
+TOLERANCE = 0.005
+
+
+def settle_round(acc: Sequence[float], tolerance: float = TOLERANCE) -> int:
+    """The first round (1-based) from which every round's ACC is within ``tolerance`` of the last.
+
+    Parameters
+    ----------
+    acc : sequence of float
+        ACC after each round, round 1 first (at least one round).
+    tolerance : float
+
+    Returns
+    -------
+    int
+        Between 1 and ``len(acc)``; ``len(acc)`` when the last round still moved by more than
+        ``tolerance``.
+    """
+    values = np.asarray(acc, dtype=np.float64)
+    off = np.flatnonzero(np.abs(values - values[-1]) > tolerance + 1e-12)
+    return int(off[-1]) + 2 if off.size else 1
+
+
+def run_summary(record: dict[str, Any]) -> dict[str, Any]:
+    """A run record's rounds run, settle round, share of rounds after it and final ACC.
+
+    Parameters
+    ----------
+    record : dict
+        A record of :func:`simulations.rounds_study.one_run` (not a refused one).
+
+    Returns
+    -------
+    dict
+        ``rounds``, ``settle``, ``after`` (``(rounds - settle) / rounds``), ``acc`` (the last
+        round's), ``stopped`` (whether a stop rule ended the run) and ``wall_s``.
+    """
+    rounds = len(record["rounds"])
+    settle = settle_round([r["acc"] for r in record["rounds"]])
+    return {
+        "rounds": rounds,
+        "settle": settle,
+        "after": (rounds - settle) / rounds,
+        "acc": record["rounds"][-1]["acc"],
+        "stopped": record["stopped_early"] is not None,
+        "wall_s": record["wall_s"],
+    }
+
+
+def _groups(records: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Records by (method, data set), in study order, seeds in order."""
+    order = list(DEVELOPMENT_SETS)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in sorted(records, key=lambda r: (METHODS.index(r["method"]), order.index(r["set"]), r["seed"])):
+        groups.setdefault((r["method"], r["set"]), []).append(r)
+    return groups
+
+
+def _span(values: list[int]) -> str:
+    return str(values[0]) if min(values) == max(values) else f"{min(values)}-{max(values)}"
+
+
+def table(records: list[dict[str, Any]]) -> str:
+    """Markdown: per method and data set, rounds run, settle round, final ACC and wasted rounds.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's records (refused runs give a row with the reason).
+
+    Returns
+    -------
+    str
+    """
+    lines = [
+        header("Settle round and ACC %")
+        + f"; settle round: the first round from which ACC stays within {100 * TOLERANCE:g} point "
+        "of the last round's; after settling: the share of the rounds run that came after it.",
+        "",
+        "| method | data set | seeds | rounds run | stopped by its rule | settle round | settle round, max "
+        "| final ACC | after settling | s per run |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (method, name), runs in _groups(records).items():
+        done = [run_summary(r) for r in runs if "refused" not in r]
+        if not done:
+            lines.append(f"| {method} | {name} | {len(runs)} | refused: {runs[0]['refused']} |||||||")
+            continue
+        lines.append(
+            f"| {method} | {name} | {len(done)} | {_span([s['rounds'] for s in done])} "
+            f"| {sum(s['stopped'] for s in done)} of {len(done)} "
+            f"| {mean_spread(s['settle'] for s in done)} | {max(s['settle'] for s in done)} "
+            f"| {mean_spread((s['acc'] for s in done), scale=100)} "
+            f"| {100 * np.mean([s['after'] for s in done]):.0f} % "
+            f"| {np.mean([s['wall_s'] for s in done]):.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def curves(runs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """ACC per round of each run, each run's last value carried to the longest run's end.
+
+    A run that a stop rule ended keeps its last clustering, so its ACC stays the last one.
+
+    Parameters
+    ----------
+    runs : list of dict
+        Records of one method on one data set.
+
+    Returns
+    -------
+    rounds : ndarray, shape (t,)
+        1 to the longest run's last round.
+    acc : ndarray, shape (len(runs), t)
+    """
+    rows = [[r["acc"] for r in record["rounds"]] for record in runs]
+    longest = max(len(row) for row in rows)
+    return np.arange(1, longest + 1), np.array([row + row[-1:] * (longest - len(row)) for row in rows])
+
+
+def objective(round_record: dict[str, Any]) -> float | None:
+    """A round's objective; fmvc-iai's: the sum of its mean training losses (``None`` in its
+    set-up round, which trains nothing)."""
+    if "objective" in round_record:
+        return round_record["objective"]
+    losses = [round_record.get(k) for k in ROUND_KEYS["fmvc-iai"][:3]]
+    return None if None in losses else float(sum(losses))
+
+
+def relative_changes(record: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """:math:`|f_t - f_{t-1}| / |f_{t-1}|` of a run's objective, for every round after a round with
+    an objective (what a stop rule on the relative change, such as ``imk.tol``, reads).
+
+    Parameters
+    ----------
+    record : dict
+        A run record.
+
+    Returns
+    -------
+    rounds, change : ndarray
+    """
+    points = [(r["round"], f) for r in record["rounds"] if (f := objective(r)) is not None]
+    rounds = np.array([t for t, _ in points[1:]], dtype=int)
+    f = np.array([v for _, v in points])
+    return rounds, np.abs(np.diff(f)) / np.abs(f[:-1])
+
+
+#: Each data set's marker in the figure (beside its colour, so that lines at one level stay apart).
+MARKERS = {"HW": "o", "ORL": "s", "Yale": "^", "Sonar": "v", "3Sources": "D", "BBCSport": "P"}
+
+#: Relative changes below this (rounding) are drawn at it, so that no round drops off the log axis.
+CHANGE_FLOOR = 1e-16
+
+
+def write_figure(records: list[dict[str, Any]], path: Path) -> None:
+    """ACC and the objective's relative change against rounds: a row per method, a colour per set.
+
+    ACC: the mean over the seeds (a run stopped by its rule keeps its last value), the band their
+    range, a dot the latest settle round over the seeds. Objective: one line per seed, ending where
+    the run ended; fmvc-imk's panel shows ``imk.tol``, the change at which its rule stops.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's records (refused runs are left out).
+    path : Path
+        The PNG to write.
+    """
+    groups = {g: [r for r in runs if "refused" not in r] for g, runs in _groups(records).items()}
+    groups = {g: runs for g, runs in groups.items() if runs}
+    methods = [m for m in METHODS if any(g[0] == m for g in groups)]
+    if not methods:
+        return
+    colours = dict(zip(DEVELOPMENT_SETS, plt.get_cmap("tab10").colors, strict=False))
+    fig, axes = plt.subplots(len(methods), 2, figsize=(12, 3.4 * len(methods) + 0.6), squeeze=False)
+    for (left, right), method in zip(axes, methods, strict=True):
+        for (m, name), runs in groups.items():
+            if m != method:
+                continue
+            x, acc = curves(runs)
+            mean = acc.mean(axis=0)
+            style = {"color": colours[name], "marker": MARKERS[name], "markevery": max(1, len(x) // 10)}
+            left.plot(x, mean, lw=1.4, ms=4, **style)
+            left.fill_between(x, acc.min(axis=0), acc.max(axis=0), color=colours[name], alpha=0.12)
+            settle = max(settle_round(row) for row in ([r["acc"] for r in run["rounds"]] for run in runs))
+            left.plot(settle, mean[settle - 1], "o", color=colours[name], ms=9, mec="black", zorder=5)
+            for run in runs:
+                t, change = relative_changes(run)
+                right.plot(t, np.maximum(change, CHANGE_FLOOR), lw=0.8, ms=3, alpha=0.8, **style)
+        if method == "fmvc-imk":
+            right.axhline(
+                defaults()["imk.tol"], color="black", ls="--", lw=0.8, label="imk.tol, its stop rule"
+            )
+            right.legend(fontsize=8, loc="upper right")
+        left.set_ylabel(f"{method}\nACC")
+        loss = "summed training loss" if method == "fmvc-iai" else "objective"
+        right.set_ylabel(f"relative change of the\n{loss} from the round before")
+        right.set_yscale("log")
+        for ax in (left, right):
+            ax.set_xlabel("round")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.grid(alpha=0.3)
+    handles = [
+        Line2D([], [], color=colours[name], marker=MARKERS[name], label=name)
+        for name in DEVELOPMENT_SETS
+        if any(g[1] == name for g in groups)
+    ]
+    fig.legend(
+        handles=handles, loc="upper center", ncol=len(handles), bbox_to_anchor=(0.5, 0.985), frameon=False
+    )
+    fig.suptitle(
+        "Left: ACC, mean over the seeds, band: their range, ringed dot: the latest settle round (ACC within "
+        f"{100 * TOLERANCE:g} point of the last round's from there on). Right: one line per seed.",
+        fontsize=9,
+        y=0.998,
+    )
+    fig.tight_layout(rect=(0, 0, 1, 0.955))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,190 @@
+"""Where the rounds go: ACC and the objective after every round of each method's default run.
+
+Runs ``fedsonmf``, ``fmvc-imk`` and ``fmvc-iai`` with every option at its default (their own
+``num-server-rounds`` and stop rules) on each development set present
+(:mod:`simulations.quality.datasets`: HW is embedded, the others are read under ``--data-root`` and
+skipped when absent), once per seed, through the real Strategy and NumPyClients in process
+(:class:`fedmf_app.in_process.InProcessFederation`: the numbers of ``flwr run``). Every round's
+clustering is scored against the ground truth when the run ends:
+
+* ``fmvc-imk`` scores its rounds itself (the clients hold the ground truth);
+* ``fmvc-iai`` keeps every round's pseudo-labels (:meth:`round_labels`) and scores them at the end;
+* ``fedsonmf`` keeps none (its clustering is k-means on the final ``V``); here its strategy keeps,
+  after each round, the labels its own :meth:`final_labels` gives on that round's ``V`` (the same
+  read and k-means seed), which changes nothing of the run.
+
+Appends one JSON line per run to ``<out>/runs.jsonl`` (a rerun skips the runs already there; a run
+the method refuses is recorded with the reason) and writes ``<out>/table.md`` and
+``<out>/curves.png`` (:mod:`simulations.rounds_report`). Usage::
+
+    python -m simulations.rounds_study --seeds 0 1 2 --out docs/rounds
+    python -m simulations.rounds_study --methods fmvc-imk --sets HW Yale --seeds 0
+    python -m simulations.rounds_study --table-only --out docs/rounds
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedmf_app.data.multiview import load_multiview
+from fedmf_app.federated.handshake import FederationError
+from fedmf_app.federated.results import RunRecorder, code_version
+from fedmf_app.in_process import InProcessFederation
+from fedmf_app.options.schema import ConfigError
+from fedmf_app.registry import strategy_class, validate_run_config
+from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
+from simulations.rounds_report import METHODS, ROUND_KEYS, table, write_figure
+
+ROOT = Path(__file__).resolve().parents[1]
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["one_run", "read_records", "run_key", "with_round_labels"]
+
+
+def with_round_labels(base: type) -> type:
+    """``base`` keeping, after every round, the labels :meth:`final_labels` gives then.
+
+    The extra k-means runs after the round's record is taken (the round's ``wall_s`` leaves it
+    out); its time is summed in ``labels_s``.
+    """
+
+    class ScoredRounds(base):
+        labels_s = 0.0
+
+        def round_labels(self) -> np.ndarray | None:
+            """The labels :meth:`final_labels` gives on this round's state."""
+            started = time.perf_counter()
+            labels = self.final_labels()
+            self.labels_s += time.perf_counter() - started
+            return labels
+
+    return ScoredRounds
+
+
+def one_run(method: str, name: str, dataset: str, seed: int, workdir: Path) -> dict[str, Any]:
+    """One default run of ``method`` on a development set, scored after every round.
+
+    Parameters
+    ----------
+    method : str
+        One of :data:`~simulations.rounds_report.METHODS`.
+    name : str
+        The data set's short name (:data:`~simulations.quality.datasets.DEVELOPMENT_SETS`).
+    dataset : str
+        Its run-config ``dataset``.
+    seed : int
+    workdir : Path
+        Where the run folder is written.
+
+    Returns
+    -------
+    dict
+        ``method``, ``set``, ``seed``, ``max_rounds`` (the default ``num-server-rounds``),
+        ``stopped_early`` (the stop rule's reason, or ``None``), ``final`` (ACC / NMI / purity /
+        ARI of the run's output), ``wall_s`` (the run, without the study's own k-means of
+        fedsonmf's rounds), ``labels_s`` (that k-means), ``code_version`` and ``rounds``: per
+        round ``round``, ``acc``, ``nmi``, ``wall_s`` and the method's :data:`ROUND_KEYS`.
+    """
+    views = load_multiview(dataset)
+    overrides = {"algorithm": method, "dataset": dataset, "num-clients": len(views.views), "seed": seed}
+    record: dict[str, Any] = {"method": method, "set": name, "seed": seed, "code_version": code_version()}
+    started = time.perf_counter()
+    try:
+        cfg = validate_run_config(overrides)
+        base = strategy_class(method)
+        kind = with_round_labels(base) if method == "fedsonmf" else base
+        strategy = kind(cfg, RunRecorder(workdir, f"{method}-{name}-s{seed}", cfg))
+        InProcessFederation(overrides, workdir, strategy=strategy).run()
+    except (FederationError, ConfigError) as exc:
+        return {**record, "refused": str(exc)}
+    labels_s = getattr(strategy, "labels_s", 0.0)
+    data = strategy.recorder.data
+    stopped = data["summary"].get("stopped_early")
+    keys = ("round", "acc", "nmi", "wall_s", *ROUND_KEYS[method])
+    return {
+        **record,
+        "max_rounds": cfg["num-server-rounds"],
+        "stopped_early": None if stopped is None else stopped["reason"],
+        "final": {k: data["final"][k] for k in ("acc", "nmi", "purity", "ari")},
+        "wall_s": time.perf_counter() - started - labels_s,
+        "labels_s": labels_s,
+        "rounds": [{k: r[k] for k in keys if k in r} for r in data["rounds"]],
+    }
+
+
+def run_key(record: dict[str, Any]) -> tuple[str, str, int]:
+    """A run's identity in the records: method, data set, seed."""
+    return record["method"], record["set"], record["seed"]
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The records of ``path`` (none if it does not exist), the first of each :func:`run_key`."""
+    unique: dict[tuple, dict] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                unique.setdefault(run_key(record), record)
+    return list(unique.values())
+
+
+def main() -> None:
+    """Command line: see the module docstring."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    parser.add_argument("--sets", nargs="+", default=list(DEVELOPMENT_SETS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--data-root", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "rounds")
+    parser.add_argument("--table-only", action="store_true", help="only rebuild table.md and curves.png")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("flwr").setLevel(logging.WARNING)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "runs.jsonl"
+    records = read_records(path)
+    done = {run_key(r) for r in records}
+    sets = {} if args.table_only else available_sets(args.data_root, args.sets)
+    if not args.table_only:
+        for name in sorted(set(args.sets) - set(sets)):
+            logger.info("%s: not under %s, skipped", name, args.data_root)
+    for method in args.methods:
+        for name, dataset in sets.items():
+            for seed in args.seeds:
+                if (method, name, seed) in done:
+                    continue
+                with tempfile.TemporaryDirectory() as workdir:  # the run folders are not kept
+                    record = one_run(method, name, dataset, seed, Path(workdir))
+                with path.open("a") as f:
+                    f.write(json.dumps(record) + "\n")
+                records.append(record)
+                if "refused" in record:
+                    logger.info("%s %s seed %d: refused (%s)", method, name, seed, record["refused"])
+                else:
+                    logger.info(
+                        "%s %s seed %d: %d rounds, ACC %.3f, %.0f s",
+                        method,
+                        name,
+                        seed,
+                        len(record["rounds"]),
+                        record["final"]["acc"],
+                        record["wall_s"],
+                    )
+    text = table(records)
+    (args.out / "table.md").write_text(text)
+    write_figure(records, args.out / "curves.png")
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()

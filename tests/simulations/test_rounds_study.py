@@ -1,0 +1,136 @@
+"""simulations/rounds_study.py and rounds_report.py: the settle round, the records, the table."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from fedmf_app.federated.results import RunRecorder
+from fedmf_app.in_process import InProcessFederation, run_in_process
+from fedmf_app.registry import strategy_class, validate_run_config
+from simulations.rounds_report import (
+    TOLERANCE,
+    curves,
+    objective,
+    relative_changes,
+    settle_round,
+    table,
+    write_figure,
+)
+from simulations.rounds_study import read_records, with_round_labels
+from simulations.spread import SPREAD
+
+from support.data import labelled_file
+
+
+def _brute_settle(per_mille):
+    """The definition on integer ACC in 1/1000 (0.5 point = 5), no rounding to argue about."""
+    last = per_mille[-1]
+    return next(
+        s for s in range(1, len(per_mille) + 1) if all(abs(a - last) <= 5 for a in per_mille[s - 1 :])
+    )
+
+
+def test_the_settle_round_is_the_first_from_which_every_round_stays_near_the_last():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        per_mille = rng.integers(500, 520, size=rng.integers(1, 30)).tolist()
+        s = settle_round([a / 1000 for a in per_mille])
+        assert s == _brute_settle(per_mille) and 1 <= s <= len(per_mille)
+
+
+def test_settle_round_edges():
+    assert settle_round([0.7] * 10) == 1  # never moved
+    assert settle_round([0.5, 0.6, 0.6, 0.9]) == 4  # still moving at the last round
+    assert settle_round([0.5, 0.9 - TOLERANCE, 0.9]) == 2  # exactly half a point counts as settled
+    assert settle_round([0.9, 0.5, 0.9]) == 3  # a dip after the first match is not settled
+
+
+def _record(method, name, seed, acc, stopped=None, refused=None):
+    base = {"method": method, "set": name, "seed": seed}
+    if refused:
+        return {**base, "refused": refused}
+    rounds = [
+        {"round": s, "acc": a, "nmi": a / 2, "wall_s": 0.1, "objective": 2.0 / s}
+        for s, a in enumerate(acc, 1)
+    ]
+    return {**base, "stopped_early": stopped, "wall_s": 3.0, "rounds": rounds, "final": {"acc": acc[-1]}}
+
+
+def test_table_summarises_each_method_and_set_over_its_seeds():
+    records = [
+        _record("fmvc-imk", "HW", 0, [0.5, 0.9, 0.9, 0.9]),
+        _record("fedsonmf", "HW", 1, [0.6, 0.6, 0.8, 0.8, 0.8, 0.8], stopped="rule"),
+        _record("fedsonmf", "HW", 0, [0.6, 0.8, 0.8, 0.8]),
+        _record("fmvc-iai", "Sonar", 0, [0.5], refused="too few samples"),
+    ]
+    text = table(records)
+    assert SPREAD in text
+    rows = [line for line in text.splitlines() if line.startswith("| fedsonmf") or line.startswith("| fmvc")]
+    assert [r.split("|")[1].strip() for r in rows] == ["fedsonmf", "fmvc-imk", "fmvc-iai"]  # study order
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    # two seeds: 4 and 6 rounds, one stopped by its rule, settled at 2 and 3, 80 % ACC
+    assert cells[2:] == ["2", "4-6", "1 of 2", "2.5 ± 0.5", "3", "80.0 ± 0.0", "50 %", "3"]
+    assert "refused: too few samples" in rows[2]
+
+
+def test_curves_carry_a_stopped_run_to_the_longest():
+    short = _record("fedsonmf", "HW", 0, [0.6, 0.8])
+    long = _record("fedsonmf", "HW", 1, [0.5, 0.7, 0.9])
+    rounds, acc = curves([short, long])
+    assert list(rounds) == [1, 2, 3] and acc.tolist() == [[0.6, 0.8, 0.8], [0.5, 0.7, 0.9]]
+
+
+def test_relative_changes_start_at_the_second_round_with_an_objective():
+    rounds, change = relative_changes(_record("fmvc-imk", "HW", 0, [0.5, 0.6, 0.7]))  # objective 2 / s
+    assert list(rounds) == [2, 3] and np.allclose(change, [0.5, 1 / 3])
+    iai = _record("fmvc-iai", "HW", 0, [0.6, 0.7, 0.8])
+    for r in iai["rounds"]:
+        del r["objective"]
+        if r["round"] > 1:  # the set-up round trains nothing
+            r.update(loss_attribute=1.0, loss_structure=2.0, loss_clustering=float(r["round"]))
+    assert [objective(r) for r in iai["rounds"]] == [None, 5.0, 6.0]
+    rounds, change = relative_changes(iai)
+    assert list(rounds) == [3] and np.allclose(change, [0.2])
+
+
+def test_read_records_keeps_the_first_of_each_run_and_the_figure_is_written(tmp_path):
+    path = tmp_path / "runs.jsonl"
+    first = _record("fedsonmf", "HW", 0, [0.6, 0.8])
+    again = _record("fedsonmf", "HW", 0, [0.1])
+    path.write_text(
+        "".join(json.dumps(r) + "\n" for r in (first, again, _record("fedsonmf", "HW", 1, [0.7])))
+    )
+    records = read_records(path)
+    assert len(records) == 2 and records[0] == first
+    assert read_records(tmp_path / "absent.jsonl") == []
+    write_figure(records, tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_keeping_fedsonmf_round_labels_changes_nothing_of_the_run(tmp_path):
+    path, _ = labelled_file(tmp_path)
+    overrides = {
+        "algorithm": "fedsonmf",
+        "dataset": path,
+        "num-clients": 3,
+        "num-server-rounds": 4,
+        "seed": 3,
+    }
+    plain = run_in_process(overrides, tmp_path / "plain")
+    cfg = validate_run_config(overrides)
+    scored = with_round_labels(strategy_class("fedsonmf"))(cfg, RunRecorder(tmp_path / "scored", "run", cfg))
+    InProcessFederation(overrides, tmp_path / "scored", strategy=scored).run()
+    rounds, kept = plain.recorder.data["rounds"], scored.recorder.data["rounds"]
+    assert [r["objective"] for r in rounds] == [r["objective"] for r in kept]
+    assert np.array_equal(plain.v, scored.v)
+    assert plain.recorder.data["final"] == scored.recorder.data["final"]
+    assert all("acc" in r for r in kept) and kept[-1]["acc"] == scored.recorder.data["final"]["acc"]
+    assert scored.labels_s > 0
+
+
+def test_the_published_table_is_what_the_committed_records_give():
+    rounds = Path(__file__).resolve().parents[2] / "docs" / "rounds"
+    text = table(read_records(rounds / "runs.jsonl"))
+    assert (rounds / "table.md").read_text() == text
+    assert text in (rounds.parent / "rounds.md").read_text()
