@@ -58,7 +58,10 @@ CASES: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ),
     ],
     "floor": [
-        ("fedsonmf, synthetic m=10 n=200, 300 rounds", {"algorithm": "fedsonmf", "num-server-rounds": 300}),
+        (
+            "fedsonmf, synthetic m=10 n=200, 300 rounds",
+            {"algorithm": "fedsonmf", "num-server-rounds": 300, "sonmf.stop-change": 0.0},
+        ),
         (
             "fedsonmf, hw, 20 rounds",
             {"algorithm": "fedsonmf", "dataset": "hw", "num-clients": 6, "num-server-rounds": 20},

@@ -30,6 +30,7 @@ __all__ = [
     "METHODS",
     "ROUND_KEYS",
     "TOLERANCE",
+    "comparison",
     "curves",
     "objective",
     "relative_changes",
@@ -148,6 +149,61 @@ def table(records: list[dict[str, Any]]) -> str:
             f"| {100 * np.mean([s['after'] for s in done]):.0f} % "
             f"| {np.mean([s['wall_s'] for s in done]):.0f} |"
         )
+    return "\n".join(lines) + "\n"
+
+
+def comparison(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str:
+    """Markdown: per method and data set, rounds run and final ACC before and after a change.
+
+    Only the (method, data set, seed) runs present in both record lists are compared.
+
+    Parameters
+    ----------
+    before, after : list of dict
+        Records of :func:`simulations.rounds_study.one_run` (refused runs are left out).
+
+    Returns
+    -------
+    str
+        A table with the mean rounds and ACC % (mean ± sd) of each side, the ACC difference, and a
+        last row with the means over the data sets of each method.
+    """
+
+    def key(r: dict[str, Any]) -> tuple[str, str, int]:
+        return r["method"], r["set"], r["seed"]
+
+    earlier = {key(r): r for r in before if "refused" not in r}
+    pairs = [(earlier[key(r)], r) for r in after if "refused" not in r and key(r) in earlier]
+    lines = [
+        header("Rounds run and final ACC %") + "; only the runs (method, data set, seed) on both sides.",
+        "",
+        "| method | data set | seeds | rounds before | rounds after | ACC before | ACC after | ACC change |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    groups = _groups([b for b, _ in pairs])
+    by_run = {key(b): a for b, a in pairs}
+    for method in METHODS:
+        means: list[tuple[float, float, float, float]] = []
+        for (m, name), runs in groups.items():
+            if m != method:
+                continue
+            later = [by_run[key(r)] for r in runs]
+            acc_b = [r["final"]["acc"] for r in runs]
+            acc_a = [r["final"]["acc"] for r in later]
+            rounds_b = np.mean([len(r["rounds"]) for r in runs])
+            rounds_a = np.mean([len(r["rounds"]) for r in later])
+            means.append((rounds_b, rounds_a, np.mean(acc_b), np.mean(acc_a)))
+            lines.append(
+                f"| {method} | {name} | {len(runs)} | {rounds_b:.1f} | {rounds_a:.1f} "
+                f"| {mean_spread(acc_b, scale=100)} | {mean_spread(acc_a, scale=100)} "
+                f"| {100 * (np.mean(acc_a) - np.mean(acc_b)):+.1f} |"
+            )
+        if means:
+            rb, ra, ab, aa = np.mean(means, axis=0)
+            lines.append(
+                f"| {method} | mean of {len(means)} sets | | {rb:.1f} | {ra:.1f} | {100 * ab:.1f} "
+                f"| {100 * aa:.1f} | {100 * (aa - ab):+.1f} |"
+            )
     return "\n".join(lines) + "\n"
 
 

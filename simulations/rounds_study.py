@@ -15,11 +15,15 @@ clustering is scored against the ground truth when the run ends:
 
 Appends one JSON line per run to ``<out>/runs.jsonl`` (a rerun skips the runs already there; a run
 the method refuses is recorded with the reason) and writes ``<out>/table.md`` and
-``<out>/curves.png`` (:mod:`simulations.rounds_report`). Usage::
+``<out>/curves.png`` (:mod:`simulations.rounds_report`); with ``--compare`` also ``<out>/compare.md``,
+the rounds and final ACC of earlier records against these. Usage::
 
     python -m simulations.rounds_study --seeds 0 1 2 --out docs/rounds
     python -m simulations.rounds_study --methods fmvc-imk --sets HW Yale --seeds 0
     python -m simulations.rounds_study --table-only --out docs/rounds
+    python -m simulations.rounds_study --methods fmvc-imk --config imk.rho=2.0 --out results/rho2
+    python -m simulations.rounds_study --table-only --out docs/rounds \
+        --compare docs/rounds/before/runs.jsonl --update-doc docs/rounds.md
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import logging
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +47,7 @@ from fedmf_app.in_process import InProcessFederation
 from fedmf_app.options.schema import ConfigError
 from fedmf_app.registry import strategy_class, validate_run_config
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
-from simulations.rounds_report import METHODS, ROUND_KEYS, table, write_figure
+from simulations.rounds_report import METHODS, ROUND_KEYS, comparison, table, write_figure
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,8 +76,11 @@ def with_round_labels(base: type) -> type:
     return ScoredRounds
 
 
-def one_run(method: str, name: str, dataset: str, seed: int, workdir: Path) -> dict[str, Any]:
-    """One default run of ``method`` on a development set, scored after every round.
+def one_run(
+    method: str, name: str, dataset: str, seed: int, workdir: Path, config: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One run of ``method`` on a development set (its defaults, or ``config``), scored after every
+    round.
 
     Parameters
     ----------
@@ -85,6 +93,8 @@ def one_run(method: str, name: str, dataset: str, seed: int, workdir: Path) -> d
     seed : int
     workdir : Path
         Where the run folder is written.
+    config : dict, optional
+        Run-config keys set on top of the defaults (recorded as ``config``).
 
     Returns
     -------
@@ -96,8 +106,17 @@ def one_run(method: str, name: str, dataset: str, seed: int, workdir: Path) -> d
         round ``round``, ``acc``, ``nmi``, ``wall_s`` and the method's :data:`ROUND_KEYS`.
     """
     views = load_multiview(dataset)
-    overrides = {"algorithm": method, "dataset": dataset, "num-clients": len(views.views), "seed": seed}
+    config = dict(config or {})
+    overrides = {
+        "algorithm": method,
+        "dataset": dataset,
+        "num-clients": len(views.views),
+        "seed": seed,
+        **config,
+    }
     record: dict[str, Any] = {"method": method, "set": name, "seed": seed, "code_version": code_version()}
+    if config:
+        record["config"] = config
     started = time.perf_counter()
     try:
         cfg = validate_run_config(overrides)
@@ -138,6 +157,41 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return list(unique.values())
 
 
+def between_markers(page: str, name: str, text: str) -> str:
+    """``page`` with ``text`` between its ``<!-- name:start -->`` and ``<!-- name:end -->`` lines.
+
+    Raises
+    ------
+    SystemExit
+        The page lacks either marker.
+    """
+    start, end = f"<!-- {name}:start -->\n", f"<!-- {name}:end -->"
+    if start not in page or end not in page.split(start, 1)[1]:
+        raise SystemExit(f"the page has no {start.strip()} ... {end} lines")
+    head, rest = page.split(start, 1)
+    return head + start + text + end + rest.split(end, 1)[1]
+
+
+def parse_config(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as a run-config mapping, each value read as TOML (a bare word as text).
+
+    Raises
+    ------
+    SystemExit
+        A pair without ``=``, naming it.
+    """
+    config: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--config {pair!r}: expected KEY=VALUE")
+        try:
+            config[key] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            config[key] = value
+    return config
+
+
 def main() -> None:
     """Command line: see the module docstring."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -147,7 +201,27 @@ def main() -> None:
     parser.add_argument("--data-root", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "rounds")
     parser.add_argument("--table-only", action="store_true", help="only rebuild table.md and curves.png")
+    parser.add_argument(
+        "--config",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run-config keys set on top of the defaults (values read as TOML: 0.5, 'text', true)",
+    )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="RUNS_JSONL",
+        help="also write <out>/compare.md: rounds and final ACC of these earlier records against the new",
+    )
+    parser.add_argument(
+        "--update-doc",
+        type=Path,
+        metavar="PAGE_MD",
+        help="with --compare: also write the comparison between the page's compare markers",
+    )
     args = parser.parse_args()
+    config = parse_config(args.config)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("flwr").setLevel(logging.WARNING)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -164,7 +238,7 @@ def main() -> None:
                 if (method, name, seed) in done:
                     continue
                 with tempfile.TemporaryDirectory() as workdir:  # the run folders are not kept
-                    record = one_run(method, name, dataset, seed, Path(workdir))
+                    record = one_run(method, name, dataset, seed, Path(workdir), config)
                 with path.open("a") as f:
                     f.write(json.dumps(record) + "\n")
                 records.append(record)
@@ -184,6 +258,12 @@ def main() -> None:
     (args.out / "table.md").write_text(text)
     write_figure(records, args.out / "curves.png")
     sys.stdout.write(text)
+    if args.compare is not None:
+        compared = comparison(read_records(args.compare), records)
+        (args.out / "compare.md").write_text(compared)
+        sys.stdout.write("\n" + compared)
+        if args.update_doc is not None:
+            args.update_doc.write_text(between_markers(args.update_doc.read_text(), "compare", compared))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from sklearn.cluster import KMeans
 from sklearn.decomposition import PCA
 
 from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.common.stopping import plateau
 from fedmf_app.data.multiview import load_multiview
 from fedmf_app.methods.imk.client_updates import preprocess_view
 from fedmf_app.methods.imk.model import label_rng
@@ -78,16 +79,11 @@ def run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
         seed=seed,
     )
     ref = IMKReference(views, imk_params(cfg), settings)
-    previous = None
+    objectives: list[float] = []
     for _ in range(cfg["num-server-rounds"]):
-        current = ref.round()["objective"]
-        if (
-            previous is not None
-            and cfg["imk.tol"] > 0
-            and abs(current - previous) <= cfg["imk.tol"] * abs(previous)
-        ):
+        objectives.append(ref.round()["objective"])
+        if plateau(objectives, cfg["imk.tol"], cfg["imk.stop-patience"]):
             break
-        previous = current
     labels = extract_labels(ref.h, cfg["imk.labels"], label_rng(seed, len(ref.history)))
     scores = clustering_scores(data.labels, labels)
     scores["rounds"] = len(ref.history)

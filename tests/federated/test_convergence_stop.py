@@ -5,7 +5,7 @@ import pytest
 
 from fedmf_app.in_process import run_in_process
 
-BASE = {"num-clients": 3, "num-samples": 60, "num-server-rounds": 25, "seed": 1}
+BASE = {"num-clients": 3, "num-samples": 60, "num-server-rounds": 25, "seed": 1, "sonmf.stop-change": 0.0}
 
 
 def test_fedsonmf_stops_at_the_first_round_within_the_tolerance_with_that_rounds_result(tmp_path):
@@ -21,6 +21,22 @@ def test_fedsonmf_stops_at_the_first_round_within_the_tolerance_with_that_rounds
     for a, b in zip(data["rounds"], full.recorder.data["rounds"][:first]):
         assert a["residual"] == b["residual"] and a["objective"] == b["objective"]
     assert len(data["final"]["labels"]) == 60  # the final clustering was made after the stop
+
+
+@pytest.mark.parametrize("patience", [1, 3])
+def test_fedsonmf_stops_once_the_objective_has_been_flat_for_its_patience(tmp_path, patience):
+    full = run_in_process({**BASE, "sonmf.stop-ratio": 0.0}, tmp_path, "full")
+    objectives = np.array([r["objective"] for r in full.recorder.data["rounds"]])
+    change = np.abs(np.diff(objectives)) / np.abs(objectives[:-1])  # change[t - 2]: round t vs t - 1
+    tol = float(np.sort(change)[len(change) // 2])  # flat in about half of the rounds
+    flat = change <= tol
+    first = next(t for t in range(patience + 1, 26) if flat[t - 1 - patience : t - 1].all())
+    overrides = {**BASE, "sonmf.stop-ratio": 0.0, "sonmf.stop-change": tol, "sonmf.stop-patience": patience}
+    stopped = run_in_process(overrides, tmp_path, f"stopped-{patience}")
+    data = stopped.recorder.data
+    assert data["status"] == "completed" and len(data["rounds"]) == first < 25
+    assert "sonmf.stop-change" in data["summary"]["stopped_early"]["reason"]
+    assert [r["objective"] for r in data["rounds"]] == objectives[:first].tolist()
 
 
 def test_without_the_stop_every_round_runs(tmp_path):

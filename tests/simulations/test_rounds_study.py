@@ -4,12 +4,14 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.in_process import InProcessFederation, run_in_process
 from fedmf_app.registry import strategy_class, validate_run_config
 from simulations.rounds_report import (
     TOLERANCE,
+    comparison,
     curves,
     objective,
     relative_changes,
@@ -17,7 +19,7 @@ from simulations.rounds_report import (
     table,
     write_figure,
 )
-from simulations.rounds_study import read_records, with_round_labels
+from simulations.rounds_study import between_markers, parse_config, read_records, with_round_labels
 from simulations.spread import SPREAD
 
 from support.data import labelled_file
@@ -72,6 +74,46 @@ def test_table_summarises_each_method_and_set_over_its_seeds():
     # two seeds: 4 and 6 rounds, one stopped by its rule, settled at 2 and 3, 80 % ACC
     assert cells[2:] == ["2", "4-6", "1 of 2", "2.5 ± 0.5", "3", "80.0 ± 0.0", "50 %", "3"]
     assert "refused: too few samples" in rows[2]
+
+
+def test_comparison_pairs_runs_and_gives_rounds_acc_and_the_change():
+    before = [
+        _record("fedsonmf", "HW", 0, [0.5, 0.6, 0.8, 0.8]),
+        _record("fedsonmf", "HW", 1, [0.5, 0.7, 0.9, 0.9]),
+        _record("fedsonmf", "ORL", 0, [0.5, 0.6]),
+    ]
+    after = [
+        _record("fedsonmf", "HW", 0, [0.5, 0.9]),
+        _record("fedsonmf", "HW", 1, [0.9]),
+        _record("fedsonmf", "HW", 2, [0.1]),  # no earlier run: left out
+        _record("fedsonmf", "ORL", 0, [0.5, 0.5, 0.7]),
+    ]
+    rows = [
+        line.strip("|").split("|") for line in comparison(before, after).splitlines() if "fedsonmf" in line
+    ]
+    cells = [[c.strip() for c in row] for row in rows]
+    assert cells[0][1:] == ["HW", "2", "4.0", "1.5", "85.0 ± 5.0", "90.0 ± 0.0", "+5.0"]
+    assert cells[1][1:] == ["ORL", "1", "2.0", "3.0", "60.0", "70.0", "+10.0"]  # one seed: no spread
+    assert cells[2][1:] == ["mean of 2 sets", "", "3.0", "2.2", "72.5", "80.0", "+7.5"]
+
+
+def test_the_comparison_goes_between_the_pages_markers_only():
+    page = "intro\n<!-- compare:start -->\nold\n<!-- compare:end -->\nrest\n"
+    assert between_markers(page, "compare", "new\n") == (
+        "intro\n<!-- compare:start -->\nnew\n<!-- compare:end -->\nrest\n"
+    )
+    with pytest.raises(SystemExit, match="compare:start"):
+        between_markers("no markers", "compare", "new\n")
+
+
+def test_config_pairs_are_read_as_toml_values():
+    assert parse_config(["imk.rho=2.0", "iai.epochs=5", "sonmf.start='random'", "x=word", "b=true"]) == {
+        "imk.rho": 2.0,
+        "iai.epochs": 5,
+        "sonmf.start": "random",
+        "x": "word",
+        "b": True,
+    }
 
 
 def test_curves_carry_a_stopped_run_to_the_longest():
@@ -129,8 +171,23 @@ def test_keeping_fedsonmf_round_labels_changes_nothing_of_the_run(tmp_path):
     assert scored.labels_s > 0
 
 
-def test_the_published_table_is_what_the_committed_records_give():
-    rounds = Path(__file__).resolve().parents[2] / "docs" / "rounds"
-    text = table(read_records(rounds / "runs.jsonl"))
-    assert (rounds / "table.md").read_text() == text
-    assert text in (rounds.parent / "rounds.md").read_text()
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+VARIANTS = ("rounds/local_steps_20", "rounds/local_steps_30", "rounds/iai_epochs_5", "rounds/iai_epochs_10")
+
+
+@pytest.mark.parametrize("folder", ["rounds/before", "rounds", *VARIANTS])
+def test_the_published_tables_are_what_the_committed_records_give(folder):
+    records = read_records(DOCS / folder / "runs.jsonl")
+    assert (DOCS / folder / "table.md").read_text() == table(records)
+
+
+def test_the_page_holds_the_measured_table_and_the_comparison_the_records_give():
+    before = read_records(DOCS / "rounds" / "before" / "runs.jsonl")
+    page = (DOCS / "rounds.md").read_text()
+    assert table(before) in page
+    for folder in ("rounds", *VARIANTS):
+        compared = comparison(before, read_records(DOCS / folder / "runs.jsonl"))
+        assert (DOCS / folder / "compare.md").read_text() == compared
+    assert comparison(before, read_records(DOCS / "rounds" / "runs.jsonl")) in page

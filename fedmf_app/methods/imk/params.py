@@ -123,6 +123,9 @@ class IMKOptions:
     client_init, server_init, labels, standardise : str
     unit_norm : bool
     tol : float
+        ``imk.tol``: the stop rule's largest relative change of the objective (0: no stop).
+    stop_patience : int
+        ``imk.stop-patience``: rounds in a row within ``tol`` before the run stops.
     server_solver : {"cg", "splu"}
     """
 
@@ -139,6 +142,7 @@ class IMKOptions:
     standardise: str
     unit_norm: bool
     tol: float
+    stop_patience: int
     server_solver: str
 
 
@@ -192,5 +196,6 @@ def imk_options(cfg: Mapping[str, Any]) -> IMKOptions:
         standardise=str(cfg["imk.standardise"]),
         unit_norm=bool(cfg["imk.unit-norm"]),
         tol=float(cfg["imk.tol"]),
+        stop_patience=int(cfg["imk.stop-patience"]),
         server_solver=str(cfg["imk.server-solver"]),
     )

@@ -24,8 +24,8 @@ Each round: down :math:`H` (``N x k``); up :math:`H^{(m)}` (``N x k``) and three
 server keeps a copy of every :math:`\\Phi^{(m)}` (it applies the same multiplier step as the
 client), solves (20) and records the objective, the consensus gap and, when the clients sent
 labels, ACC/NMI/purity/ARI of the labels extracted from the new :math:`H`. The run stops early
-when the objective's relative change is at most ``imk-tol``; the remaining Flower rounds are
-skipped (no client is contacted).
+when the objective's relative change has been at most ``imk.tol`` for ``imk.stop-patience`` rounds
+in a row; the remaining Flower rounds are skipped (no client is contacted).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.common.graphs import laplacian
 from fedmf_app.common.secure_sum_math import matrix_from_values, upper_from_values
+from fedmf_app.common.stopping import plateau
 from fedmf_app.federated.handshake import exchange
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
@@ -203,10 +204,13 @@ class FMVCIMKStrategy(ViewFederationStrategy):
 
     # ---------------------------------------------------------------------------------- rounds
     def converged(self, record: dict[str, Any]) -> str | None:
-        """The stopping rule of :meth:`aggregate` (relative change of the objective <= ``imk.tol``)."""
-        if self.converged_round != record["round"]:
+        """The stop rule: the objective's relative change at most ``imk.tol`` for
+        ``imk.stop-patience`` rounds in a row."""
+        tol, patience = self.options.tol, self.options.stop_patience
+        if not plateau([r["objective"] for r in self.recorder.data["rounds"]], tol, patience):
             return None
-        return f"relative change of the objective <= {self.options.tol:g}"
+        self.converged_round = record["round"]
+        return f"objective's relative change <= imk.tol = {tol:g} for {patience} rounds (imk.stop-patience)"
 
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
@@ -234,10 +238,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             record["alpha"] = [float(r.metrics["alpha"]) for r in replies]
         if self.truth is not None:
             record.update(self._scores(self._labels(server_round)))
-        previous = self.recorder.data["rounds"][-1]["objective"] if self.recorder.data["rounds"] else None
-        tol = self.options.tol
-        if previous is not None and tol > 0 and abs(record["objective"] - previous) <= tol * abs(previous):
-            self.converged_round = server_round
         return [self.h], record
 
     def _aggregate_sums(self, server_round: int, replies: list[ClientReply]) -> dict[str, Any]:

@@ -267,6 +267,20 @@ OPTIONS: tuple[Option, ...] = (
         "<= this ([A] 1e-15: on the development sets the clustering is then the 100-round one; "
         "0: always run num-server-rounds; needs sonmf.diagnostics).",
     ),
+    Option(
+        "sonmf.stop-change",
+        1e-3,
+        Interval(float, 0, 1, closed="left"),
+        "Convergence stop: the run ends once the objective's relative change between rounds has "
+        "been <= this for sonmf.stop-patience rounds in a row ([A] 1e-3: on the development sets "
+        "the clustering has then settled; 0: off; needs sonmf.diagnostics).",
+    ),
+    Option(
+        "sonmf.stop-patience",
+        3,
+        Interval(int, 1, None, closed="left"),
+        "Rounds in a row whose objective change is <= sonmf.stop-change before the run stops ([A] 3).",
+    ),
 )
 
 FAMILY = Family(

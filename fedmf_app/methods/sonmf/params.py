@@ -66,6 +66,10 @@ class SONMFOptions:
     residual_eps : float
     stop_ratio : float
         ``sonmf.stop-ratio`` (0: no convergence stop).
+    stop_change : float
+        ``sonmf.stop-change`` (0: no stop on the objective's change).
+    stop_patience : int
+        ``sonmf.stop-patience``.
     """
 
     steps: SONMFParams
@@ -84,6 +88,8 @@ class SONMFOptions:
     fedmavg_schedule: str
     residual_eps: float
     stop_ratio: float
+    stop_change: float
+    stop_patience: int
 
 
 def sonmf_options(cfg: Mapping[str, Any]) -> SONMFOptions:
@@ -116,6 +122,8 @@ def sonmf_options(cfg: Mapping[str, Any]) -> SONMFOptions:
         fedmavg_schedule=cfg["sonmf.fedmavg-schedule"],
         residual_eps=cfg["sonmf.residual-eps"],
         stop_ratio=cfg["sonmf.stop-ratio"],
+        stop_change=cfg["sonmf.stop-change"],
+        stop_patience=cfg["sonmf.stop-patience"],
     )
 
 

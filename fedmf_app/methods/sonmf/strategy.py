@@ -76,6 +76,7 @@ import numpy as np
 from flwr.common import Scalar
 
 from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.common.stopping import plateau
 from fedmf_app.federated.handshake import ask_all
 from fedmf_app.federated.protocol import Stage
 from fedmf_app.federated.results import RunRecorder
@@ -346,12 +347,20 @@ class SparseONMFStrategy(ViewFederationStrategy):
         return update.broadcast, record
 
     def converged(self, record: dict[str, Any]) -> str | None:
-        """Residual ratio at or below ``sonmf.stop-ratio`` (never without diagnostics)."""
+        """Residual ratio at or below ``sonmf.stop-ratio``, or the objective flat for
+        ``sonmf.stop-patience`` rounds by ``sonmf.stop-change`` (never without diagnostics)."""
         tol = self.options.stop_ratio
         ratio = record.get("residual_ratio")
-        if tol <= 0 or ratio is None or not ratio <= tol:  # NaN never converges
-            return None
-        return f"residual ratio R^s/R^1 = {ratio:.3g} <= sonmf.stop-ratio = {tol:g}"
+        if tol > 0 and ratio is not None and ratio <= tol:  # NaN never converges
+            return f"residual ratio R^s/R^1 = {ratio:.3g} <= sonmf.stop-ratio = {tol:g}"
+        change, patience = self.options.stop_change, self.options.stop_patience
+        objectives = [r["objective"] for r in self.recorder.data["rounds"] if "objective" in r]
+        if "objective" in record and plateau(objectives, change, patience):
+            return (
+                f"objective's relative change <= sonmf.stop-change = {change:g} "
+                f"for {patience} rounds (sonmf.stop-patience)"
+            )
+        return None
 
     def summary(self) -> dict[str, Any]:
         """The rank used, final residuals and rounds to 1e-2 under each normalisation."""

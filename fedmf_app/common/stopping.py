@@ -1,0 +1,47 @@
+"""Stop rules that read a run's history of one quantity.
+
+A run may stop once a quantity it minimises has stopped moving: the relative change between
+consecutive rounds,
+
+    c_t = |F_t - F_{t-1}| / max(|F_{t-1}|, eps),
+
+has stayed at or below a tolerance for ``patience`` consecutive rounds. The patience guards
+against one flat round between two that still move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["plateau"]
+
+_EPS = np.finfo(np.float64).tiny
+
+
+def plateau(values: Sequence[float], tol: float, patience: int) -> bool:
+    """Whether the last ``patience`` relative changes of ``values`` are all at most ``tol``.
+
+    Parameters
+    ----------
+    values : sequence of float, shape (t,)
+        The quantity after each round, oldest first.
+    tol : float
+        Largest relative change that counts as flat (``<= 0``: never flat).
+    patience : int
+        Consecutive flat changes needed (>= 1); ``values`` needs ``patience + 1`` entries.
+
+    Returns
+    -------
+    bool
+        ``False`` while fewer than ``patience + 1`` values are known, or when any of them is not
+        finite.
+    """
+    if tol <= 0 or patience < 1 or len(values) < patience + 1:
+        return False
+    last = np.asarray(values[-(patience + 1) :], dtype=np.float64)
+    if not np.all(np.isfinite(last)):
+        return False
+    change = np.abs(np.diff(last)) / np.maximum(np.abs(last[:-1]), _EPS)
+    return bool(np.all(change <= tol))
