@@ -7,7 +7,8 @@ its methods. Strategy and client classes are imported lazily by dotted path, so 
 (one per message in a deployment) imports only its own algorithm's client code.
 
 ``python -m fedmf_app.registry`` prints the key table of ``docs/options.md``; ``--toml`` prints the
-``pyproject.toml`` table instead; ``--update-docs PAGE`` rewrites the key table between the
+``pyproject.toml`` table instead, and ``--update-pyproject FILE`` rewrites it in FILE
+(``pyproject.toml``); ``--update-docs PAGE`` rewrites the key table between the
 ``<!-- options:start -->`` and ``<!-- options:end -->`` lines of PAGE (``docs/options.md``);
 ``--update-privacy PAGE`` the tables of each family's protocol (:func:`protocol_of`) between the
 ``<!-- protocol:<family>:start -->`` and ``<!-- protocol:<family>:end -->`` lines of PAGE
@@ -171,6 +172,63 @@ def privacy_tables(page: str) -> str:
     return page
 
 
+def with_pyproject_table(text: str) -> str:
+    """``pyproject.toml``'s text with its ``[tool.flwr.app.config]`` tables replaced by
+    :func:`pyproject_table`.
+
+    Parameters
+    ----------
+    text : str
+        The text of ``pyproject.toml``.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        When the text has no ``[tool.flwr.app.config]`` table.
+    """
+    lines = text.split("\n")
+    head = "[tool.flwr.app.config]"
+    if head not in lines:
+        raise ValueError(f"no '{head}' table to write")
+    start = lines.index(head)
+    end = start + 1
+    while end < len(lines) and not (
+        lines[end].startswith("[") and not lines[end].startswith("[tool.flwr.app.config.")
+    ):
+        end += 1
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    return "\n".join([*lines[:start], pyproject_table(), *lines[end:]])
+
+
+def options_table(page: str) -> str:
+    """``page`` with the key table (:func:`markdown_table`) between its markers.
+
+    Parameters
+    ----------
+    page : str
+        The text of ``docs/options.md``.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        When the page lacks the markers.
+    """
+    start, end = "<!-- options:start -->\n", "<!-- options:end -->"
+    if start not in page or end not in page:
+        raise ValueError(f"no '{start.strip()}' ... '{end}' lines to write the table between")
+    head, rest = page.split(start, 1)
+    return head + start + markdown_table() + "\n" + end + rest.split(end, 1)[1]
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m fedmf_app.registry``: print the key table, or the ``pyproject.toml`` table
     (``--toml``), or rewrite the key table of a page (``--update-docs PAGE``).
@@ -180,10 +238,12 @@ def main(argv: list[str] | None = None) -> None:
     argv : list of str, optional
         The arguments (default: the command line's).
     """
-    start, end = "<!-- options:start -->\n", "<!-- options:end -->"
     parser = argparse.ArgumentParser(prog="python -m fedmf_app.registry", description="Print the key table.")
     parser.add_argument("--toml", action="store_true", help="print the pyproject.toml table")
     parser.add_argument("--update-docs", type=Path, metavar="PAGE", help="rewrite the key table of PAGE")
+    parser.add_argument(
+        "--update-pyproject", type=Path, metavar="FILE", help="rewrite the run-config table of FILE"
+    )
     parser.add_argument(
         "--update-privacy", type=Path, metavar="PAGE", help="rewrite the protocol tables of PAGE"
     )
@@ -200,18 +260,19 @@ def main(argv: list[str] | None = None) -> None:
         except ValueError as exc:
             sys.exit(f"invalid run config: {exc}")
         sys.stdout.write(f"valid: {', '.join(f'{k}={cfg[k]!r}' for k in overrides) or 'the defaults'}\n")
-    elif args.update_privacy is not None:
-        try:
-            args.update_privacy.write_text(privacy_tables(args.update_privacy.read_text()))
-        except ValueError as exc:
-            sys.exit(f"{args.update_privacy}: {exc}")
-    elif args.update_docs is not None:
-        page = args.update_docs.read_text()
-        if start not in page or end not in page:
-            sys.exit(f"{args.update_docs}: no '{start.strip()}' ... '{end}' lines to write the table between")
-        head, rest = page.split(start, 1)
-        args.update_docs.write_text(head + start + markdown_table() + "\n" + end + rest.split(end, 1)[1])
-    else:
+        return
+    updates = (
+        (args.update_pyproject, with_pyproject_table),
+        (args.update_privacy, privacy_tables),
+        (args.update_docs, options_table),
+    )
+    for path, rewrite in updates:
+        if path is not None:
+            try:
+                path.write_text(rewrite(path.read_text()))
+            except ValueError as exc:
+                sys.exit(f"{path}: {exc}")
+    if not any(path is not None for path, _ in updates):
         sys.stdout.write((pyproject_table() if args.toml else markdown_table()) + "\n")
 
 

@@ -3,10 +3,11 @@
 Flower reads the defaults from ``pyproject.toml``: the shared keys at the top of
 ``[tool.flwr.app.config]`` and each family's keys in its own nested table
 (``[tool.flwr.app.config.sonmf]``, ``.imk``, ``.iai``), which reach the apps flattened
-(``"sonmf.mu"``); ``flwr run . --run-config "sonmf.mu=0.1"`` overrides one. The shared keys, their
-defaults and constraints are declared in :mod:`fedmf_app.options.shared`, each family's in its
-``options.py``; a test keeps ``pyproject.toml`` equal to them, and the hydra sweeps build their
-defaults from ``pyproject.toml``.
+(``"sonmf.mu"``); ``flwr run . --run-config "sonmf.mu=0.1"`` overrides one. Every key is declared
+once, beside a field of typed parameters (:func:`~fedmf_app.options.schema.option`): the shared
+keys in :class:`~fedmf_app.options.shared.SharedParams`, each family's in the parameters its
+``options.py`` names; ``pyproject.toml``'s table is generated from them (a test keeps it equal),
+and the hydra sweeps build their defaults from ``pyproject.toml``.
 
 :class:`RunConfig` joins the shared keys and the keys of the families it is given, and imports no
 family; the app's run config, over its three families, is built where the families are known

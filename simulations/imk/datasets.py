@@ -35,7 +35,7 @@ from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data.multiview import load_multiview
 from fedmf_app.methods.imk.client_updates import preprocess_view
 from fedmf_app.methods.imk.model import label_rng
-from fedmf_app.methods.imk.params import imk_params
+from fedmf_app.methods.imk.params import imk_options
 from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.server_updates import extract_labels
 from fedmf_app.registry import validate_run_config
@@ -77,7 +77,7 @@ def run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
         solver=cfg["imk.server-solver"],
         seed=seed,
     )
-    ref = IMKReference(views, imk_params(cfg), settings)
+    ref = IMKReference(views, imk_options(cfg).steps, settings)
     previous = None
     for _ in range(cfg["num-server-rounds"]):
         current = ref.round()["objective"]

@@ -1,10 +1,10 @@
-"""FMVC-IMK (paper B): the family's parameters, typed, built once from the validated run config.
+"""FMVC-IMK (paper B): the family's parameters, each ``imk.*`` key declared once beside its field.
 
-:func:`imk_options` turns the ``imk.*`` keys of a validated run config into one
-:class:`IMKOptions`; the Flower adapters (:mod:`~fedmf_app.methods.imk.client`,
-:mod:`~fedmf_app.methods.imk.strategy`) read it and never the config's ``imk.*`` keys. The maths
-takes :class:`IMKParams`, its steps and weights. The keys themselves (defaults, constraints, help)
-are :mod:`fedmf_app.methods.imk.options`.
+:class:`IMKOptions` declares every ``imk.*`` run-config key (default, constraint, help:
+:func:`~fedmf_app.options.schema.option`); the maths takes its group :class:`IMKParams`, the
+steps and weights, whose defaults are therefore the run config's. :func:`imk_options` builds it
+from a validated run config; the Flower adapters (:mod:`~fedmf_app.methods.imk.client`,
+:mod:`~fedmf_app.methods.imk.strategy`) read it and never the config's ``imk.*`` keys.
 """
 
 from __future__ import annotations
@@ -12,6 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from fedmf_app.common.graphs import SIMILARITIES
+from fedmf_app.options.constraints import Boolean, Interval, OneOf
+from fedmf_app.options.schema import from_run_config, group, option
 
 __all__ = [
     "CLIENT_INITS",
@@ -26,7 +30,6 @@ __all__ = [
     "IMKOptions",
     "IMKParams",
     "imk_options",
-    "imk_params",
     "resolve_graph",
 ]
 
@@ -69,7 +72,7 @@ def resolve_graph(graph: str, num_samples: int) -> str:
 
 @dataclass(frozen=True)
 class IMKParams:
-    """Steps and weights of FMVC-IMK (defaults: see docs/imk.md).
+    """Steps and weights of FMVC-IMK (the run config's ``imk.*`` defaults, see docs/imk.md).
 
     Attributes
     ----------
@@ -90,14 +93,49 @@ class IMKParams:
         [A] project :math:`H^{(m)} \\leftarrow \\max(H^{(m)}, 0)` after the step (FedMVL).
     """
 
-    lam: float = 0.1
-    mu: float = 0.1
-    rho: float = 5.0
-    beta: float = 1.0
-    sigma: float = 1.0
+    lam: float = option(
+        "imk.lambda",
+        1.0,
+        Interval(float, 0.0, None, closed="left"),
+        "Weight lambda of the graph term Tr(H^T L H) (0: no graph, ablation case 2; [A] 1, the "
+        "best mean rank over the six development sets, see docs/quality.md).",
+    )
+    mu: float = option(
+        "imk.mu",
+        0.1,
+        Interval(float, 0.0, None, closed="left"),
+        "Weight mu of the orthogonality penalty ||H^T H - I||^2.",
+    )
+    rho: float = option(
+        "imk.rho",
+        5.0,
+        Interval(float, 0, None, closed="neither"),
+        "ADMM penalty rho of H^(m) = H (5: the objective decreases monotonically; the "
+        "literal 1 oscillates and gains a few ACC points on some data sets, see the README).",
+    )
+    beta: float = option(
+        "imk.beta", 1.0, Interval(float, 0, None, closed="neither"), "Step beta on Delta H^(m) [P]."
+    )
+    sigma: float = option(
+        "imk.sigma",
+        1.0,
+        Interval(float, 0, None, closed="neither"),
+        "CoCoA curvature sigma' (1; the literal reading is the number of clients).",
+    )
     ridge: float = 1e-8
-    ortho_placement: str = "local"
-    nonneg: bool = False
+    ortho_placement: str = option(
+        "imk.ortho-placement",
+        "local",
+        OneOf(ORTHO_PLACEMENTS),
+        "Orthogonality penalty on each H^(m) (clients) or on the global H (server, "
+        "linearised at the previous H) ([A] local).",
+    )
+    nonneg: bool = option(
+        "imk.nonneg",
+        False,
+        Boolean(),
+        "Project H^(m) onto H >= 0 after each step, as FedMVL's code ([A] false).",
+    )
 
     @property
     def local_mu(self) -> float:
@@ -126,42 +164,97 @@ class IMKOptions:
     server_solver : {"cg", "splu"}
     """
 
-    steps: IMKParams
-    latent_dim: int
-    graph: str
-    anchors: int
-    neighbours: int
-    similarity: str
-    missing_graph: str
-    client_init: str
-    server_init: str
-    labels: str
-    standardise: str
-    unit_norm: bool
-    tol: float
-    server_solver: str
-
-
-def imk_params(cfg: Mapping[str, Any]) -> IMKParams:
-    """Steps and weights of FMVC-IMK from a validated run config.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Output of :func:`fedmf_app.registry.validate_run_config`.
-
-    Returns
-    -------
-    IMKParams
-    """
-    return IMKParams(
-        lam=cfg["imk.lambda"],
-        mu=cfg["imk.mu"],
-        rho=cfg["imk.rho"],
-        beta=cfg["imk.beta"],
-        sigma=cfg["imk.sigma"],
-        ortho_placement=cfg["imk.ortho-placement"],
-        nonneg=cfg["imk.nonneg"],
+    steps: IMKParams = group(IMKParams)
+    latent_dim: int = option(
+        "imk.latent-dim",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "Latent dimension c ([A] 0: c = k); a view with fewer features uses d_m.",
+    )
+    graph: str = option(
+        "imk.graph",
+        "auto",
+        OneOf(GRAPHS),
+        "Graph of the graph term: `anchor`, each client's anchor graph Z^(m) (N x a) on shared "
+        "anchor samples drawn from the run seed, L = D - Z Lambda^-1 Z^T of the mean Z, O(N a) "
+        "secure sum and memory; `knn`, the exact kNN Laplacians (N(N-1)/2 words per client); or "
+        "`auto` ([A]): knn up to 5000 samples, anchor above.",
+    )
+    anchors: int = option(
+        "imk.anchors",
+        256,
+        Interval(int, 2, None, closed="left"),
+        "Anchors a of the anchor graph, sample indices drawn from the run seed (at most N are "
+        "used) ([A] 256).",
+    )
+    neighbours: int = option(
+        "imk.neighbours",
+        5,
+        Interval(int, 1, None, closed="left"),
+        "Neighbours p of each client's kNN graph, or anchors per sample s of its anchor graph ([A] 5).",
+    )
+    similarity: str = option(
+        "imk.similarity",
+        "binary",
+        OneOf(SIMILARITIES),
+        "KNN edge weights, 0/1 or the heat kernel exp(-d^2/t), t = mean squared kNN distance "
+        "(`knn` graph only; anchor graphs use SFMC's parameter-free weights) ([A] binary).",
+    )
+    missing_graph: str = option(
+        "imk.missing-graph",
+        "filled",
+        OneOf(MISSING_GRAPHS),
+        "Under missing-rate > 0, the rows each client's graph links: every row, the filled "
+        "missing rows included ([A] filled; mean-filled rows are identical, so a kNN graph links "
+        "them to each other), or `observed`: only the rows the view observes (the run's mask): "
+        "kNN among them, or their nearest observed anchors, a missing row without edges in that "
+        "view. The data term uses the filled view either way; no effect at missing-rate 0 (see "
+        "docs/imk.md).",
+    )
+    client_init: str = option(
+        "imk.client-init",
+        "normalised-indicator",
+        OneOf(CLIENT_INITS),
+        "Initial H^(m) from k-means on the view, entries 1/sqrt(n_j) or FedMVL's "
+        "one-hot + 0.2 ([A] normalised-indicator).",
+    )
+    server_init: str = option(
+        "imk.server-init",
+        "kmeans-concat",
+        OneOf(SERVER_INITS),
+        "Initial H from k-means on the concatenated initial H^(m), or their mean ([A] kmeans-concat).",
+    )
+    labels: str = option(
+        "imk.labels",
+        "kmeans",
+        OneOf(LABEL_RULES),
+        "Labels from H by k-means on its normalised rows or by argmax_j H_ij ([A] "
+        "kmeans: H is only defined up to a rotation unless imk.nonneg is on).",
+    )
+    standardise: str = option(
+        "imk.standardise",
+        "auto",
+        OneOf(STANDARDISATIONS),
+        "Per-view preprocessing, per-feature z-score, per-sample l2 (text) or none; `auto` "
+        "([A]): row-l2 on sparse nonnegative views (>= 90 % zeros: counts, bag of words), "
+        "zscore on the others.",
+    )
+    unit_norm: bool = option(
+        "imk.unit-norm", True, Boolean(), "Scale each preprocessed view to ||X^(m)||_F = 1."
+    )
+    tol: float = option(
+        "imk.tol",
+        1e-4,
+        Interval(float, 0.0, None, closed="left"),
+        "Stop when |F_t - F_{t-1}| <= tol |F_{t-1}| (0: run all rounds) ([A] 1e-4).",
+    )
+    server_solver: str = option(
+        "imk.server-solver",
+        "cg",
+        OneOf(SERVER_SOLVERS),
+        "Server solve of (2 lambda L + M rho I) H = rhs by warm-started conjugate "
+        "gradients or a sparse LU made once (`knn` graph; an anchor graph is solved exactly by "
+        "the Woodbury identity).",
     )
 
 
@@ -178,19 +271,4 @@ def imk_options(cfg: Mapping[str, Any]) -> IMKOptions:
     -------
     IMKOptions
     """
-    return IMKOptions(
-        steps=imk_params(cfg),
-        latent_dim=int(cfg["imk.latent-dim"]),
-        graph=str(cfg["imk.graph"]),
-        anchors=int(cfg["imk.anchors"]),
-        neighbours=int(cfg["imk.neighbours"]),
-        similarity=str(cfg["imk.similarity"]),
-        missing_graph=str(cfg["imk.missing-graph"]),
-        client_init=str(cfg["imk.client-init"]),
-        server_init=str(cfg["imk.server-init"]),
-        labels=str(cfg["imk.labels"]),
-        standardise=str(cfg["imk.standardise"]),
-        unit_norm=bool(cfg["imk.unit-norm"]),
-        tol=float(cfg["imk.tol"]),
-        server_solver=str(cfg["imk.server-solver"]),
-    )
+    return from_run_config(IMKOptions, cfg)

@@ -36,6 +36,8 @@ from fedmf_app.methods.sonmf.nonneg_orth import solve_basis
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residual_products import squared_norm
 from fedmf_app.methods.sonmf.updates import SONMFParams, grad_v
+from fedmf_app.options.constraints import Interval
+from fedmf_app.options.schema import option
 
 __all__ = [
     "FEDMAVG_SCHEDULES",
@@ -136,9 +138,24 @@ class FedVRAParams:
         :math:`d \\in (0, 1]`, how far the server moves towards the prox point (1: ADMM).
     """
 
-    rho: float = 5.0
-    dual_step: float = 1.0
-    aggregation_step: float = 1.0
+    rho: float = option(
+        "sonmf.fedvra-rho",
+        5.0,
+        Interval(float, 0, None, closed="neither"),
+        "fedvra-u: penalty rho of the augmented Lagrangian; server prox step 1/rho ([A] 5).",
+    )
+    dual_step: float = option(
+        "sonmf.fedvra-dual-step",
+        1.0,
+        Interval(float, 0, None, closed="neither"),
+        "fedvra-u: dual step a, Lambda_p += a * rho * (V_p - V^s) ([A] 1, as in ADMM).",
+    )
+    aggregation_step: float = option(
+        "sonmf.fedvra-aggregation-step",
+        1.0,
+        Interval(float, 0, 1, closed="right"),
+        "fedvra-u: aggregation step d, V^{s+1} = V^s + d (prox point - V^s) ([A] 1, as in ADMM).",
+    )
 
 
 def fedvra_local_round(

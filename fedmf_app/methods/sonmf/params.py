@@ -1,11 +1,13 @@
-"""Paper A's family: the parameters, typed, built once from the validated run config.
+"""Paper A's family: the parameters, each ``sonmf.*`` key declared once beside its field.
 
-:func:`sonmf_options` turns the ``sonmf.*`` keys of a validated run config into one
-:class:`SONMFOptions`; the Flower adapters (:mod:`~fedmf_app.methods.sonmf.client`,
-:mod:`~fedmf_app.methods.sonmf.strategy`) read it and never the config's ``sonmf.*`` keys. The
-maths takes :class:`~fedmf_app.methods.sonmf.updates.SONMFParams` (the proposed method's steps,
-also FedMGS's) and :class:`~fedmf_app.methods.sonmf.adapted_updates.FedVRAParams`. The keys
-themselves (defaults, constraints, help) are :mod:`fedmf_app.methods.sonmf.options`.
+:class:`SONMFOptions` declares every ``sonmf.*`` run-config key (default, constraint, help:
+:func:`~fedmf_app.options.schema.option`), some in the kernel parameters it groups:
+:class:`~fedmf_app.methods.sonmf.updates.SONMFParams` (the proposed method's steps, also
+FedMGS's), its :class:`~fedmf_app.methods.sonmf.nonneg_orth.BasisSolverOptions` and
+:class:`~fedmf_app.methods.sonmf.adapted_updates.FedVRAParams`, whose defaults are therefore the
+run config's. :func:`sonmf_options` builds it from a validated run config; the Flower adapters
+(:mod:`~fedmf_app.methods.sonmf.client`, :mod:`~fedmf_app.methods.sonmf.strategy`) read it and
+never the config's ``sonmf.*`` keys.
 """
 
 from __future__ import annotations
@@ -15,80 +17,202 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fedmf_app.data.synthetic import AUTO_RANK_DEFAULT, planted_rank
-from fedmf_app.methods.sonmf.adapted_updates import FedVRAParams
-from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions
-from fedmf_app.methods.sonmf.updates import SONMFParams
+from fedmf_app.methods.sonmf.adapted_updates import FEDMAVG_SCHEDULES, FedVRAParams
+from fedmf_app.methods.sonmf.clustering import CLUSTER_COLUMNS
+from fedmf_app.methods.sonmf.start import SKETCH_READINGS
+from fedmf_app.methods.sonmf.updates import SERVER_STEPS, SONMFParams
+from fedmf_app.options.constraints import Boolean, Interval, OneOf
+from fedmf_app.options.schema import from_run_config, group, option
 
 __all__ = [
     "SONMFOptions",
+    "BASIS_INITS",
+    "NARROW_VIEWS",
+    "STARTS",
     "basis_init",
-    "fedmgs_params",
-    "fedvra_params",
     "rank_error",
     "resolve_cluster_columns",
     "resolve_rank",
     "sonmf_options",
-    "sonmf_params",
     "start",
 ]
+
+#: How clients start ``U_p`` under ``sonmf.start = "random"``.
+BASIS_INITS = ("auto", "random", "kmeans")
+
+#: How a run starts ``V`` and the ``U_p``.
+STARTS = ("auto", "sketch", "random")
+
+#: Values of ``sonmf.narrow-views``: how a view with fewer features than the rank is handled.
+NARROW_VIEWS = ("empty-columns", "cap-rank")
 
 
 @dataclass(frozen=True)
 class SONMFOptions:
-    """Every ``sonmf.*`` run-config key of a run, typed (see docs/options.md for each).
+    """Every ``sonmf.*`` run-config key of a run, typed, each declared beside its field (see
+    docs/options.md for each).
 
     Attributes
     ----------
-    steps : SONMFParams
-        The proposed method's kernel parameters (:func:`sonmf_params`).
-    fedmgs : SONMFParams
-        Adapted FedMGS's: the server-only ``V`` update with ``sonmf.fedmgs-step``
-        (:func:`fedmgs_params`).
-    fedvra : FedVRAParams
-        Adapted FedVRA-U's steps (:func:`fedvra_params`).
-    start : {"sketch", "random"}
-        ``sonmf.start``, ``auto`` resolved by the data set (:func:`start`).
-    basis_init : {"random", "kmeans"}
-        ``sonmf.basis-init``, ``auto`` resolved (:func:`basis_init`).
+    diagnostics : bool
     rank : int
         ``sonmf.rank`` (0: auto, :func:`resolve_rank`).
-    rank_per_cluster : int
     narrow_views : {"empty-columns", "cap-rank"}
-        ``sonmf.narrow-views``: how a view with fewer features than the rank is handled.
-    synthetic : bool
-        Whether the run's data set is the synthetic generator (the rank is then the planted one).
+        How a view with fewer features than the rank is handled.
+    rank_per_cluster : int
+    steps : SONMFParams
+        The proposed method's kernel parameters (with the ``U`` solver's, ``sonmf.basis-*``).
+    fedmgs_step : {"global-times-local", "effective"}
+        Adapted FedMGS's server step (:attr:`fedmgs`).
+    fedmavg_schedule : str
+    fedvra : FedVRAParams
+        Adapted FedVRA-U's steps.
+    start : {"auto", "sketch", "random"}
+        ``sonmf.start``; ``auto`` resolved by the data set in :func:`sonmf_options`.
+    sketch_reading : str
+    basis_init : {"auto", "random", "kmeans"}
+        ``sonmf.basis-init``; ``auto`` resolved in :func:`sonmf_options`.
     cluster_columns : str
         ``sonmf.cluster-columns`` (``auto``: :func:`resolve_cluster_columns`).
     v_init_scale : float
-    sketch_reading : str
-    diagnostics : bool
-    fedmavg_schedule : str
     residual_eps : float
     stop_ratio : float
         ``sonmf.stop-ratio`` (0: no convergence stop).
+    synthetic : bool
+        Whether the run's data set is the synthetic generator (the rank is then the planted one);
+        not a key.
     """
 
-    steps: SONMFParams
-    fedmgs: SONMFParams
-    fedvra: FedVRAParams
-    start: str
-    basis_init: str
-    rank: int
-    rank_per_cluster: int
-    narrow_views: str
-    synthetic: bool
-    cluster_columns: str
-    v_init_scale: float
-    sketch_reading: str
-    diagnostics: bool
-    fedmavg_schedule: str
-    residual_eps: float
-    stop_ratio: float
+    diagnostics: bool = option(
+        "sonmf.diagnostics",
+        True,
+        Boolean(),
+        "Clients also upload grad_V f_p(U_p^{s,0}, V^s) (r x n) and two scalars so the server can "
+        "compute the objective and the stationarity residual; doubles the upload.",
+    )
+    rank: int = option(
+        "sonmf.rank",
+        0,
+        Interval(
+            int,
+            0,
+            None,
+            closed="left",
+            text="an integer >= 0, <= the largest view's dimension (every view's under "
+            "sonmf.narrow-views = cap-rank)",
+        ),
+        "Rank r; 0 = auto ([A]): synthetic data 6 (paper), real data sonmf.rank-per-cluster "
+        "times the number of clusters (num-clusters, else the ground-truth classes), capped at the "
+        "largest view's dimension (the smallest's under sonmf.narrow-views = cap-rank) (6 without "
+        "either).",
+    )
+    narrow_views: str = option(
+        "sonmf.narrow-views",
+        "empty-columns",
+        OneOf(NARROW_VIEWS),
+        "A view with fewer features d_p than the rank r, where U_p^T U_p = I is impossible: "
+        "`empty-columns` ([A]): its U_p may have zero columns (U_p >= 0, U_p^T U_p diagonal with "
+        "0/1 entries, at most d_p nonzero columns; a component that view does not use leaves its "
+        "term), so the rank is capped only by the largest view; needs sonmf.start = sketch (or auto "
+        "on real data) and the assignment U solver; `cap-rank`: paper A's constraint in every "
+        "view, the auto rank capped at the smallest view.",
+    )
+    rank_per_cluster: int = option(
+        "sonmf.rank-per-cluster",
+        3,
+        Interval(int, 1, None, closed="left"),
+        "Components per cluster of the auto rank on real data ([A] 3: with a nonnegative "
+        "orthonormal U_p every feature belongs to one component, and one component per cluster "
+        "puts the features common to all clusters in one of them; 3 is ahead of 2 on BBCSport, "
+        "ORL and Sonar and behind on 3Sources and Yale, 3 seeds; paper: r = #clusters, 1).",
+    )
+    steps: SONMFParams = group(SONMFParams)
+    fedmgs_step: str = option(
+        "sonmf.fedmgs-step",
+        "effective",
+        OneOf(SERVER_STEPS),
+        "fedmgs: server step, eta_g * alpha or eta~ = eta_g * tau * alpha ([A] eta~, the proposed "
+        "method's step per round).",
+    )
+    fedmavg_schedule: str = option(
+        "sonmf.fedmavg-schedule",
+        "decreasing",
+        OneOf(FEDMAVG_SCHEDULES),
+        "fedmavg: local steps in round s, ceil(tau / sqrt(s)) or tau ([A] decreasing).",
+    )
+    fedvra: FedVRAParams = group(FedVRAParams)
+    start: str = option(
+        "sonmf.start",
+        "auto",
+        OneOf(STARTS),
+        "How V^1 and the U_p start: `sketch` (before round 1 each client sends X_p^T X_p Omega, "
+        "Omega an n x (r + 10) Gaussian drawn from the seed, always as a masked sum, so it needs "
+        "num-clients >= 2; from the sum the server takes the stacked views' leading singular pairs "
+        "by a Nystrom sketch and reads V^1 from them as sonmf.sketch-reading says; each client fits "
+        "U_p to V^1), `random` (V^1 = sonmf.v-init-scale * |N(0, 1)|, U_p from sonmf.basis-init), "
+        "`auto` ([A]): random on synthetic data (paper A's protocol) and with one client, sketch on "
+        "real data.",
+    )
+    sketch_reading: str = option(
+        "sonmf.sketch-reading",
+        "clusters",
+        OneOf(SKETCH_READINGS),
+        "V^1 from the sketch's leading right singular vectors W (n x r): `clusters` ([A]): "
+        "k-means into r groups on W's rows scaled to unit norm, row j of V^1 the indicator of "
+        "group j (scaled to the singular values' energy); `nndsvd`: the NNDSVD part of the "
+        "singular pairs.",
+    )
+    basis_init: str = option(
+        "sonmf.basis-init",
+        "auto",
+        OneOf(BASIS_INITS),
+        "Initial U_p under sonmf.start = random: `random` (round(P(|randn|))), `kmeans` (the "
+        "client's features grouped by k-means into r groups, unit-norm group indicators), "
+        "`auto` ([A]): random on synthetic data, kmeans on real data.",
+    )
+    cluster_columns: str = option(
+        "sonmf.cluster-columns",
+        "auto",
+        OneOf(CLUSTER_COLUMNS),
+        "Final clustering: k-means on the columns of V as they are (`as-is`), each scaled to "
+        "unit l2 norm first (`unit-norm`, the cosine geometry), or each scaled to sum one and "
+        "square-rooted (`hellinger`: a sample's loadings read as proportions, compared by the "
+        "Hellinger distance); an all-zero column stays zero. `auto` ([A]): hellinger when every "
+        "view looks like counts or bag of words (at least 90 % zeros, no negative entry: the "
+        "rule of sample-normalisation = auto), as-is otherwise.",
+    )
+    v_init_scale: float = option(
+        "sonmf.v-init-scale",
+        1.0,
+        Interval(float, 0, None, closed="neither"),
+        "Initial V = scale * |N(0, 1)| under sonmf.start = random ([A]).",
+    )
+    residual_eps: float = option(
+        "sonmf.residual-eps",
+        1e-12,
+        Interval(float, 0, None, closed="neither"),
+        "Floor of the residual normaliser max(R^1, eps) ([A] 1e-12).",
+    )
+    stop_ratio: float = option(
+        "sonmf.stop-ratio",
+        1e-15,
+        Interval(float, 0, 1, closed="left"),
+        "Convergence stop: the run ends after the first round whose residual ratio R^s/R^1 is "
+        "<= this ([A] 1e-15: on the development sets the clustering is then the 100-round one; "
+        "0: always run num-server-rounds; needs sonmf.diagnostics).",
+    )
+    synthetic: bool = False
+
+    @property
+    def fedmgs(self) -> SONMFParams:
+        """Kernel parameters of adapted FedMGS: the server-only ``V`` update with step
+        ``sonmf.fedmgs-step`` and no drift correction."""
+        return replace(self.steps, v_update="server", server_step=self.fedmgs_step, drift_correction=False)
 
 
 def sonmf_options(cfg: Mapping[str, Any]) -> SONMFOptions:
     """Every ``sonmf.*`` key of a validated run config, as :class:`SONMFOptions` (built once per
-    Strategy or client).
+    Strategy or client), with ``sonmf.start`` and ``sonmf.basis-init`` resolved.
 
     Parameters
     ----------
@@ -99,23 +223,12 @@ def sonmf_options(cfg: Mapping[str, Any]) -> SONMFOptions:
     -------
     SONMFOptions
     """
-    return SONMFOptions(
-        steps=sonmf_params(cfg),
-        fedmgs=fedmgs_params(cfg),
-        fedvra=fedvra_params(cfg),
+    return from_run_config(
+        SONMFOptions,
+        cfg,
         start=start(cfg),
         basis_init=basis_init(cfg),
-        rank=cfg["sonmf.rank"],
-        rank_per_cluster=cfg["sonmf.rank-per-cluster"],
-        narrow_views=cfg["sonmf.narrow-views"],
         synthetic=cfg["dataset"] == "synthetic",
-        cluster_columns=cfg["sonmf.cluster-columns"],
-        v_init_scale=cfg["sonmf.v-init-scale"],
-        sketch_reading=cfg["sonmf.sketch-reading"],
-        diagnostics=cfg["sonmf.diagnostics"],
-        fedmavg_schedule=cfg["sonmf.fedmavg-schedule"],
-        residual_eps=cfg["sonmf.residual-eps"],
-        stop_ratio=cfg["sonmf.stop-ratio"],
     )
 
 
@@ -237,72 +350,3 @@ def start(cfg: Mapping[str, Any]) -> str:
     if cfg["sonmf.start"] == "auto" and int(cfg["num-clients"]) < 2:
         return "random"
     return _resolve_auto(cfg, "sonmf.start", "random", "sketch")
-
-
-def sonmf_params(cfg: Mapping[str, Any]) -> SONMFParams:
-    """Kernel parameters of paper A's method from a validated run config.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Output of :func:`fedmf_app.registry.validate_run_config`.
-
-    Returns
-    -------
-    SONMFParams
-    """
-    return SONMFParams(
-        local_steps=cfg["sonmf.local-steps"],
-        local_lr=cfg["sonmf.local-lr"],
-        global_lr=cfg["sonmf.global-lr"],
-        mu=cfg["sonmf.mu"],
-        rho1=cfg["sonmf.rho1"],
-        rho1_scale=cfg["sonmf.rho1-scale"],
-        drift_correction=cfg["sonmf.drift-correction"],
-        v_update=cfg["sonmf.v-update"],
-        server_step=cfg["sonmf.server-step"],
-        basis=BasisSolverOptions(
-            sigma0=cfg["sonmf.basis-sigma0"],
-            max_outer=cfg["sonmf.basis-max-outer"],
-            inner_tol0=cfg["sonmf.basis-inner-tol"],
-            polish=cfg["sonmf.basis-polish"],
-            kernel=cfg["sonmf.basis-kernel"],
-            method=cfg["sonmf.basis-solver"],
-        ),
-    )
-
-
-def fedmgs_params(cfg: Mapping[str, Any]) -> SONMFParams:
-    """Kernel parameters of adapted FedMGS: the server-only ``V`` update with step ``sonmf.fedmgs-step``.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Output of :func:`fedmf_app.registry.validate_run_config`.
-
-    Returns
-    -------
-    SONMFParams
-    """
-    return replace(
-        sonmf_params(cfg), v_update="server", server_step=cfg["sonmf.fedmgs-step"], drift_correction=False
-    )
-
-
-def fedvra_params(cfg: Mapping[str, Any]) -> FedVRAParams:
-    """Steps of adapted FedVRA-U from a validated run config.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Output of :func:`fedmf_app.registry.validate_run_config`.
-
-    Returns
-    -------
-    FedVRAParams
-    """
-    return FedVRAParams(
-        rho=cfg["sonmf.fedvra-rho"],
-        dual_step=cfg["sonmf.fedvra-dual-step"],
-        aggregation_step=cfg["sonmf.fedvra-aggregation-step"],
-    )

@@ -17,15 +17,14 @@ from typing import Any
 from fedmf_app.data.synthetic import AUTO_RANK_DEFAULT, planted_rank
 from fedmf_app.federated.protocol import Bound, Cap, Fact, Part, Sizes, Stage
 from fedmf_app.federated.stages import CLUSTERS, MAX_CLUSTERS, family_protocol
-from fedmf_app.methods.sonmf.options import OPTIONS
-from fedmf_app.methods.sonmf.params import start
+from fedmf_app.methods.sonmf.params import SONMFOptions, start
 from fedmf_app.methods.sonmf.start import OVERSAMPLING
 from fedmf_app.methods.sonmf.upload_bounds import UploadBounds, gradient_bound, loss_bound
 
 __all__ = ["PROTOCOL", "bounded", "sketch_width", "unit_views"]
 
 #: The auto rule's components per cluster with the default options (the default cap's factor).
-_DEFAULT_RANK_PER_CLUSTER = next(o.default for o in OPTIONS if o.key == "sonmf.rank-per-cluster")
+_DEFAULT_RANK_PER_CLUSTER = SONMFOptions().rank_per_cluster
 
 
 def sketch_width(rank: int, n: int) -> int:

@@ -35,7 +35,7 @@ local copies gain through the larger :math:`\\tilde\\eta`) or :math:`\\eta = \\t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -43,6 +43,8 @@ import scipy.sparse as sp
 from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions, basis_residual, solve_basis
 from fedmf_app.methods.sonmf.prox import l21_norm, l21_row_scale, prox_l21_nonneg
 from fedmf_app.methods.sonmf.residual_products import squared_norm, squared_residual, ut_times_residual
+from fedmf_app.options.constraints import Boolean, Interval, OneOf
+from fedmf_app.options.schema import group, option
 
 __all__ = [
     "RHO1_SCALES",
@@ -100,16 +102,66 @@ class SONMFParams:
         Options of the basis solver.
     """
 
-    local_steps: int = 10
-    local_lr: float = 0.01
-    global_lr: float = 1.5
-    mu: float = 1e-2
-    rho1: float = 0.01
-    rho1_scale: str = "data"
-    drift_correction: bool = True
-    v_update: str = "local-copies"
-    server_step: str = "global-times-local"
-    basis: BasisSolverOptions = field(default_factory=BasisSolverOptions)
+    local_steps: int = option(
+        "sonmf.local-steps", 10, Interval(int, 1, None, closed="left"), "Local steps tau per round ([A] 10)."
+    )
+    local_lr: float = option(
+        "sonmf.local-lr",
+        0.01,
+        Interval(float, 0, None, closed="neither"),
+        "Local step alpha ([A] 0.01; theory-safe 1/(10 L2 eta_g tau) = 1/300 is ~3x slower).",
+    )
+    global_lr: float = option(
+        "sonmf.global-lr",
+        1.5,
+        Interval(float, 0, None, closed="neither"),
+        "Server step eta_g ([A] 1.5; theory needs >= 3/2).",
+    )
+    mu: float = option(
+        "sonmf.mu",
+        0.01,
+        Interval(float, 0.0, None, closed="left"),
+        "Weight of the joint-sparsity term mu ||V||_{2,1} ([A] 0.01).",
+    )
+    rho1: float = option(
+        "sonmf.rho1",
+        0.01,
+        Interval(float, 0.0, None, closed="left"),
+        "Proximal weight of the U subproblem, relative to the data term under "
+        "sonmf.rho1-scale = data ([A] 0.01).",
+    )
+    rho1_scale: str = option(
+        "sonmf.rho1-scale",
+        "data",
+        OneOf(RHO1_SCALES),
+        "What sonmf.rho1 is measured against ([A] `data`): `data` uses rho1 * 2 ||V||_F^2 / r "
+        "in every U step (the data term's mean curvature in U at that step's V, so the pull "
+        "towards the previous U_p keeps its weight at every data scale); `absolute` uses rho1 "
+        "as it is (on Frobenius-normalised real views it outweighs the data term: on BBCSport "
+        "no feature left its k-means start).",
+    )
+    drift_correction: bool = option(
+        "sonmf.drift-correction",
+        True,
+        Boolean(),
+        "Apply the drift correction C_p (false: the uncorrected ablation).",
+    )
+    v_update: str = option(
+        "sonmf.v-update",
+        "local-copies",
+        OneOf(V_UPDATES),
+        "fedsonmf: `server` is the ablation in which clients run sonmf.local-steps U steps with V "
+        "fixed at V^s, upload their average grad_V f_p, and only the server updates V "
+        "(one prox-gradient step of size sonmf.server-step).",
+    )
+    server_step: str = option(
+        "sonmf.server-step",
+        "global-times-local",
+        OneOf(SERVER_STEPS),
+        "Step of the server-only V update (sonmf.v-update=server): eta_g * alpha, or the effective "
+        "eta~ = eta_g * tau * alpha ([A] eta_g * alpha, the ablation's reading).",
+    )
+    basis: BasisSolverOptions = group(BasisSolverOptions)
 
     def __post_init__(self) -> None:
         if self.v_update not in V_UPDATES:

@@ -19,7 +19,7 @@ from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.node_errors import NodeError
 from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph, view_knn_graph
 from fedmf_app.methods.imk.model import anchor_indices
-from fedmf_app.methods.imk.params import imk_params
+from fedmf_app.methods.imk.params import imk_options
 from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
 from fedmf_app.methods.imk.server_updates import AnchorLaplacian
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
@@ -75,7 +75,7 @@ def test_rounds_match_the_in_process_kernels(tmp_path, graph, missing):
     result = strategy.recorder.data
     assert result["status"] == "completed"
     settings = IMKSettings(k=3, graph=graph, anchors=24, seed=cfg["seed"])
-    ref = IMKReference(reference_views(cfg), imk_params(cfg), settings, graph_mask(cfg))
+    ref = IMKReference(reference_views(cfg), imk_options(cfg).steps, settings, graph_mask(cfg))
     for _ in range(cfg["num-server-rounds"]):
         ref.round()
     for key in ("objective", "graph_term", "consensus"):

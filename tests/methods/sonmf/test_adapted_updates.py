@@ -16,7 +16,7 @@ from fedmf_app.methods.sonmf.adapted_updates import (
     fedvra_server_step,
 )
 from fedmf_app.methods.sonmf.nonneg_orth import random_feasible_basis, solve_basis
-from fedmf_app.methods.sonmf.params import fedmgs_params, fedvra_params
+from fedmf_app.methods.sonmf.params import sonmf_options
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residuals import residual_v, residual_v_min_norm
 from fedmf_app.methods.sonmf.updates import (
@@ -222,12 +222,12 @@ def test_aggregation_of_constructed_replies(tmp_path, algorithm):
         expected_broadcast = expected_v
         expected_rv = residual_v_min_norm(expected_v, mean_grad, mu)
     elif algorithm == "fedmgs":
-        lr = fedmgs_params(cfg).server_lr
+        lr = sonmf_options(cfg).fedmgs.server_lr
         assert lr == pytest.approx(cfg["sonmf.global-lr"] * cfg["sonmf.local-steps"] * cfg["sonmf.local-lr"])
         expected_broadcast, expected_v = prox_gradient_step(v_before, np.mean(uploads, axis=0), lr, mu)
         expected_rv = residual_v(expected_broadcast, expected_v, mean_grad, lr)
     else:
-        z, _, expected_v = fedvra_server_step(v_before, uploads, mu, fedvra_params(cfg))
+        z, _, expected_v = fedvra_server_step(v_before, uploads, mu, sonmf_options(cfg).fedvra)
         expected_broadcast = expected_v
         expected_rv = residual_v(z, expected_v, mean_grad, 1.0 / 3.0)
     np.testing.assert_allclose(broadcast[0], expected_broadcast)
