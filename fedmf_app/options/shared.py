@@ -122,13 +122,6 @@ class SharedParams:
         "supernode-<partition>.pub); a substituted or replayed key stops the run before round 1. "
         "The local federation turns it on.",
     )
-    reply_poll_s: float = option(
-        "reply-poll-s",
-        0.1,
-        Interval(float, 0, None, closed="neither"),
-        "Seconds between the ServerApp's pulls of replies that have not all arrived ([A] 0.1; "
-        "Flower's own ServerApp waits a fixed 3 s).",
-    )
     resume_from: str = option(
         "resume-from",
         "",
@@ -222,12 +215,6 @@ class SharedParams:
         0.0,
         Interval(float, 0, 1, closed="both"),
         "Synthetic: heterogeneity h; V_p* = (1 - h) V0 + h E_p ([A] generator).",
-    )
-    noise: float = option(
-        "noise",
-        0.01,
-        Interval(float, 0.0, None, closed="left"),
-        "Synthetic: standard deviation of the additive Gaussian noise ([A] 0.01).",
     )
     missing_rate: float = option(
         "missing-rate",

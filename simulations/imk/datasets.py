@@ -36,7 +36,7 @@ from fedmf_app.data.multiview import load_multiview
 from fedmf_app.methods.imk.client_updates import preprocess_view
 from fedmf_app.methods.imk.model import label_rng
 from fedmf_app.methods.imk.params import imk_options
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
+from fedmf_app.methods.imk.reference import IMKReference
 from fedmf_app.methods.imk.server_updates import extract_labels
 from fedmf_app.registry import validate_run_config
 from simulations.imk.figures import GRID, describe, grid_figure
@@ -63,21 +63,10 @@ def run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
     cfg = validate_run_config(
         {"algorithm": "fmvc-imk", "num-clients": len(data.views), "seed": seed, **overrides}
     )
-    views = [preprocess_view(x, cfg["imk.standardise"], cfg["imk.unit-norm"]) for x in data.views]
+    options = imk_options(cfg)
+    views = [preprocess_view(x, options.standardise, options.unit_norm) for x in data.views]
     k = cfg["num-clusters"] or int(np.unique(data.labels).size)
-    settings = IMKSettings(
-        k=k,
-        latent_dim=cfg["imk.latent-dim"],
-        neighbours=cfg["imk.neighbours"],
-        graph=cfg["imk.graph"],
-        anchors=cfg["imk.anchors"],
-        similarity=cfg["imk.similarity"],
-        client_init=cfg["imk.client-init"],
-        server_init=cfg["imk.server-init"],
-        solver=cfg["imk.server-solver"],
-        seed=seed,
-    )
-    ref = IMKReference(views, imk_options(cfg).steps, settings)
+    ref = IMKReference(views, options, k, seed)
     previous = None
     for _ in range(cfg["num-server-rounds"]):
         current = ref.round()["objective"]

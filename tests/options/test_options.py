@@ -170,7 +170,7 @@ def test_every_family_key_is_in_its_own_table():
     ("override", "fragment"),
     [
         ({"sonmf.local-steps": -1}, "'sonmf.local-steps' = -1 is invalid: must be an integer >= 1"),
-        ({"sonmf.local-lr": 0.0}, "'sonmf.local-lr' = 0.0 is invalid: must be a number > 0"),
+        ({"sonmf.mu": -1.0}, "'sonmf.mu' = -1.0 is invalid: must be a number >= 0"),
         ({"heterogeneity": 1.5}, "'heterogeneity' = 1.5 is invalid: must be a number in [0, 1]"),
         ({"algorithm": "fedavg"}, "'algorithm' = 'fedavg' is invalid: must be one of: fedsonmf"),
         ({"sonmf.rank": 30}, "'sonmf.rank' = 30 is invalid: must be <= 'view-dim' = 20"),

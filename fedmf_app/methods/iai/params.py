@@ -17,7 +17,7 @@ from typing import Any
 
 from fedmf_app.common.neighbour_search import EXACT_SEARCH_ROWS
 from fedmf_app.methods.iai.deep_clustering import FUSION_WEIGHTS
-from fedmf_app.methods.iai.global_assignment import VIEW_BALANCES, adaptive_anchor_neighbours, adaptive_knn
+from fedmf_app.methods.iai.global_assignment import adaptive_anchor_neighbours, adaptive_knn
 from fedmf_app.methods.iai.rank_fusion import adaptive_rank_depth
 from fedmf_app.methods.iai.sample_graphs import START_GRAPHS
 from fedmf_app.options.constraints import Boolean, Interval, OneOf, PositiveIntegers
@@ -80,8 +80,6 @@ class GAEParams:
         Embedding d_h (64); the second GAT layer has one head and no activation.
     decoder_hidden : int
         Hidden width of the attribute decoder d_h -> 256 -> d_z and of the structure head.
-    structure_head : str
-        ``mlp``: H_s = MLP_s(H) (d_h -> decoder_hidden -> d_h); ``identity``: H_s = H.
     epochs : int
         Full-batch epochs per round (20).
     warmup_epochs : int
@@ -101,36 +99,10 @@ class GAEParams:
         Include the BCE on edges and sampled non-edges (ablation M4 when false).
     """
 
-    hidden: int = option(
-        "iai.gat-hidden",
-        64,
-        Interval(int, 1, None, closed="left"),
-        "Width per head of the first GAT layer ([A] 64).",
-    )
-    heads: int = option(
-        "iai.gat-heads",
-        4,
-        Interval(int, 1, None, closed="left"),
-        "Heads of the first GAT layer, concatenated ([A] 4).",
-    )
-    out_dim: int = option(
-        "iai.embedding-dim",
-        64,
-        Interval(int, 1, None, closed="left"),
-        "GAT embedding d_h, second layer with one head, linear ([A] 64).",
-    )
-    decoder_hidden: int = option(
-        "iai.decoder-hidden",
-        256,
-        Interval(int, 1, None, closed="left"),
-        "Hidden width of the attribute decoder and the structure head ([A] 256).",
-    )
-    structure_head: str = option(
-        "iai.structure-head",
-        "mlp",
-        OneOf(("mlp", "identity")),
-        "Structure logits <H_s,i, H_s,j> with H_s = MLP_s(H) ([A]) or H.",
-    )
+    hidden: int = 64
+    heads: int = 4
+    out_dim: int = 64
+    decoder_hidden: int = 256
     epochs: int = option(
         "iai.epochs",
         20,
@@ -144,33 +116,13 @@ class GAEParams:
         Interval(int, 0, None, closed="left"),
         "GAE epochs of the first training round, the one without a target P ([A] 0: `iai.epochs`).",
     )
-    lr: float = option(
-        "iai.lr", 1e-3, Interval(float, 0, None, closed="neither"), "GAE Adam step ([A] 1e-3)."
-    )
-    alpha: float = option(
-        "iai.alpha",
-        1.0,
-        Interval(float, 0.0, None, closed="left"),
-        "Weight alpha of the clustering loss KL(P || Q) ([A] 1; 0 in the first "
-        "training round, which has no P).",
-    )
-    negative_ratio: float = option(
-        "iai.negative-ratio",
-        1.0,
-        Interval(float, 0, None, closed="neither"),
-        "Uniformly sampled non-edges per edge of A_g + I in the structure loss ([A] 1; never an n x n loss).",
-    )
+    lr: float = 1e-3
+    alpha: float = 1.0
+    negative_ratio: float = 1.0
     attribute_loss: bool = option(
         "iai.attribute-loss", True, Boolean(), "Attribute reconstruction MSE (false: ablation M3)."
     )
-    attribute_scale: str = option(
-        "iai.attribute-scale",
-        "none",
-        OneOf(ATTRIBUTE_SCALES),
-        "Scale of the attribute loss M3: the plain MSE ([A] `none`) or the MSE over the mean squared "
-        "deviation of the imputed codes (`variance`: 1 for a decoder that outputs the mean, whatever "
-        "the codes' scale).",
-    )
+    attribute_scale: str = "none"
     structure_loss: bool = option(
         "iai.structure-loss", True, Boolean(), "Structure reconstruction BCE (false: ablation M4)."
     )
@@ -259,12 +211,7 @@ class IAIParams:
         "Anchors per sample s of the parameter-free anchor graph; 0 ([A]) adapts it: s = "
         "clamp(round(r / (2K)), 3, 10), half the anchors per cluster (HW: 10, ORL: 3).",
     )
-    fp_iterations: int = option(
-        "iai.fp-iterations",
-        40,
-        Interval(int, 0, None, closed="left"),
-        "Feature-propagation steps T (Rossi et al.: 40).",
-    )
+    fp_iterations: int = 40
     imputation: str = option(
         "iai.imputation",
         "propagation",
@@ -287,16 +234,7 @@ class IAIParams:
         "Depth L of every view's neighbour list in the rank fusions (`rank` start graph and graph "
         "update); 0 ([A]) adapts it: L = 5 k (HW, NoisyMNIST: 100), at most n - 1.",
     )
-    exact_search_rows: int = option(
-        "iai.exact-search-rows",
-        EXACT_SEARCH_ROWS,
-        Interval(int, 0, None, closed="left"),
-        "Largest nearest-neighbour search done exactly ([A] 20,000 rows: every search of the "
-        "development sets and NoisyMNIST). A search over more rows (a client's codes, the server's "
-        "coordinates) uses an inverted-file index (faiss: 4 sqrt(n) lists, 64 visited per query), whose "
-        "cost grows as n^1.5 instead of n^2 and which may miss a neighbour near a list's boundary; 0 "
-        "makes every search approximate.",
-    )
+    exact_search_rows: int = EXACT_SEARCH_ROWS
     fusion: str = option(
         "iai.fusion",
         "uniform",
@@ -306,12 +244,7 @@ class IAIParams:
         "NoisyMNIST), 1/EMD_m normalised (`inverse-emd`, paper C's weighted fusion M2), or "
         "softmax(-EMD/T).",
     )
-    fusion_temperature: float = option(
-        "iai.fusion-temperature",
-        0.1,
-        Interval(float, 0, None, closed="neither"),
-        "Temperature T of softmax fusion.",
-    )
+    fusion_temperature: float = 0.1
     pseudo_labels: str = option(
         "iai.pseudo-labels",
         "rank-spectral",
@@ -328,21 +261,8 @@ class IAIParams:
         "summed prototype distances), or `spectral` (spectral clustering of A_g, the literal "
         "reading; collapsed on HW).",
     )
-    view_balance: str = option(
-        "iai.view-balance",
-        "unit-variance",
-        OneOf(VIEW_BALANCES),
-        "Each client scales its embedding to unit total variance before its distances are summed "
-        "([A] `unit-variance`: no view dominates the global assignment), then weighs it by the root of "
-        "its between-cluster variance share under Y (`consensus`), or keeps it (`none`).",
-    )
-    mds_dim: int = option(
-        "iai.mds-dim",
-        0,
-        Interval(int, 0, None, closed="left"),
-        "Landmark-MDS coordinates of `anchor-kmeans` ([A] 0: every positive eigenvalue of the "
-        "anchors' double-centred distances, at most r - 1).",
-    )
+    view_balance: str = "unit-variance"
+    mds_dim: int = 0
     graph_update: str = option(
         "iai.graph-update",
         "rank",
@@ -352,13 +272,7 @@ class IAIParams:
         "graph of the fused anchor graph (`fused`, paper C), or its union with the start graph A_g⁰ "
         "(`fused-start`: A_g travels as n x 2k indices).",
     )
-    start_target: str = option(
-        "iai.start-target",
-        "none",
-        OneOf(START_TARGETS),
-        "Target of the first training round: `none` ([A]: no P yet, alpha = 0 in that round) or "
-        "`start-labels` (P⁰ = 0.9 one-hot(Y⁰) + 0.1 / K).",
-    )
+    start_target: str = "none"
     feature_scaling: str = option(
         "iai.feature-scaling",
         "auto",
@@ -384,21 +298,10 @@ class IAIParams:
         Interval(int, 1, None, closed="left"),
         "Autoencoder pre-training epochs, once in round 1 ([A] 100).",
     )
-    ae_lr: float = option(
-        "iai.ae-lr", 1e-3, Interval(float, 0, None, closed="neither"), "Autoencoder Adam step ([A] 1e-3)."
-    )
-    ae_batch_size: int = option(
-        "iai.ae-batch-size", 256, Interval(int, 1, None, closed="left"), "Autoencoder mini-batch ([A] 256)."
-    )
+    ae_lr: float = 1e-3
+    ae_batch_size: int = 256
     gae: GAEParams = group(GAEParams)
-    knn_probes: int = option(
-        "iai.knn-probes",
-        4,
-        Interval(int, 1, None, closed="left"),
-        "Anchor lists each sample is filed under by the server's kNN search of the fused anchor "
-        "graph's rows (A_g): a sample is compared only with those that share a list with it "
-        "([A] 4; >= iai.anchors makes the search exact).",
-    )
+    knn_probes: int = 4
     device: str = option(
         "iai.device",
         "cpu",

@@ -177,7 +177,7 @@ class FMVCIMKClient(ViewClient):
         state = init_client(
             x,
             k,
-            self.options.latent_dim or k,
+            k,
             m,
             self.options.client_init,
             self.options.steps,

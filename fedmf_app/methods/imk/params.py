@@ -13,8 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fedmf_app.common.graphs import SIMILARITIES
-from fedmf_app.options.constraints import Boolean, Interval, OneOf
+from fedmf_app.options.constraints import Interval, OneOf
 from fedmf_app.options.schema import from_run_config, group, option
 
 __all__ = [
@@ -83,14 +82,14 @@ class IMKParams:
     rho : float
         :math:`\\rho`, ADMM penalty of :math:`H^{(m)} = H`.
     beta : float
-        :math:`\\beta`, step on :math:`\\Delta H^{(m)}`.
+        :math:`\\beta`, step on :math:`\\Delta H^{(m)}` (1).
     sigma : float
         :math:`\\sigma'`, CoCoA's curvature factor (1; the literal reading is ``M``).
     ridge : float
         :math:`\\epsilon` of the ``W`` update.
     ortho_placement : {"local", "global"}
-    nonneg : bool
-        [A] project :math:`H^{(m)} \\leftarrow \\max(H^{(m)}, 0)` after the step (FedMVL).
+        [A] The orthogonality penalty on each :math:`H^{(m)}` (``local``, the clients) or on the
+        global ``H`` (``global``, the server, linearised at the previous ``H``).
     """
 
     lam: float = option(
@@ -113,29 +112,10 @@ class IMKParams:
         "ADMM penalty rho of H^(m) = H (5: the objective decreases monotonically; the "
         "literal 1 oscillates and gains a few ACC points on some data sets, see the README).",
     )
-    beta: float = option(
-        "imk.beta", 1.0, Interval(float, 0, None, closed="neither"), "Step beta on Delta H^(m) [P]."
-    )
-    sigma: float = option(
-        "imk.sigma",
-        1.0,
-        Interval(float, 0, None, closed="neither"),
-        "CoCoA curvature sigma' (1; the literal reading is the number of clients).",
-    )
+    beta: float = 1.0
+    sigma: float = 1.0
     ridge: float = 1e-8
-    ortho_placement: str = option(
-        "imk.ortho-placement",
-        "local",
-        OneOf(ORTHO_PLACEMENTS),
-        "Orthogonality penalty on each H^(m) (clients) or on the global H (server, "
-        "linearised at the previous H) ([A] local).",
-    )
-    nonneg: bool = option(
-        "imk.nonneg",
-        False,
-        Boolean(),
-        "Project H^(m) onto H >= 0 after each step, as FedMVL's code ([A] false).",
-    )
+    ortho_placement: str = "local"
 
     @property
     def local_mu(self) -> float:
@@ -145,32 +125,33 @@ class IMKParams:
 
 @dataclass(frozen=True)
 class IMKOptions:
-    """Every ``imk.*`` run-config key of a run, typed (see docs/options.md for each).
+    """Every ``imk.*`` run-config key of a run, typed, each declared beside its field (see
+    docs/options.md), and the choices that are not keys.
 
     Attributes
     ----------
     steps : IMKParams
-        ``imk.lambda``, ``imk.mu``, ``imk.rho``, ``imk.beta``, ``imk.sigma``,
-        ``imk.ortho-placement``, ``imk.nonneg``.
-    latent_dim : int
-        ``imk.latent-dim`` (0: ``k``).
+        ``imk.lambda``, ``imk.mu``, ``imk.rho`` and the fixed steps.
     graph : {"auto", "anchor", "knn"}
     anchors, neighbours : int
     similarity : {"binary", "heat"}
+        [A] Edge weights of the kNN graphs: 0/1 (``binary``) or the heat kernel (not a key).
     missing_graph : {"filled", "observed"}
-    client_init, server_init, labels, standardise : str
+    client_init : {"normalised-indicator", "onehot-plus-0.2"}
+        [A] Initial :math:`H^{(m)}` from k-means on the view: entries :math:`1/\\sqrt{n_j}`, or
+        FedMVL's one-hot + 0.2 (not a key).
+    server_init : {"kmeans-concat", "mean"}
+        [A] Initial ``H`` from k-means on the concatenated initial :math:`H^{(m)}`, or their mean
+        (not a key).
+    labels, standardise : str
     unit_norm : bool
     tol : float
     server_solver : {"cg", "splu"}
+        The server's solve on a kNN graph: warm-started conjugate gradients or a sparse LU made
+        once (not a key; an anchor graph is solved exactly by the Woodbury identity).
     """
 
     steps: IMKParams = group(IMKParams)
-    latent_dim: int = option(
-        "imk.latent-dim",
-        0,
-        Interval(int, 0, None, closed="left"),
-        "Latent dimension c ([A] 0: c = k); a view with fewer features uses d_m.",
-    )
     graph: str = option(
         "imk.graph",
         "auto",
@@ -193,13 +174,7 @@ class IMKOptions:
         Interval(int, 1, None, closed="left"),
         "Neighbours p of each client's kNN graph, or anchors per sample s of its anchor graph ([A] 5).",
     )
-    similarity: str = option(
-        "imk.similarity",
-        "binary",
-        OneOf(SIMILARITIES),
-        "KNN edge weights, 0/1 or the heat kernel exp(-d^2/t), t = mean squared kNN distance "
-        "(`knn` graph only; anchor graphs use SFMC's parameter-free weights) ([A] binary).",
-    )
+    similarity: str = "binary"
     missing_graph: str = option(
         "imk.missing-graph",
         "filled",
@@ -211,25 +186,14 @@ class IMKOptions:
         "view. The data term uses the filled view either way; no effect at missing-rate 0 (see "
         "docs/imk.md).",
     )
-    client_init: str = option(
-        "imk.client-init",
-        "normalised-indicator",
-        OneOf(CLIENT_INITS),
-        "Initial H^(m) from k-means on the view, entries 1/sqrt(n_j) or FedMVL's "
-        "one-hot + 0.2 ([A] normalised-indicator).",
-    )
-    server_init: str = option(
-        "imk.server-init",
-        "kmeans-concat",
-        OneOf(SERVER_INITS),
-        "Initial H from k-means on the concatenated initial H^(m), or their mean ([A] kmeans-concat).",
-    )
+    client_init: str = "normalised-indicator"
+    server_init: str = "kmeans-concat"
     labels: str = option(
         "imk.labels",
         "kmeans",
         OneOf(LABEL_RULES),
         "Labels from H by k-means on its normalised rows or by argmax_j H_ij ([A] "
-        "kmeans: H is only defined up to a rotation unless imk.nonneg is on).",
+        "kmeans: H is only defined up to a rotation).",
     )
     standardise: str = option(
         "imk.standardise",
@@ -239,23 +203,14 @@ class IMKOptions:
         "([A]): row-l2 on sparse nonnegative views (>= 90 % zeros: counts, bag of words), "
         "zscore on the others.",
     )
-    unit_norm: bool = option(
-        "imk.unit-norm", True, Boolean(), "Scale each preprocessed view to ||X^(m)||_F = 1."
-    )
+    unit_norm: bool = True
     tol: float = option(
         "imk.tol",
         1e-4,
         Interval(float, 0.0, None, closed="left"),
         "Stop when |F_t - F_{t-1}| <= tol |F_{t-1}| (0: run all rounds) ([A] 1e-4).",
     )
-    server_solver: str = option(
-        "imk.server-solver",
-        "cg",
-        OneOf(SERVER_SOLVERS),
-        "Server solve of (2 lambda L + M rho I) H = rhs by warm-started conjugate "
-        "gradients or a sparse LU made once (`knn` graph; an anchor graph is solved exactly by "
-        "the Woodbury identity).",
-    )
+    server_solver: str = "cg"
 
 
 def imk_options(cfg: Mapping[str, Any]) -> IMKOptions:

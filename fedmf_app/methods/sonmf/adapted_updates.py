@@ -138,12 +138,7 @@ class FedVRAParams:
         :math:`d \\in (0, 1]`, how far the server moves towards the prox point (1: ADMM).
     """
 
-    rho: float = option(
-        "sonmf.fedvra-rho",
-        5.0,
-        Interval(float, 0, None, closed="neither"),
-        "fedvra-u: penalty rho of the augmented Lagrangian; server prox step 1/rho ([A] 5).",
-    )
+    rho: float = 5.0
     dual_step: float = option(
         "sonmf.fedvra-dual-step",
         1.0,

@@ -47,7 +47,7 @@ from fedmf_app.common.feasible_basis import project_oblique_nonneg, random_feasi
 from fedmf_app.methods.sonmf.assignment_kernel import assignment_ascent, compiled_assignment_ascent
 from fedmf_app.methods.sonmf.penalty_kernel import compiled_penalty_loop, penalty_loop
 from fedmf_app.methods.sonmf.residual_products import residual_times_vt, squared_norm, squared_residual
-from fedmf_app.options.constraints import Boolean, Interval, OneOf
+from fedmf_app.options.constraints import OneOf
 from fedmf_app.options.schema import option
 
 __all__ = [
@@ -96,8 +96,6 @@ class BasisSolverOptions:
         factorisation.
     feasibility_tol : float
         Outer stop when ``| ||Uw||^2 - 1 | <= feasibility_tol``.
-    polish : bool
-        [A, on by default] After rounding, replace each column by the exact minimiser on its support.
     scale : bool
         [A, on by default] Divide the subproblem by ``||2 X V^T + rho1 U0||_F`` so that ``sigma0``
         means the same at every data scale.
@@ -113,34 +111,15 @@ class BasisSolverOptions:
         make their results agree.
     """
 
-    sigma0: float = option(
-        "sonmf.basis-sigma0",
-        1e-3,
-        Interval(float, 0, None, closed="neither"),
-        "U solver: initial penalty sigma_0 of the scaled subproblem, restarted every solve.",
-    )
+    sigma0: float = 1e-3
     sigma_growth: float = 1.05
     sigma_max: float = 1e5
-    max_outer: int = option(
-        "sonmf.basis-max-outer",
-        300,
-        Interval(int, 1, None, closed="left"),
-        "U solver: maximum outer (penalty) iterations, or passes of the assignment ascent.",
-    )
+    max_outer: int = 300
     max_inner: int = 20
-    inner_tol0: float = option(
-        "sonmf.basis-inner-tol",
-        1e-2,
-        Interval(float, 0, None, closed="neither"),
-        "U solver: initial inner tolerance on ||min(U, grad P_sigma)||_F of the scaled subproblem "
-        "([A] 1e-2; 0.1 left U at its start on the scaled problem).",
-    )
+    inner_tol0: float = 1e-2
     inner_tol_decay: float = 0.98
     inner_tol_min: float = 1e-7
     feasibility_tol: float = 1e-8
-    polish: bool = option(
-        "sonmf.basis-polish", True, Boolean(), "U solver: exact minimiser on the rounded supports ([A] on)."
-    )
     scale: bool = True
     kernel: str = option(
         "sonmf.basis-kernel",
@@ -152,17 +131,7 @@ class BasisSolverOptions:
         "`numpy` (no numba: better where each message starts a new process, as on a "
         "deployed SuperNode; the federation command's default).",
     )
-    method: str = option(
-        "sonmf.basis-solver",
-        "assignment",
-        OneOf(BASIS_SOLVERS),
-        "U solver: `assignment` ([A]): on the feasible set the subproblem is the choice of which "
-        "basis column owns each feature, so features are moved one at a time between columns "
-        "while a move lowers the objective, from the start's supports and from a greedy "
-        "assignment, then each column is the exact minimiser on its features (exactly feasible, "
-        "O(d r) per pass, at most sonmf.basis-max-outer passes); `penalty`: paper A's "
-        "exact-penalty method (EP4Orth) with the sonmf.basis-* settings below.",
-    )
+    method: str = "assignment"
 
     def __post_init__(self) -> None:
         if self.method not in BASIS_SOLVERS:
@@ -383,7 +352,7 @@ def solve_basis(
     rounded = round_to_feasible(u)
     candidate = None
     if rounded is not None:
-        candidate = polish_on_supports(rounded, a) if options.polish else rounded
+        candidate = polish_on_supports(rounded, a)
     if candidate is not None:
         value = phi(candidate)
         if value <= phi0:

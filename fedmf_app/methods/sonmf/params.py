@@ -19,15 +19,12 @@ from typing import Any
 from fedmf_app.data.synthetic import AUTO_RANK_DEFAULT, planted_rank
 from fedmf_app.methods.sonmf.adapted_updates import FEDMAVG_SCHEDULES, FedVRAParams
 from fedmf_app.methods.sonmf.clustering import CLUSTER_COLUMNS
-from fedmf_app.methods.sonmf.start import SKETCH_READINGS
-from fedmf_app.methods.sonmf.updates import SERVER_STEPS, SONMFParams
+from fedmf_app.methods.sonmf.updates import SONMFParams
 from fedmf_app.options.constraints import Boolean, Interval, OneOf
 from fedmf_app.options.schema import from_run_config, group, option
 
 __all__ = [
     "SONMFOptions",
-    "BASIS_INITS",
-    "NARROW_VIEWS",
     "STARTS",
     "basis_init",
     "rank_error",
@@ -37,14 +34,8 @@ __all__ = [
     "start",
 ]
 
-#: How clients start ``U_p`` under ``sonmf.start = "random"``.
-BASIS_INITS = ("auto", "random", "kmeans")
-
 #: How a run starts ``V`` and the ``U_p``.
 STARTS = ("auto", "sketch", "random")
-
-#: Values of ``sonmf.narrow-views``: how a view with fewer features than the rank is handled.
-NARROW_VIEWS = ("empty-columns", "cap-rank")
 
 
 @dataclass(frozen=True)
@@ -57,25 +48,22 @@ class SONMFOptions:
     diagnostics : bool
     rank : int
         ``sonmf.rank`` (0: auto, :func:`resolve_rank`).
-    narrow_views : {"empty-columns", "cap-rank"}
-        How a view with fewer features than the rank is handled.
     rank_per_cluster : int
     steps : SONMFParams
         The proposed method's kernel parameters (with the ``U`` solver's, ``sonmf.basis-*``).
-    fedmgs_step : {"global-times-local", "effective"}
-        Adapted FedMGS's server step (:attr:`fedmgs`).
     fedmavg_schedule : str
     fedvra : FedVRAParams
         Adapted FedVRA-U's steps.
     start : {"auto", "sketch", "random"}
         ``sonmf.start``; ``auto`` resolved by the data set in :func:`sonmf_options`.
-    sketch_reading : str
-    basis_init : {"auto", "random", "kmeans"}
-        ``sonmf.basis-init``; ``auto`` resolved in :func:`sonmf_options`.
+    sketch_reading : {"clusters", "nndsvd"}
+        [A] How the sketch start reads ``V^1`` from the leading singular vectors ``W``: k-means
+        groups of ``W``'s unit-norm rows as indicators (``clusters``) or NNDSVD.
+    basis_init : {"random", "kmeans"}
+        [A] Initial ``U_p`` of the random start: random on synthetic data, k-means on the
+        client's features on real data (:func:`basis_init`).
     cluster_columns : str
         ``sonmf.cluster-columns`` (``auto``: :func:`resolve_cluster_columns`).
-    v_init_scale : float
-    residual_eps : float
     stop_ratio : float
         ``sonmf.stop-ratio`` (0: no convergence stop).
     synthetic : bool
@@ -98,24 +86,14 @@ class SONMFOptions:
             0,
             None,
             closed="left",
-            text="an integer >= 0, <= the largest view's dimension (every view's under "
-            "sonmf.narrow-views = cap-rank)",
+            text="an integer >= 0, <= the largest view's dimension",
         ),
         "Rank r; 0 = auto ([A]): synthetic data 6 (paper), real data sonmf.rank-per-cluster "
         "times the number of clusters (num-clusters, else the ground-truth classes), capped at the "
-        "largest view's dimension (the smallest's under sonmf.narrow-views = cap-rank) (6 without "
-        "either).",
-    )
-    narrow_views: str = option(
-        "sonmf.narrow-views",
-        "empty-columns",
-        OneOf(NARROW_VIEWS),
-        "A view with fewer features d_p than the rank r, where U_p^T U_p = I is impossible: "
-        "`empty-columns` ([A]): its U_p may have zero columns (U_p >= 0, U_p^T U_p diagonal with "
-        "0/1 entries, at most d_p nonzero columns; a component that view does not use leaves its "
-        "term), so the rank is capped only by the largest view; needs sonmf.start = sketch (or auto "
-        "on real data) and the assignment U solver; `cap-rank`: paper A's constraint in every "
-        "view, the auto rank capped at the smallest view.",
+        "largest view's dimension (6 without either). A view with fewer features d_p than r, "
+        "where U_p^T U_p = I is impossible, gets a U_p with zero columns ([A]: U_p >= 0, "
+        "U_p^T U_p diagonal with 0/1 entries, at most d_p nonzero columns; a component that view "
+        "does not use leaves its term); it needs sonmf.start = sketch (or auto on real data).",
     )
     rank_per_cluster: int = option(
         "sonmf.rank-per-cluster",
@@ -127,13 +105,6 @@ class SONMFOptions:
         "ORL and Sonar and behind on 3Sources and Yale, 3 seeds; paper: r = #clusters, 1).",
     )
     steps: SONMFParams = group(SONMFParams)
-    fedmgs_step: str = option(
-        "sonmf.fedmgs-step",
-        "effective",
-        OneOf(SERVER_STEPS),
-        "fedmgs: server step, eta_g * alpha or eta~ = eta_g * tau * alpha ([A] eta~, the proposed "
-        "method's step per round).",
-    )
     fedmavg_schedule: str = option(
         "sonmf.fedmavg-schedule",
         "decreasing",
@@ -148,28 +119,14 @@ class SONMFOptions:
         "How V^1 and the U_p start: `sketch` (before round 1 each client sends X_p^T X_p Omega, "
         "Omega an n x (r + 10) Gaussian drawn from the seed, always as a masked sum, so it needs "
         "num-clients >= 2; from the sum the server takes the stacked views' leading singular pairs "
-        "by a Nystrom sketch and reads V^1 from them as sonmf.sketch-reading says; each client fits "
-        "U_p to V^1), `random` (V^1 = sonmf.v-init-scale * |N(0, 1)|, U_p from sonmf.basis-init), "
+        "by a Nystrom sketch and reads V^1 from them (k-means groups of the samples' directions); "
+        "each client fits U_p to V^1), `random` (V^1 = |N(0, 1)|, U_p random on synthetic data, "
+        "k-means on the client's features on real data), "
         "`auto` ([A]): random on synthetic data (paper A's protocol) and with one client, sketch on "
         "real data.",
     )
-    sketch_reading: str = option(
-        "sonmf.sketch-reading",
-        "clusters",
-        OneOf(SKETCH_READINGS),
-        "V^1 from the sketch's leading right singular vectors W (n x r): `clusters` ([A]): "
-        "k-means into r groups on W's rows scaled to unit norm, row j of V^1 the indicator of "
-        "group j (scaled to the singular values' energy); `nndsvd`: the NNDSVD part of the "
-        "singular pairs.",
-    )
-    basis_init: str = option(
-        "sonmf.basis-init",
-        "auto",
-        OneOf(BASIS_INITS),
-        "Initial U_p under sonmf.start = random: `random` (round(P(|randn|))), `kmeans` (the "
-        "client's features grouped by k-means into r groups, unit-norm group indicators), "
-        "`auto` ([A]): random on synthetic data, kmeans on real data.",
-    )
+    sketch_reading: str = "clusters"
+    basis_init: str = "random"
     cluster_columns: str = option(
         "sonmf.cluster-columns",
         "auto",
@@ -180,18 +137,6 @@ class SONMFOptions:
         "Hellinger distance); an all-zero column stays zero. `auto` ([A]): hellinger when every "
         "view looks like counts or bag of words (at least 90 % zeros, no negative entry: the "
         "rule of sample-normalisation = auto), as-is otherwise.",
-    )
-    v_init_scale: float = option(
-        "sonmf.v-init-scale",
-        1.0,
-        Interval(float, 0, None, closed="neither"),
-        "Initial V = scale * |N(0, 1)| under sonmf.start = random ([A]).",
-    )
-    residual_eps: float = option(
-        "sonmf.residual-eps",
-        1e-12,
-        Interval(float, 0, None, closed="neither"),
-        "Floor of the residual normaliser max(R^1, eps) ([A] 1e-12).",
     )
     stop_ratio: float = option(
         "sonmf.stop-ratio",
@@ -206,13 +151,13 @@ class SONMFOptions:
     @property
     def fedmgs(self) -> SONMFParams:
         """Kernel parameters of adapted FedMGS: the server-only ``V`` update with step
-        ``sonmf.fedmgs-step`` and no drift correction."""
-        return replace(self.steps, v_update="server", server_step=self.fedmgs_step, drift_correction=False)
+        :math:`\\tilde\\eta` (the proposed method's step per round) and no drift correction."""
+        return replace(self.steps, v_update="server", server_step="effective", drift_correction=False)
 
 
 def sonmf_options(cfg: Mapping[str, Any]) -> SONMFOptions:
     """Every ``sonmf.*`` key of a validated run config, as :class:`SONMFOptions` (built once per
-    Strategy or client), with ``sonmf.start`` and ``sonmf.basis-init`` resolved.
+    Strategy or client), with ``sonmf.start`` and the random start's ``U_p`` resolved.
 
     Parameters
     ----------
@@ -249,14 +194,14 @@ def resolve_rank(options: SONMFOptions, num_clusters: int | None, view_dims: lis
     int
         ``sonmf.rank`` when it is set; else (auto) the planted rank for synthetic data, otherwise
         ``min(sonmf.rank-per-cluster * num_clusters, cap)``, or ``min(AUTO_RANK_DEFAULT, cap)``
-        when the clusters are not known; ``cap = max_p d_p`` (``min_p d_p`` under
-        ``sonmf.narrow-views = "cap-rank"``).
+        when the clusters are not known; ``cap = max_p d_p`` (a narrower view gets zero
+        columns in its ``U_p``).
     """
     if options.rank > 0:
         return int(options.rank)
     if options.synthetic:
         return planted_rank(options.rank)
-    cap = min(view_dims) if options.narrow_views == "cap-rank" else max(view_dims)
+    cap = max(view_dims)
     if num_clusters is None:
         return int(min(AUTO_RANK_DEFAULT, cap))
     return int(min(options.rank_per_cluster * num_clusters, cap))
@@ -277,22 +222,16 @@ def rank_error(options: SONMFOptions, rank: int, view_dims: list[int]) -> str | 
     Returns
     -------
     str or None
-        Under ``sonmf.narrow-views = "cap-rank"`` every view needs ``d_p >= r``; under
-        ``"empty-columns"`` one view does, and a view with ``d_p < r`` needs the sketch start and
-        the assignment ``U`` solver (the random starts and the penalty method assume
-        ``U_p^T U_p = I``).
+        One view needs ``d_p >= r``, and a view with ``d_p < r`` needs the sketch start (the
+        random starts assume ``U_p^T U_p = I``).
     """
     narrow = [p for p, d in enumerate(view_dims) if d < rank]
     if not narrow:
         return None
-    if options.narrow_views == "cap-rank":
-        return "every view needs at least that many features for a nonnegative orthonormal basis"
     if len(narrow) == len(view_dims):
         return "at least one view needs that many features"
     if options.start != "sketch":
         return "a view with fewer features than the rank needs sonmf.start = sketch"
-    if options.steps.basis.method != "assignment":
-        return "a view with fewer features than the rank needs sonmf.basis-solver = assignment"
     return None
 
 
@@ -317,36 +256,18 @@ def resolve_cluster_columns(options: SONMFOptions, sparse_counts: list[bool]) ->
     return "hellinger" if sparse_counts and all(sparse_counts) else "as-is"
 
 
-def _resolve_auto(cfg: Mapping[str, Any], key: str, synthetic: str, real: str) -> str:
-    """``cfg[key]``, with ``auto`` resolved by the data set: ``synthetic`` on synthetic data,
-    ``real`` otherwise.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Validated run config.
-    key : str
-    synthetic, real : str
-
-    Returns
-    -------
-    str
-    """
-    if cfg[key] != "auto":
-        return cfg[key]
-    return synthetic if cfg["dataset"] == "synthetic" else real
-
-
 def basis_init(cfg: Mapping[str, Any]) -> str:
-    """How clients start ``U_p`` under the random start (``sonmf.basis-init``): ``"random"`` or
-    ``"kmeans"`` (``auto``: random on synthetic data, k-means on real data)."""
-    return _resolve_auto(cfg, "sonmf.basis-init", "random", "kmeans")
+    """How clients start ``U_p`` under the random start: ``"random"`` on synthetic data (paper A's
+    protocol), ``"kmeans"`` on real data ([A])."""
+    return "random" if cfg["dataset"] == "synthetic" else "kmeans"
 
 
 def start(cfg: Mapping[str, Any]) -> str:
     """How the run starts ``V^1`` and the ``U_p`` (``sonmf.start``): ``"sketch"`` or ``"random"``
     (``auto``: random on synthetic data, paper A's protocol, and with one client, whose sketch
     could not be masked; the sketch on real data)."""
-    if cfg["sonmf.start"] == "auto" and int(cfg["num-clients"]) < 2:
+    if cfg["sonmf.start"] != "auto":
+        return cfg["sonmf.start"]
+    if int(cfg["num-clients"]) < 2 or cfg["dataset"] == "synthetic":
         return "random"
-    return _resolve_auto(cfg, "sonmf.start", "random", "sketch")
+    return "sketch"

@@ -39,9 +39,10 @@ def unit_views(cfg: Mapping[str, Any]) -> bool:
 
 
 def bounded(cfg: Mapping[str, Any]) -> bool:
-    """Whether the model bounds a client's uploads in this run: unit-norm views (:func:`unit_views`)
-    and the ``assignment`` ``U`` solver (exactly orthonormal or zero columns)."""
-    return unit_views(cfg) and cfg["sonmf.basis-solver"] == "assignment"
+    """Whether the model bounds a client's uploads in this run: unit-norm views (:func:`unit_views`);
+    a run's ``U`` solver is the assignment ascent, whose ``U_p`` has exactly orthonormal or zero
+    columns."""
+    return unit_views(cfg)
 
 
 def _rank_rule(cfg: Mapping[str, Any], clusters: int, rank_per_cluster: int) -> int:

@@ -105,41 +105,16 @@ class SONMFParams:
     local_steps: int = option(
         "sonmf.local-steps", 10, Interval(int, 1, None, closed="left"), "Local steps tau per round ([A] 10)."
     )
-    local_lr: float = option(
-        "sonmf.local-lr",
-        0.01,
-        Interval(float, 0, None, closed="neither"),
-        "Local step alpha ([A] 0.01; theory-safe 1/(10 L2 eta_g tau) = 1/300 is ~3x slower).",
-    )
-    global_lr: float = option(
-        "sonmf.global-lr",
-        1.5,
-        Interval(float, 0, None, closed="neither"),
-        "Server step eta_g ([A] 1.5; theory needs >= 3/2).",
-    )
+    local_lr: float = 0.01
+    global_lr: float = 1.5
     mu: float = option(
         "sonmf.mu",
         0.01,
         Interval(float, 0.0, None, closed="left"),
         "Weight of the joint-sparsity term mu ||V||_{2,1} ([A] 0.01).",
     )
-    rho1: float = option(
-        "sonmf.rho1",
-        0.01,
-        Interval(float, 0.0, None, closed="left"),
-        "Proximal weight of the U subproblem, relative to the data term under "
-        "sonmf.rho1-scale = data ([A] 0.01).",
-    )
-    rho1_scale: str = option(
-        "sonmf.rho1-scale",
-        "data",
-        OneOf(RHO1_SCALES),
-        "What sonmf.rho1 is measured against ([A] `data`): `data` uses rho1 * 2 ||V||_F^2 / r "
-        "in every U step (the data term's mean curvature in U at that step's V, so the pull "
-        "towards the previous U_p keeps its weight at every data scale); `absolute` uses rho1 "
-        "as it is (on Frobenius-normalised real views it outweighs the data term: on BBCSport "
-        "no feature left its k-means start).",
-    )
+    rho1: float = 0.01
+    rho1_scale: str = "data"
     drift_correction: bool = option(
         "sonmf.drift-correction",
         True,

@@ -18,8 +18,8 @@ from fedmf_app.methods.imk.client_updates import (
     update_w,
 )
 from fedmf_app.methods.imk.model import normalised_indicator, ortho_penalty
-from fedmf_app.methods.imk.params import IMKParams
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
+from fedmf_app.methods.imk.params import IMKOptions, IMKParams
+from fedmf_app.methods.imk.reference import IMKReference
 from fedmf_app.methods.imk.server_updates import ServerSolver, extract_labels, graph_term, initial_global_h
 
 from support.data import clustered_views
@@ -235,7 +235,7 @@ def test_preprocessing_and_initialisation():
 
 def run_reference(rounds, seed=0, **overrides):
     views, y = clustered_views(seed=seed)
-    ref = IMKReference(views, IMKParams(**overrides), IMKSettings(k=3, seed=seed))
+    ref = IMKReference(views, IMKOptions(steps=IMKParams(**overrides), graph="anchor"), 3, seed)
     objectives = [ref.round()["objective"] for _ in range(rounds)]
     return ref, np.array(objectives), y
 

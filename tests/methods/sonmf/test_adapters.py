@@ -167,20 +167,6 @@ def test_a_failed_client_fails_the_run_and_keeps_finished_rounds(tmp_path):
             "sketch, but partition 1 (f1.mat) has 4 features",
         ),
         (
-            {"sonmf.narrow-views": "cap-rank"},
-            [
-                {
-                    "partition-id": p,
-                    "num-samples": 40,
-                    "num-features": 4 if p == 1 else 20,
-                    "source": f"f{p}.mat",
-                }
-                for p in range(3)
-            ],
-            "rank 6 cannot be used: every view needs at least that many features for a nonnegative "
-            "orthonormal basis, but partition 1 (f1.mat) has 4 features",
-        ),
-        (
             {},
             [
                 {"partition-id": p, "num-samples": 40, "num-features": 20, "source": "a", "num-partitions": 2}
@@ -275,7 +261,7 @@ def test_sketch_start_is_the_centralised_sketch_of_the_stacked_views(tmp_path, s
         omega,
         strategy.rank,
         len(xs),
-        cfg["sonmf.sketch-reading"],
+        sonmf_options(cfg).sketch_reading,
         rng_for(5, Stream.SERVER_INIT),
     )
     # the shares are always masked: the server decodes their sum from fixed point (2^-36 an entry)
