@@ -1,10 +1,13 @@
 """The one registry of the method families: the app's run config, and run-config ``algorithm`` ->
 server Strategy and client classes.
 
-:data:`RUN_CONFIG` joins the shared keys and the three families' keys (each family's
-``options.py``); :func:`validate_run_config`, :func:`data_needs`, :func:`defaults` and the rest are
-its methods. Strategy and client classes are imported lazily by dotted path, so a client process
-(one per message in a deployment) imports only its own algorithm's client code.
+The families are the folders :data:`fedmf_app.methods.FAMILY_NAMES` lists; each declares itself
+(``options.py``: ``FAMILY``), its Strategy and NumPyClient per algorithm (``strategy.py``:
+``STRATEGIES``, ``client.py``: ``CLIENTS``) and its protocol (``protocol.py``: ``PROTOCOL``), so
+this module names none of them. :data:`RUN_CONFIG` joins the shared keys and the families' keys;
+:func:`validate_run_config`, :func:`data_needs`, :func:`defaults` and the rest are its methods.
+Strategy and client modules are imported when asked for, so a client process (one per message in a
+deployment) imports only its own family's client code.
 
 ``python -m fedmf_app.registry`` prints the key table of ``docs/options.md``; ``--toml`` prints the
 ``pyproject.toml`` table instead, and ``--update-pyproject FILE`` rewrites it in FILE
@@ -26,14 +29,11 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from fedmf_app.methods.iai.options import FAMILY as IAI
-from fedmf_app.methods.imk.options import FAMILY as IMK
-from fedmf_app.methods.sonmf.options import FAMILY as SONMF
+from fedmf_app.methods import FAMILY_NAMES
 from fedmf_app.options.run_config import RunConfig
 from fedmf_app.options.schema import Family, Option
 
 __all__ = [
-    "ALGORITHMS",
     "ALGORITHM_NAMES",
     "FAMILIES",
     "OPTIONS",
@@ -50,8 +50,14 @@ __all__ = [
     "validate_run_config",
 ]
 
-#: The app's run config: the shared keys, then paper A's, paper B's and paper C's families.
-RUN_CONFIG = RunConfig((SONMF, IMK, IAI))
+
+def _family_module(family: str, module: str) -> Any:
+    """``fedmf_app.methods.<family>.<module>``, imported."""
+    return import_module(f"fedmf_app.methods.{family}.{module}")
+
+
+#: The app's run config: the shared keys, then each family's, in :data:`FAMILY_NAMES` order.
+RUN_CONFIG = RunConfig(tuple(_family_module(name, "options").FAMILY for name in FAMILY_NAMES))
 FAMILIES: tuple[Family, ...] = RUN_CONFIG.families
 ALGORITHM_NAMES: tuple[str, ...] = RUN_CONFIG.algorithm_names
 OPTIONS: tuple[Option, ...] = RUN_CONFIG.options
@@ -63,68 +69,15 @@ nested_defaults = RUN_CONFIG.nested_defaults
 markdown_table = RUN_CONFIG.markdown_table
 pyproject_table = RUN_CONFIG.pyproject_table
 
-#: algorithm -> (strategy "module:Class", client "module:Class")
-ALGORITHMS: dict[str, tuple[str, str]] = {
-    "fedsonmf": (
-        "fedmf_app.methods.sonmf.strategy:FedSONMFStrategy",
-        "fedmf_app.methods.sonmf.client:FedSONMFClient",
-    ),
-    "fedmavg": (
-        "fedmf_app.methods.sonmf.strategy:FedMAvgStrategy",
-        "fedmf_app.methods.sonmf.client:FedMAvgClient",
-    ),
-    "fedmgs": (
-        "fedmf_app.methods.sonmf.strategy:FedMGSStrategy",
-        "fedmf_app.methods.sonmf.client:FedMGSClient",
-    ),
-    "fedvra-u": (
-        "fedmf_app.methods.sonmf.strategy:FedVRAUStrategy",
-        "fedmf_app.methods.sonmf.client:FedVRAUClient",
-    ),
-    "fmvc-imk": (
-        "fedmf_app.methods.imk.strategy:FMVCIMKStrategy",
-        "fedmf_app.methods.imk.client:FMVCIMKClient",
-    ),
-    "fmvc-iai": (
-        "fedmf_app.methods.iai.strategy:FMVCIAIStrategy",
-        "fedmf_app.methods.iai.client:FMVCIAIClient",
-    ),
-}
-
-assert tuple(ALGORITHMS) == ALGORITHM_NAMES, "registry and config disagree on algorithm names"
-
-
-def _load(path: str) -> Any:
-    module, name = path.split(":")
-    return getattr(import_module(module), name)
-
 
 def strategy_class(algorithm: str) -> Any:
-    """Strategy class of ``algorithm`` (a validated name).
-
-    Parameters
-    ----------
-    algorithm : str
-
-    Returns
-    -------
-    type
-    """
-    return _load(ALGORITHMS[algorithm][0])
+    """Strategy class of ``algorithm`` (a validated name): its family's ``STRATEGIES[algorithm]``."""
+    return _family_module(family_of(algorithm).name, "strategy").STRATEGIES[algorithm]
 
 
 def client_class(algorithm: str) -> Any:
-    """NumPyClient class of ``algorithm`` (a validated name).
-
-    Parameters
-    ----------
-    algorithm : str
-
-    Returns
-    -------
-    type
-    """
-    return _load(ALGORITHMS[algorithm][1])
+    """NumPyClient class of ``algorithm`` (a validated name): its family's ``CLIENTS[algorithm]``."""
+    return _family_module(family_of(algorithm).name, "client").CLIENTS[algorithm]
 
 
 def protocol_of(family: str) -> Any:
@@ -139,7 +92,7 @@ def protocol_of(family: str) -> Any:
     -------
     fedmf_app.federated.protocol.Protocol
     """
-    return _load(f"fedmf_app.methods.{family}.protocol:PROTOCOL")
+    return _family_module(family, "protocol").PROTOCOL
 
 
 def privacy_tables(page: str) -> str:

@@ -110,8 +110,9 @@ def _resumed_strategy(cfg: dict[str, Any]) -> Any:
             f"'out-dir' = {cfg['out-dir']!r}: a run resumes only from a folder directly inside its "
             "own out-dir"
         )
+    strategy_type = strategy_class(cfg["algorithm"])
     try:
-        checkpoint = load_checkpoint(run_dir, strategy_class(cfg["algorithm"]).checkpoint_types)
+        checkpoint = load_checkpoint(run_dir, strategy_type.checkpoint_types)
         result = load_result(run_dir)
         previous = result["config"]
     except (OSError, ValueError) as exc:
@@ -126,7 +127,7 @@ def _resumed_strategy(cfg: dict[str, Any]) -> Any:
             "(its convergence stop); nothing to resume"
         )
     recorder = RunRecorder.resume(run_dir, int(checkpoint["round"]))
-    strategy = strategy_class(cfg["algorithm"])(cfg, recorder)
+    strategy = strategy_type(cfg, recorder)
     strategy.resume_from(checkpoint)
     if strategy.round_offset >= strategy.num_rounds:
         raise ConfigError(

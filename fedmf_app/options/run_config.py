@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from fedmf_app.data.needs import DataNeeds
-from fedmf_app.data.synthetic import planted_rank
 from fedmf_app.data.view_files import names_view_files
 from fedmf_app.options.constraints import OneOf
 from fedmf_app.options.schema import ConfigError, Family, Option, flatten
@@ -205,14 +204,14 @@ class RunConfig:
                 f"run config 'views' = {cfg['views']!r} is invalid with per-view files in 'dataset' "
                 "(one file per client): list the files you want, in client order, instead"
             )
-        rank = planted_rank(cfg["sonmf.rank"])
-        if cfg["dataset"] == "synthetic" and rank > cfg["view-dim"]:
-            raise ConfigError(
-                f"run config 'sonmf.rank' = {rank} is invalid: must be <= 'view-dim' = "
-                f"{cfg['view-dim']} (a nonnegative orthonormal basis U_p needs d_p >= r)"
-            )
         if family.check is not None:
             family.check(cfg)
+        rank = family.data_needs(cfg).synthetic_rank
+        if cfg["dataset"] == "synthetic" and rank > cfg["view-dim"]:
+            raise ConfigError(
+                f"run config 'view-dim' = {cfg['view-dim']} is invalid with dataset = 'synthetic': the "
+                f"generator plants rank {rank} in every view, so it must be >= {rank}"
+            )
         return cfg
 
     def markdown_table(self) -> str:

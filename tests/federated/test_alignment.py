@@ -11,6 +11,7 @@ from fedmf_app.common.psi import POINT_BYTES, hash_to_point
 from fedmf_app.data import DataError
 from fedmf_app.federated.handshake import FederationError
 from fedmf_app.in_process import InProcessProxy, run_in_process
+from fedmf_app.registry import FAMILIES
 
 from support.data import IAI_SMALL
 from support.federation import signed_node_configs
@@ -23,6 +24,8 @@ IAI = {
     "num-server-rounds": 3,
     "iai.anchors": 20,
 }
+#: Each family's run on the 48 common samples.
+RUNS = {"sonmf": SONMF, "imk": IMK, "iai": IAI}
 
 
 def _views(seed=0):
@@ -84,8 +87,9 @@ def _numbers(strategy):
     return rounds, final
 
 
-@pytest.mark.parametrize("method", [SONMF, IMK, IAI], ids=["fedsonmf", "fmvc-imk", "fmvc-iai"])
-def test_shuffled_partial_views_give_exactly_the_pre_aligned_run(tmp_path, method):
+@pytest.mark.parametrize("family", [f.name for f in FAMILIES])
+def test_shuffled_partial_views_give_exactly_the_pre_aligned_run(tmp_path, family):
+    method = RUNS[family]
     rng = np.random.default_rng(1)
     ids = [int(i) for i in rng.choice(10**6, size=N_COMMON + 12, replace=False)]
     aligned, own, rows, order = _files(tmp_path, ids)

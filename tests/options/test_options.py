@@ -112,20 +112,19 @@ def test_docs_hold_the_current_table_of_keys():
     assert between == markdown_table()
 
 
-def test_defaults_validate_and_rounds_default_to_the_methods_own():
-    assert validate_run_config({}) == {**defaults(), "num-server-rounds": 100}
-    rounds = {
-        a: validate_run_config({"algorithm": a})["num-server-rounds"] for f in FAMILIES for a in f.algorithms
-    }
-    assert rounds == {
-        "fedsonmf": 100,
-        "fedmavg": 100,
-        "fedmgs": 100,
-        "fedvra-u": 100,
-        "fmvc-imk": 100,
-        "fmvc-iai": 6,
-    }
-    assert validate_run_config({"algorithm": "fmvc-iai", "num-server-rounds": 3})["num-server-rounds"] == 3
+def test_the_defaults_validate_to_the_default_algorithms_rounds():
+    assert validate_run_config({}) == {**defaults(), "num-server-rounds": FAMILIES[0].num_server_rounds}
+
+
+@pytest.mark.parametrize(
+    ("family", "algorithm"),
+    [(f, a) for f in FAMILIES for a in f.algorithms],
+    ids=lambda x: getattr(x, "name", x),
+)
+def test_rounds_default_to_the_methods_own(family, algorithm):
+    assert family.num_server_rounds >= 1
+    assert validate_run_config({"algorithm": algorithm})["num-server-rounds"] == family.num_server_rounds
+    assert validate_run_config({"algorithm": algorithm, "num-server-rounds": 3})["num-server-rounds"] == 3
 
 
 def test_validation_is_idempotent_and_takes_nested_tables():

@@ -85,6 +85,15 @@ IAI_SMALL = {
 }
 
 
+#: One small run per family of the registry (the cross-family tests take them): a family added to
+#: :data:`fedmf_app.methods.FAMILY_NAMES` adds its run here (``tests/methods/test_contract.py``).
+SMALL_RUNS: dict[str, dict] = {
+    "sonmf": {**SONMF_SMALL, "algorithm": "fedsonmf", "num-server-rounds": 6},
+    "imk": IMK_BASE,
+    "iai": IAI_SMALL,
+}
+
+
 def labelled_file(tmp_path, n=90, dims=(8, 12, 6), seed=0, name="clustered.npz", label_key="y"):
     """:func:`clustered_views` as a multi-view ``.npz`` (views ``X_0``, ``X_1``, ...) with labels.
 

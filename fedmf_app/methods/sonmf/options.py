@@ -7,11 +7,24 @@ fields of :class:`~fedmf_app.methods.sonmf.params.SONMFOptions`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fedmf_app.data.synthetic import planted_rank
 from fedmf_app.methods.sonmf.params import SONMFOptions
-from fedmf_app.options.schema import Family
+from fedmf_app.options.schema import ConfigError, Family
 
 __all__ = ["FAMILY"]
+
+
+def _check(cfg: dict[str, Any]) -> None:
+    """On synthetic data the rank is planted in views of ``view-dim`` features."""
+    rank = planted_rank(cfg["sonmf.rank"])
+    if cfg["dataset"] == "synthetic" and rank > cfg["view-dim"]:
+        raise ConfigError(
+            f"run config 'sonmf.rank' = {rank} is invalid: must be <= 'view-dim' = "
+            f"{cfg['view-dim']} (a nonnegative orthonormal basis U_p needs d_p >= r)"
+        )
+
 
 FAMILY = Family(
     name="sonmf",
@@ -19,6 +32,7 @@ FAMILY = Family(
     algorithms=("fedsonmf", "fedmavg", "fedmgs", "fedvra-u"),
     num_server_rounds=100,
     params=SONMFOptions,
+    check=_check,
     reads_sparse_views=True,
     synthetic_rank=lambda cfg: planted_rank(cfg["sonmf.rank"]),
 )

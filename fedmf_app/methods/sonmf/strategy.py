@@ -99,6 +99,7 @@ from fedmf_app.methods.sonmf.updates import SONMFParams, prox_gradient_step, reg
 from fedmf_app.methods.sonmf.upload_bounds import UploadBounds, round_bounds, sketch_bound
 
 __all__ = [
+    "STRATEGIES",
     "FedMAvgStrategy",
     "FedMGSStrategy",
     "FedSONMFStrategy",
@@ -517,3 +518,12 @@ class FedVRAUStrategy(SparseONMFStrategy):
                 v_next=v_next, broadcast=[v_next], prox_input=z_mean, prox_step=1.0 / self.vra.rho
             )
         return ServerUpdate(v_next=v_next, broadcast=[v_next])
+
+
+#: The family's Strategy per run-config ``algorithm`` (read by :func:`fedmf_app.registry.strategy_class`).
+STRATEGIES: dict[str, type[SparseONMFStrategy]] = {
+    "fedsonmf": FedSONMFStrategy,
+    "fedmavg": FedMAvgStrategy,
+    "fedmgs": FedMGSStrategy,
+    "fedvra-u": FedVRAUStrategy,
+}
