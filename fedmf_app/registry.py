@@ -117,12 +117,23 @@ def privacy_tables(page: str) -> str:
     tables = {family.name: protocol_table(protocol_of(family.name)) for family in FAMILIES}
     tables["shared"] = shared_table(protocol_of(FAMILIES[0].name))
     for name, table in tables.items():
-        start, end = f"<!-- protocol:{name}:start -->\n", f"<!-- protocol:{name}:end -->"
-        if start not in page or end not in page:
-            raise ValueError(f"no '{start.strip()}' ... '{end}' lines to write the table between")
-        head, rest = page.split(start, 1)
-        page = head + start + table + "\n" + end + rest.split(end, 1)[1]
+        page = _between_markers(page, f"protocol:{name}", table)
     return page
+
+
+def _between_markers(page: str, marker: str, text: str) -> str:
+    """``page`` with ``text`` between its ``<!-- marker:start -->`` and ``<!-- marker:end -->`` lines.
+
+    Raises
+    ------
+    ValueError
+        When the page lacks them.
+    """
+    start, end = f"<!-- {marker}:start -->\n", f"<!-- {marker}:end -->"
+    if start not in page or end not in page:
+        raise ValueError(f"no '{start.strip()}' ... '{end}' lines to write the table between")
+    head, rest = page.split(start, 1)
+    return head + start + text + "\n" + end + rest.split(end, 1)[1]
 
 
 def with_pyproject_table(text: str) -> str:
@@ -159,27 +170,9 @@ def with_pyproject_table(text: str) -> str:
 
 
 def options_table(page: str) -> str:
-    """``page`` with the key table (:func:`markdown_table`) between its markers.
-
-    Parameters
-    ----------
-    page : str
-        The text of ``docs/options.md``.
-
-    Returns
-    -------
-    str
-
-    Raises
-    ------
-    ValueError
-        When the page lacks the markers.
-    """
-    start, end = "<!-- options:start -->\n", "<!-- options:end -->"
-    if start not in page or end not in page:
-        raise ValueError(f"no '{start.strip()}' ... '{end}' lines to write the table between")
-    head, rest = page.split(start, 1)
-    return head + start + markdown_table() + "\n" + end + rest.split(end, 1)[1]
+    """``docs/options.md``'s text ``page`` with the key table (:func:`markdown_table`) between its
+    ``options`` markers (a :class:`ValueError` when it has none)."""
+    return _between_markers(page, "options", markdown_table())
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -41,11 +41,8 @@ __all__ = ["STRATEGIES", "FMVCIAIStrategy"]
 class FMVCIAIStrategy(ViewFederationStrategy):
     """Federated multi-view graph clustering with incomplete attribute imputation (server).
 
-    Parameters
-    ----------
-    cfg : dict
-        Validated run config.
-    recorder : RunRecorder
+    Built from ``cfg`` and ``recorder`` as
+    :class:`~fedmf_app.federated.strategy.ViewFederationStrategy` is.
 
     Attributes
     ----------

@@ -72,11 +72,8 @@ __all__ = ["STRATEGIES", "FMVCIMKStrategy"]
 class FMVCIMKStrategy(ViewFederationStrategy):
     """FMVC-IMK server: secure graph sum, the ``H`` update (20), multipliers, stopping rule.
 
-    Parameters
-    ----------
-    cfg : dict
-        Validated run config.
-    recorder : RunRecorder
+    Built from ``cfg`` and ``recorder`` as
+    :class:`~fedmf_app.federated.strategy.ViewFederationStrategy` is.
 
     Attributes
     ----------

@@ -134,11 +134,8 @@ class ServerUpdate:
 class SparseONMFStrategy(ViewFederationStrategy):
     """Base strategy of paper A's model: global ``V``, diagnostics, residuals, summary, plots.
 
-    Parameters
-    ----------
-    cfg : dict
-        Validated run config.
-    recorder : RunRecorder
+    Built from ``cfg`` and ``recorder`` as
+    :class:`~fedmf_app.federated.strategy.ViewFederationStrategy` is.
 
     Attributes
     ----------
@@ -422,11 +419,8 @@ class SparseONMFStrategy(ViewFederationStrategy):
 class FedSONMFStrategy(SparseONMFStrategy):
     """Federated sparse ONMF with variable splitting and drift correction (server).
 
-    Parameters
-    ----------
-    cfg : dict
-        Validated run config.
-    recorder : RunRecorder
+    Built from ``cfg`` and ``recorder`` as
+    :class:`~fedmf_app.federated.strategy.ViewFederationStrategy` is.
 
     Attributes
     ----------
