@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedmf_app.methods.sonmf.nonneg_orth import solve_basis
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residual_products import squared_norm
 from fedmf_app.methods.sonmf.updates import SONMFParams, grad_v
@@ -104,7 +103,7 @@ def fedmavg_local_round(
     v_local = v
     x_sq = squared_norm(x)  # the same at every step
     for _ in range(steps):
-        u, _ = solve_basis(x, v_local, u, params.basis_weight(v_local), params.basis, x_squared_norm=x_sq)
+        u = params.basis_step(x, u, v_local, x_squared_norm=x_sq)
         v_local = prox_l21_nonneg(v_local - alpha * grad_v(x, u, v_local), alpha * params.mu)
     return v_local, u
 
@@ -189,7 +188,7 @@ def fedvra_local_round(
     v_local = v
     x_sq = squared_norm(x)  # the same at every step
     for _ in range(params.local_steps):
-        u, _ = solve_basis(x, v_local, u, params.basis_weight(v_local), params.basis, x_squared_norm=x_sq)
+        u = params.basis_step(x, u, v_local, x_squared_norm=x_sq)
         v_local = v_local - alpha * (grad_v(x, u, v_local) + dual + rho * (v_local - v))
     dual = dual + vra.dual_step * rho * (v_local - v)
     return v_local + dual / rho, dual, u

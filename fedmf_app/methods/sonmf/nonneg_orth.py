@@ -53,6 +53,7 @@ from fedmf_app.options.schema import option
 __all__ = [
     "BASIS_SOLVERS",
     "BasisSolverOptions",
+    "BasisStep",
     "BasisSolveInfo",
     "basis_objective",
     "basis_residual",
@@ -164,6 +165,117 @@ class BasisSolveInfo:
     rounded: bool
     kept_start: bool
     objective: float
+
+
+@dataclass(frozen=True)
+class BasisStep:
+    """The ``U`` step of a run, built once (:attr:`~fedmf_app.methods.sonmf.updates.SONMFParams.basis_step`):
+    the solver with its options and the proximal weight's rule. Every ``U`` step of paper A's
+    methods calls it; what the solver needs of ``V`` it says itself (:attr:`needs_gram`).
+
+    Parameters
+    ----------
+    options : BasisSolverOptions
+        The solver (assignment ascent or penalty method) and its loop (compiled or numpy).
+    rho1 : float
+        :math:`\\rho_1`, the proximal weight, relative to the data term (``rho1_scale = "data"``) or
+        as it is (``"absolute"``).
+    rho1_scale : {"data", "absolute"}
+    """
+
+    options: BasisSolverOptions
+    rho1: float
+    rho1_scale: str
+
+    @property
+    def needs_gram(self) -> bool:
+        """Whether the solver reads all of :math:`VV^\\top` (the penalty method) rather than only its
+        diagonal, the rows' squared norms (the assignment ascent)."""
+        return self.options.method != "assignment"
+
+    def weight(self, v_squared_norm: float, rank: int) -> float:
+        """Proximal weight of a step at a ``V`` with :math:`\\|V\\|_F^2` = ``v_squared_norm``.
+
+        With ``rho1_scale = "data"``, :math:`\\rho_1 \\cdot 2\\|V\\|_F^2 / r`: on the feasible set the
+        subproblem is :math:`\\text{const} - \\langle U, 2XV^\\top + \\rho_1 U_0\\rangle`, and with
+        :math:`V \\approx U^\\top X` the data part :math:`\\langle U, 2XV^\\top\\rangle \\approx 2\\|V\\|_F^2`
+        while the proximal part :math:`\\rho_1\\langle U, U_0\\rangle \\le \\rho_1 r`; so ``rho1`` is
+        the weight of the pull towards :math:`U_0` relative to the data's, at every data scale.
+
+        Parameters
+        ----------
+        v_squared_norm : float
+        rank : int
+
+        Returns
+        -------
+        float
+        """
+        if self.rho1_scale == "absolute":
+            return self.rho1
+        return self.rho1 * 2.0 * v_squared_norm / rank
+
+    def __call__(
+        self,
+        x: np.ndarray,
+        u: np.ndarray,
+        v: np.ndarray,
+        *,
+        xvt: np.ndarray | None = None,
+        x_squared_norm: float | None = None,
+    ) -> np.ndarray:
+        """One ``U`` step at ``v`` from the feasible ``u`` (:func:`solve_basis`).
+
+        Parameters
+        ----------
+        x : ndarray or scipy sparse matrix, shape (d, n)
+        u : ndarray, shape (d, r)
+            Warm start and proximal centre.
+        v : ndarray, shape (r, n)
+        xvt : ndarray, shape (d, r), optional
+            :math:`XV^\\top` when the caller has it.
+        x_squared_norm : float, optional
+            :math:`\\|X\\|_F^2` when the caller has it.
+
+        Returns
+        -------
+        ndarray, shape (d, r)
+        """
+        weight = self.weight(float(np.vdot(v, v)), v.shape[0])
+        return solve_basis(x, v, u, weight, self.options, xvt=xvt, x_squared_norm=x_squared_norm)[0]
+
+    def at_products(
+        self,
+        x: np.ndarray,
+        u: np.ndarray,
+        xvt: np.ndarray,
+        row_squared_norms: np.ndarray,
+        gram: np.ndarray | None,
+        x_squared_norm: float,
+    ) -> np.ndarray:
+        """One ``U`` step at a ``V`` known only through its products with ``X`` and itself.
+
+        Parameters
+        ----------
+        x : ndarray, shape (d, n)
+        u : ndarray, shape (d, r)
+        xvt : ndarray, shape (d, r)
+            :math:`XV^\\top`.
+        row_squared_norms : ndarray, shape (r,)
+            :math:`\\|v_j\\|^2`, the diagonal of :math:`VV^\\top`.
+        gram : ndarray, shape (r, r), or None
+            :math:`VV^\\top`, needed only when :attr:`needs_gram`.
+        x_squared_norm : float
+
+        Returns
+        -------
+        ndarray, shape (d, r)
+        """
+        weight = self.weight(float(row_squared_norms.sum()), row_squared_norms.size)
+        vvt = gram if self.needs_gram else np.diag(row_squared_norms)
+        return solve_basis(x, None, u, weight, self.options, xvt=xvt, x_squared_norm=x_squared_norm, vvt=vvt)[
+            0
+        ]
 
 
 def polish_on_supports(u: np.ndarray, a: np.ndarray, cost: np.ndarray | None = None) -> np.ndarray:
