@@ -3,7 +3,7 @@
 The same code serves ``flwr run`` on the simulation engine and a deployed SuperLink. Its main
 function runs Flower's legacy ``Server`` loop (``start_grid``) with the Strategy of
 :func:`server_fn`, on a :class:`~fedmf_app.federated.prompt_grid.PromptGrid` that collects the
-clients' replies every ``reply-poll-s`` seconds instead of Flower's fixed 3 s. When the SuperLink
+clients' replies every 0.1 s instead of Flower's fixed 3 s. When the SuperLink
 stops answering (no call returns within run config ``connect-timeout-s`` seconds, at least
 :data:`MIN_LOST_AFTER_S`), the ServerApp marks
 ``result.json`` ``interrupted`` (the checkpoint of the last finished round resumes it) and exits
@@ -110,8 +110,9 @@ def _resumed_strategy(cfg: dict[str, Any]) -> Any:
             f"'out-dir' = {cfg['out-dir']!r}: a run resumes only from a folder directly inside its "
             "own out-dir"
         )
+    strategy_type = strategy_class(cfg["algorithm"])
     try:
-        checkpoint = load_checkpoint(run_dir, strategy_class(cfg["algorithm"]).checkpoint_types)
+        checkpoint = load_checkpoint(run_dir, strategy_type.checkpoint_types)
         result = load_result(run_dir)
         previous = result["config"]
     except (OSError, ValueError) as exc:
@@ -126,7 +127,7 @@ def _resumed_strategy(cfg: dict[str, Any]) -> Any:
             "(its convergence stop); nothing to resume"
         )
     recorder = RunRecorder.resume(run_dir, int(checkpoint["round"]))
-    strategy = strategy_class(cfg["algorithm"])(cfg, recorder)
+    strategy = strategy_type(cfg, recorder)
     strategy.resume_from(checkpoint)
     if strategy.round_offset >= strategy.num_rounds:
         raise ConfigError(
@@ -164,7 +165,7 @@ def main(grid: Grid, context: Context) -> None:
         raise
     components = server_fn(context)
     lost_after = max(float(cfg["connect-timeout-s"]), MIN_LOST_AFTER_S)
-    prompt = PromptGrid(grid, float(cfg["reply-poll-s"]), lost_after)
+    prompt = PromptGrid(grid, lost_after=lost_after)
     try:
         start_grid(grid=prompt, server=components.server, config=components.config)
     except SuperLinkLost as exc:

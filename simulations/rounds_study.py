@@ -45,7 +45,7 @@ from fedmf_app.federated.handshake import FederationError
 from fedmf_app.federated.results import RunRecorder, code_version
 from fedmf_app.in_process import InProcessFederation
 from fedmf_app.options.schema import ConfigError
-from fedmf_app.registry import strategy_class, validate_run_config
+from fedmf_app.registry import between_markers, strategy_class, validate_run_config
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
 from simulations.rounds_report import METHODS, ROUND_KEYS, comparison, table, write_figure
 
@@ -155,21 +155,6 @@ def read_records(path: Path) -> list[dict[str, Any]]:
                 record = json.loads(line)
                 unique.setdefault(run_key(record), record)
     return list(unique.values())
-
-
-def between_markers(page: str, name: str, text: str) -> str:
-    """``page`` with ``text`` between its ``<!-- name:start -->`` and ``<!-- name:end -->`` lines.
-
-    Raises
-    ------
-    SystemExit
-        The page lacks either marker.
-    """
-    start, end = f"<!-- {name}:start -->\n", f"<!-- {name}:end -->"
-    if start not in page or end not in page.split(start, 1)[1]:
-        raise SystemExit(f"the page has no {start.strip()} ... {end} lines")
-    head, rest = page.split(start, 1)
-    return head + start + text + end + rest.split(end, 1)[1]
 
 
 def parse_config(pairs: list[str]) -> dict[str, Any]:

@@ -119,7 +119,6 @@ def synthetic_spec(cfg: Mapping[str, Any], rank: int) -> SyntheticSpec:
         view_dim=cfg["view-dim"],
         rank=rank,
         heterogeneity=cfg["heterogeneity"],
-        noise=cfg["noise"],
         seed=cfg["seed"],
     )
 

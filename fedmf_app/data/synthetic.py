@@ -58,7 +58,7 @@ class SyntheticSpec:
     heterogeneity : float
         ``h`` in [0, 1].
     noise : float
-        Standard deviation of the additive Gaussian noise.
+        Standard deviation of the additive Gaussian noise ([A] 0.01).
     seed : int
         Run seed.
     """

@@ -59,7 +59,7 @@ from fedmf_app.federated.secure_sum_flower import (
     masked_upload,
 )
 from fedmf_app.options import Family
-from fedmf_app.options.params import shared_params
+from fedmf_app.options.shared import shared_params
 
 __all__ = ["ViewClient", "peak_rss_mb", "write_labels_file"]
 
@@ -86,7 +86,7 @@ class ViewClient(NumPyClient):
     Attributes
     ----------
     shared : SharedParams
-        The shared keys of ``cfg``, typed (:func:`~fedmf_app.options.params.shared_params`).
+        The shared keys of ``cfg``, typed (:func:`~fedmf_app.options.shared.shared_params`).
 
     Notes
     -----

@@ -3,7 +3,7 @@
 Flower 1.42's deployment Grid (``HttpGrid.send_and_receive``) pushes a round's messages and then
 pulls the replies with a fixed 3 s sleep between pulls, so a round that the clients finish in
 0.5 s still costs 3 s on the ServerApp side. :class:`PromptGrid` wraps the Grid Flower hands to the
-ServerApp and does the same push and pulls with a short sleep (run config ``reply-poll-s``);
+ServerApp and does the same push and pulls with a short sleep (:data:`REPLY_POLL_S`);
 everything else is delegated unchanged. The legacy ``Server`` loop, the Strategy and the
 ClientApps are the same; only the wait between pulls changes.
 
@@ -24,7 +24,11 @@ from flwr.app import Message, RecordDict
 from flwr.server import Grid
 from flwr.supercore.run import Run
 
-__all__ = ["PromptGrid", "SuperLinkLost"]
+__all__ = ["REPLY_POLL_S", "PromptGrid", "SuperLinkLost"]
+
+#: [A] Seconds between the pulls of replies that have not all arrived (Flower's own ServerApp waits
+#: a fixed 3 s).
+REPLY_POLL_S = 0.1
 
 Result = TypeVar("Result")
 
@@ -46,7 +50,7 @@ class PromptGrid(Grid):
         Seconds a call to the SuperLink may take before it counts as lost (:class:`SuperLinkLost`).
     """
 
-    def __init__(self, grid: Grid, poll_s: float, lost_after: float = 60.0) -> None:
+    def __init__(self, grid: Grid, poll_s: float = REPLY_POLL_S, lost_after: float = 60.0) -> None:
         self._grid = grid
         self._poll_s = poll_s
         self._lost_after = lost_after

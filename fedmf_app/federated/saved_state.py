@@ -64,7 +64,6 @@ NOT_IDENTIFYING = (
     "run-name",
     "round-timeout-s",
     "connect-timeout-s",
-    "reply-poll-s",
 )
 
 #: ``context.state`` record of the ledger.

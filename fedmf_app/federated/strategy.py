@@ -80,7 +80,7 @@ from fedmf_app.federated.replies import ReplyError, check_arrays, check_finite_s
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.secure_sum_flower import agree_keys, summed_arrays
 from fedmf_app.federated.timeouts import timeout_advice
-from fedmf_app.options.params import shared_params
+from fedmf_app.options.shared import shared_params
 
 __all__ = ["ClientReply", "FederationError", "ViewFederationStrategy"]
 
@@ -114,7 +114,7 @@ class ViewFederationStrategy(Strategy):
     Attributes
     ----------
     shared : SharedParams
-        The shared keys of ``cfg``, typed (:func:`~fedmf_app.options.params.shared_params`).
+        The shared keys of ``cfg``, typed (:func:`~fedmf_app.options.shared.shared_params`).
     num_clusters : int or None
         Clusters of the final clustering, set before round 1: run config ``num-clusters``, or
         (when that is 0) the number of ground-truth classes the clients report, else ``None``.

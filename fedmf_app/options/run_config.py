@@ -3,10 +3,11 @@
 Flower reads the defaults from ``pyproject.toml``: the shared keys at the top of
 ``[tool.flwr.app.config]`` and each family's keys in its own nested table
 (``[tool.flwr.app.config.sonmf]``, ``.imk``, ``.iai``), which reach the apps flattened
-(``"sonmf.mu"``); ``flwr run . --run-config "sonmf.mu=0.1"`` overrides one. The shared keys, their
-defaults and constraints are declared in :mod:`fedmf_app.options.shared`, each family's in its
-``options.py``; a test keeps ``pyproject.toml`` equal to them, and the hydra sweeps build their
-defaults from ``pyproject.toml``.
+(``"sonmf.mu"``); ``flwr run . --run-config "sonmf.mu=0.1"`` overrides one. Every key is declared
+once, beside a field of typed parameters (:func:`~fedmf_app.options.schema.option`): the shared
+keys in :class:`~fedmf_app.options.shared.SharedParams`, each family's in the parameters its
+``options.py`` names; ``pyproject.toml``'s table is generated from them (a test keeps it equal),
+and the hydra sweeps build their defaults from ``pyproject.toml``.
 
 :class:`RunConfig` joins the shared keys and the keys of the families it is given, and imports no
 family; the app's run config, over its three families, is built where the families are known
@@ -24,7 +25,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from fedmf_app.data.needs import DataNeeds
-from fedmf_app.data.synthetic import planted_rank
 from fedmf_app.data.view_files import names_view_files
 from fedmf_app.options.constraints import OneOf
 from fedmf_app.options.schema import ConfigError, Family, Option, flatten
@@ -204,14 +204,14 @@ class RunConfig:
                 f"run config 'views' = {cfg['views']!r} is invalid with per-view files in 'dataset' "
                 "(one file per client): list the files you want, in client order, instead"
             )
-        rank = planted_rank(cfg["sonmf.rank"])
-        if cfg["dataset"] == "synthetic" and rank > cfg["view-dim"]:
-            raise ConfigError(
-                f"run config 'sonmf.rank' = {rank} is invalid: must be <= 'view-dim' = "
-                f"{cfg['view-dim']} (a nonnegative orthonormal basis U_p needs d_p >= r)"
-            )
         if family.check is not None:
             family.check(cfg)
+        rank = family.data_needs(cfg).synthetic_rank
+        if cfg["dataset"] == "synthetic" and rank > cfg["view-dim"]:
+            raise ConfigError(
+                f"run config 'view-dim' = {cfg['view-dim']} is invalid with dataset = 'synthetic': the "
+                f"generator plants rank {rank} in every view, so it must be >= {rank}"
+            )
         return cfg
 
     def markdown_table(self) -> str:

@@ -2,20 +2,41 @@
 
 The shared keys live at the top of ``[tool.flwr.app.config]``; each family's keys live in its own
 nested table (``[tool.flwr.app.config.sonmf]``), which Flower flattens to ``"sonmf.mu"``.
+
+Each key is written once, beside a field of typed parameters: a family's parameters (and the shared
+keys') are a frozen dataclass whose fields are declared with :func:`option` (the key, its default,
+constraint and help; the field's default is the key's). The rest is read from the dataclass: the
+:class:`Option` list (:func:`declared_options`, from which the run config, ``pyproject.toml``,
+``docs/options.md`` and the estimators' parameters derive) and the typed parameters of a validated
+run config (:func:`from_run_config`). A field declared with :func:`group` holds a nested dataclass
+of declared fields (the kernel steps a family's maths takes), whose keys belong to the outer one.
+Adding a key is one edit, a field declared with :func:`option` in its family's parameters, then
+``python -m fedmf_app.registry --update-docs docs/options.md --update-pyproject pyproject.toml``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
 from typing import Any
 
 from fedmf_app.data.needs import DataNeeds
 from fedmf_app.data.synthetic import AUTO_RANK_DEFAULT
 from fedmf_app.options.constraints import Constraint
 
-__all__ = ["ConfigError", "Family", "Option", "convert", "flatten"]
+__all__ = [
+    "ConfigError",
+    "Family",
+    "Option",
+    "convert",
+    "declared_fields",
+    "declared_options",
+    "flatten",
+    "from_run_config",
+    "group",
+    "option",
+]
 
 
 class ConfigError(ValueError):
@@ -81,8 +102,9 @@ class Family:
         Values of ``algorithm`` that belong to it.
     num_server_rounds : int
         Rounds when ``num-server-rounds`` is 0 (the method's default).
-    options : tuple of Option
-        Its keys, each starting with ``name + "."``.
+    params : type
+        Its parameters: a frozen dataclass whose fields declare its keys (:func:`option`), each
+        starting with ``name + "."``.
     check : callable, optional
         Cross-key checks on a validated config (raise :class:`ConfigError`).
     reads_missing_mask : bool
@@ -100,7 +122,7 @@ class Family:
     title: str
     algorithms: tuple[str, ...]
     num_server_rounds: int
-    options: tuple[Option, ...]
+    params: type
     check: Callable[[dict[str, Any]], None] | None = None
     reads_missing_mask: bool = False
     reads_sparse_views: bool = False
@@ -115,6 +137,11 @@ class Family:
             fill_missing_rows=not self.reads_missing_mask,
             synthetic_rank=rank,
         )
+
+    @property
+    def options(self) -> tuple[Option, ...]:
+        """Its keys, as :attr:`params` declares them."""
+        return declared_options(self.params)
 
     def __post_init__(self) -> None:
         stray = [o.key for o in self.options if not o.key.startswith(self.name + ".")]
@@ -169,3 +196,122 @@ def flatten(raw: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[name] = value
     return flat
+
+
+_OPTION = "option"
+_CONVERT = "convert"
+_GROUP = "group"
+
+
+def option(
+    key: str, default: Any, constraint: Constraint, help: str, *, convert: Callable[[Any], Any] | None = None
+) -> Any:
+    """A dataclass field that is the run-config key ``key``.
+
+    Parameters
+    ----------
+    key : str
+        Flattened name (``"imk.lambda"``; a family's keys start with its name and a dot).
+    default : int, float, bool or str
+        The key's default, as the run config holds it; the field's default is ``convert(default)``.
+    constraint : Constraint
+        Type, check and the words of the error message.
+    help : str
+        Meaning, for the key table; ``[A]`` marks a choice the papers do not state.
+    convert : callable, optional
+        The field's value from the key's (e.g. ``"256,128"`` -> ``(256, 128)``); default: the same.
+
+    Returns
+    -------
+    dataclasses.Field
+    """
+    value = default if convert is None else convert(default)
+    metadata = {_OPTION: Option(key, default, constraint, help), _CONVERT: convert}
+    return field(default=value, metadata=metadata)
+
+
+def group(cls: type) -> Any:
+    """A dataclass field holding ``cls``, a dataclass of declared fields, at its defaults.
+
+    Parameters
+    ----------
+    cls : type
+        A frozen dataclass whose fields are declared with :func:`option`.
+
+    Returns
+    -------
+    dataclasses.Field
+    """
+    return field(default_factory=cls, metadata={_GROUP: cls})
+
+
+def declared_fields(cls: type) -> list[tuple[Field, Option]]:
+    """Every declared field of ``cls`` with its option, nested groups' fields in their place.
+
+    Parameters
+    ----------
+    cls : type
+        A dataclass.
+
+    Returns
+    -------
+    list of (dataclasses.Field, Option)
+    """
+    found: list[tuple[Field, Option]] = []
+    for f in fields(cls):
+        if _OPTION in f.metadata:
+            found.append((f, f.metadata[_OPTION]))
+        elif _GROUP in f.metadata:
+            found += declared_fields(f.metadata[_GROUP])
+    return found
+
+
+def declared_options(cls: type) -> tuple[Option, ...]:
+    """The run-config keys ``cls`` declares, in the order of its fields.
+
+    Parameters
+    ----------
+    cls : type
+        A dataclass.
+
+    Returns
+    -------
+    tuple of Option
+    """
+    return tuple(o for _, o in declared_fields(cls))
+
+
+def from_run_config(cls: type, cfg: Mapping[str, Any], **given: Any) -> Any:
+    """``cls`` built from a validated run config: every declared field from its key.
+
+    Parameters
+    ----------
+    cls : type
+        A dataclass whose fields are declared with :func:`option` or :func:`group`.
+    cfg : mapping
+        Output of :func:`fedmf_app.registry.validate_run_config`.
+    **given
+        Values of fields that are not keys, or that the caller resolves itself (an ``auto``).
+
+    Returns
+    -------
+    cls
+    """
+    if not is_dataclass(cls):
+        raise TypeError(f"{cls!r} is not a dataclass")
+    stray = set(given) - {f.name for f in fields(cls)}
+    if stray:
+        raise TypeError(f"{cls.__name__} has no fields {sorted(stray)}")
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name in given:
+            kwargs[f.name] = given[f.name]
+        elif _OPTION in f.metadata:
+            convert = f.metadata[_CONVERT]
+            value = cfg[f.metadata[_OPTION].key]
+            kwargs[f.name] = value if convert is None else convert(value)
+        elif _GROUP in f.metadata:
+            kwargs[f.name] = from_run_config(f.metadata[_GROUP], cfg)
+        elif f.default is MISSING and f.default_factory is MISSING:
+            raise TypeError(f"{cls.__name__}.{f.name} is not a run-config key: pass it")
+    return cls(**kwargs)

@@ -183,7 +183,7 @@ def bench(
     """One configuration; returns the measurements."""
     views_count = len(dims)
     views = [preprocess_view(x, "zscore", True) for x in clustered_views(n, k, dims, seed)[0]]
-    params = IMKParams(lam=1.0)  # the run-config default
+    params = IMKParams()  # the run-config defaults
     anchors = anchor_indices(seed, n, num_anchors) if graph == "anchor" else None
     out: dict = {"n": n, "views": views_count, "k": k, "dims": dims, "graph": graph}
     if anchors is not None:

@@ -36,8 +36,8 @@ from fedmf_app.common.stopping import plateau
 from fedmf_app.data.multiview import load_multiview
 from fedmf_app.methods.imk.client_updates import preprocess_view
 from fedmf_app.methods.imk.model import label_rng
-from fedmf_app.methods.imk.params import imk_params
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
+from fedmf_app.methods.imk.params import imk_options
+from fedmf_app.methods.imk.reference import IMKReference
 from fedmf_app.methods.imk.server_updates import extract_labels
 from fedmf_app.registry import validate_run_config
 from simulations.imk.figures import GRID, describe, grid_figure
@@ -64,25 +64,14 @@ def run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
     cfg = validate_run_config(
         {"algorithm": "fmvc-imk", "num-clients": len(data.views), "seed": seed, **overrides}
     )
-    views = [preprocess_view(x, cfg["imk.standardise"], cfg["imk.unit-norm"]) for x in data.views]
+    options = imk_options(cfg)
+    views = [preprocess_view(x, options.standardise, options.unit_norm) for x in data.views]
     k = cfg["num-clusters"] or int(np.unique(data.labels).size)
-    settings = IMKSettings(
-        k=k,
-        latent_dim=cfg["imk.latent-dim"],
-        neighbours=cfg["imk.neighbours"],
-        graph=cfg["imk.graph"],
-        anchors=cfg["imk.anchors"],
-        similarity=cfg["imk.similarity"],
-        client_init=cfg["imk.client-init"],
-        server_init=cfg["imk.server-init"],
-        solver=cfg["imk.server-solver"],
-        seed=seed,
-    )
-    ref = IMKReference(views, imk_params(cfg), settings)
+    ref = IMKReference(views, options, k, seed)
     objectives: list[float] = []
     for _ in range(cfg["num-server-rounds"]):
         objectives.append(ref.round()["objective"])
-        if plateau(objectives, cfg["imk.tol"], cfg["imk.stop-patience"]):
+        if plateau(objectives, options.tol, options.stop_patience):
             break
     labels = extract_labels(ref.h, cfg["imk.labels"], label_rng(seed, len(ref.history)))
     scores = clustering_scores(data.labels, labels)

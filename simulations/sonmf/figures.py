@@ -41,7 +41,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from fedmf_app.federated.results import load_result  # noqa: E402
-from fedmf_app.methods.sonmf.residuals import rounds_to_target  # noqa: E402
+from fedmf_app.methods.sonmf.residuals import RESIDUAL_EPS, rounds_to_target  # noqa: E402
 
 __all__ = [
     "FIGURES",
@@ -158,7 +158,7 @@ def collect(folders: list[Path], figure: str) -> tuple[dict, list[str]]:
             continue
         cfg = result["config"]
         runs[(line_label(figure, cfg), cfg["heterogeneity"])].append(
-            (cfg["seed"], result["rounds"], cfg["sonmf.residual-eps"])
+            (cfg["seed"], result["rounds"], RESIDUAL_EPS)
         )
     return runs, skipped
 

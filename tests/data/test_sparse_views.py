@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
 from fedmf_app.data.multiview import load_single_view
 from fedmf_app.data.preprocess import is_sparse_nonnegative, normalise_rows, prepare_view
-from fedmf_app.registry import validate_run_config
+from fedmf_app.registry import FAMILIES, validate_run_config
 
 from support.data import client_view
 
@@ -62,12 +62,13 @@ def test_filling_missing_rows_of_a_sparse_view_equals_filling_it_dense(fill):
     np.testing.assert_allclose(got.toarray(), fill_missing_rows(x.toarray(), observed, fill), rtol=1e-14)
 
 
-def test_fedsonmf_clients_get_large_sparse_views_as_csr_and_the_rest_dense(tmp_path):
+def test_clients_get_large_sparse_views_as_csr_where_their_family_reads_them_and_the_rest_dense(tmp_path):
     views = [_counts(seed=0), _counts(d=50, seed=1)]
     truth = np.arange(60) % 3
     cell = np.array([[v.T.tocsc() for v in views]], dtype=object)
     scipy.io.savemat(tmp_path / "d.mat", {"X": cell, "Y": truth})
-    cases = [("fedsonmf", 0, True), ("fmvc-imk", 0, True), ("fmvc-iai", 0, True), ("fedsonmf", 256, False)]
+    cases = [(f.algorithms[0], 0, f.reads_sparse_views) for f in FAMILIES]
+    cases += [(f.algorithms[0], 256, False) for f in FAMILIES]
     for algorithm, limit, sparse in cases:
         cfg = validate_run_config(
             {

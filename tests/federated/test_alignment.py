@@ -11,18 +11,20 @@ from fedmf_app.common.psi import POINT_BYTES, hash_to_point
 from fedmf_app.data import DataError
 from fedmf_app.federated.handshake import FederationError
 from fedmf_app.in_process import InProcessProxy, run_in_process
+from fedmf_app.registry import FAMILIES
 
-from support.data import IAI_SMALL
+from support.data import SMALL_RUNS
 from support.federation import signed_node_configs
 
 N_COMMON, D = 48, 6
 SONMF = {"algorithm": "fedsonmf", "num-server-rounds": 4, "sonmf.rank": 3, "sonmf.local-steps": 3}
-IMK = {"algorithm": "fmvc-imk", "num-server-rounds": 3, "imk.neighbours": 5}
-IAI = {
-    **{k: v for k, v in IAI_SMALL.items() if k not in ("num-samples", "view-dim", "num-clients")},
-    "num-server-rounds": 3,
-    "iai.anchors": 20,
-}
+#: The keys of a small run that describe synthetic data, not a run on files.
+_DATA_KEYS = ("num-samples", "view-dim", "num-clients", "heterogeneity")
+
+
+def _run_on_files(family):
+    """The family's small run (``tests/support/data.py``), on the 48 common samples' files."""
+    return {k: v for k, v in SMALL_RUNS[family].items() if k not in _DATA_KEYS}
 
 
 def _views(seed=0):
@@ -84,8 +86,9 @@ def _numbers(strategy):
     return rounds, final
 
 
-@pytest.mark.parametrize("method", [SONMF, IMK, IAI], ids=["fedsonmf", "fmvc-imk", "fmvc-iai"])
-def test_shuffled_partial_views_give_exactly_the_pre_aligned_run(tmp_path, method):
+@pytest.mark.parametrize("family", [f.name for f in FAMILIES])
+def test_shuffled_partial_views_give_exactly_the_pre_aligned_run(tmp_path, family):
+    method = _run_on_files(family)
     rng = np.random.default_rng(1)
     ids = [int(i) for i in rng.choice(10**6, size=N_COMMON + 12, replace=False)]
     aligned, own, rows, order = _files(tmp_path, ids)

@@ -91,16 +91,11 @@ def test_auto_rank_is_components_per_cluster_capped_by_the_views(tmp_path):
     auto = validate_run_config({"dataset": path, "num-clients": 3})
     assert auto["sonmf.rank-per-cluster"] == 3
     auto = {**auto, "sonmf.rank-per-cluster": 2}
-    capped = {**auto, "sonmf.narrow-views": "cap-rank"}
-    one = {**capped, "sonmf.rank-per-cluster": 1}
+    one = {**auto, "sonmf.rank-per-cluster": 1}
     assert resolve_rank(sonmf_options(auto), 2, [6, 5, 9]) == 4
     assert resolve_rank(sonmf_options(auto), 3, [6, 5, 4]) == 6  # 2 x 3: narrower views get empty columns
     assert resolve_rank(sonmf_options(auto), 4, [6, 5, 4]) == 6  # capped by the largest view
-    assert resolve_rank(sonmf_options(capped), 3, [6, 5, 4]) == 4  # 2 x 3 capped by the 4-feature view
     assert resolve_rank(sonmf_options(one), 3, [6, 5, 4]) == 3
-    assert (
-        resolve_rank(sonmf_options(capped), 10, [216, 6, 64]) == 6
-    )  # HW: the 6-feature view bounds U_p^T U_p = I
     assert resolve_rank(sonmf_options(auto), None, [50, 40]) == 6
     assert resolve_rank(sonmf_options({**auto, "sonmf.rank": 2}), 10, [6, 5]) == 2
     assert (

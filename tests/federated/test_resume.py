@@ -13,19 +13,18 @@ from fedmf_app.federated.handshake import FederationError
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.in_process import InProcessFederation
 from fedmf_app.options import ConfigError
-from fedmf_app.registry import strategy_class, validate_run_config
+from fedmf_app.registry import FAMILIES, strategy_class, validate_run_config
 from fedmf_app.resume import main as resume_main
 from fedmf_app.server_app import server_fn
 
-from support.data import IAI_SMALL, IMK_BASE, iai_labelled_file
+from support.data import IAI_SMALL, SMALL_RUNS, iai_labelled_file
 
 SONMF = {"num-clients": 3, "num-samples": 40, "heterogeneity": 0.6, "sonmf.local-steps": 3, "seed": 5}
+#: Every family's small run, stopped half way; then the other algorithms and settings worth a case.
 CASES = {
-    "fedsonmf": ({**SONMF, "num-server-rounds": 6}, 3),
+    **{f.algorithms[0]: (SMALL_RUNS[f.name], SMALL_RUNS[f.name]["num-server-rounds"] // 2) for f in FAMILIES},
     "fedvra-u": ({**SONMF, "algorithm": "fedvra-u", "num-server-rounds": 6}, 2),
     "fedsonmf-secure": ({**SONMF, "num-server-rounds": 5, "secure-aggregation": True}, 2),
-    "fmvc-imk": ({**IMK_BASE, "num-server-rounds": 6}, 3),
-    "fmvc-iai": ({**IAI_SMALL, "num-server-rounds": 4}, 2),
     # with ground truth: every round's pseudo-labels are kept across the restart and scored at the end
     "fmvc-iai-labelled": ({**IAI_SMALL, "num-server-rounds": 4}, 2),
 }

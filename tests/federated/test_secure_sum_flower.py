@@ -40,6 +40,7 @@ from fedmf_app.federated.strategy import FederationError, ViewFederationStrategy
 from fedmf_app.in_process import InProcessProxy
 from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph
 from fedmf_app.methods.imk.model import anchor_indices
+from fedmf_app.methods.imk.params import imk_options
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
 from fedmf_app.registry import client_class, validate_run_config
 
@@ -130,7 +131,7 @@ def _imk_federation(tmp_path, cfg, proxy_for=None, node_configs=None):
 
 def _graph(cfg, p):
     """Partition ``p``'s graph as the dense values of the secure sum."""
-    x = preprocess_view(client_view(cfg, p).features, cfg["imk.standardise"], cfg["imk.unit-norm"])
+    x = preprocess_view(client_view(cfg, p).features, cfg["imk.standardise"], imk_options(cfg).unit_norm)
     if cfg["imk.graph"] == "knn":
         return upper_values(knn_similarity(x, cfg["imk.neighbours"]))
     anchors = anchor_indices(cfg["seed"], x.shape[0], cfg["imk.anchors"])

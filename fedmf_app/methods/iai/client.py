@@ -46,7 +46,7 @@ from fedmf_app.methods.iai.options import FAMILY
 from fedmf_app.methods.iai.params import iai_params
 from fedmf_app.methods.iai.protocol import PROTOCOL
 
-__all__ = ["FMVCIAIClient"]
+__all__ = ["CLIENTS", "FMVCIAIClient"]
 
 _NAME = "fmvc-iai"
 #: State key of the set-up round's neighbour lists (kept when ``params.keeps_setup_lists``).
@@ -160,3 +160,7 @@ class FMVCIAIClient(ViewClient):
             values.update({"anchor indices": upload.anchor_indices, "anchor values": upload.anchor_values})
         arrays, metrics = self.reply(stage, values, parameters, server_round)
         return arrays, int(self.observed.sum()), metrics
+
+
+#: The family's NumPyClient per run-config ``algorithm`` (read by :func:`fedmf_app.registry.client_class`).
+CLIENTS: dict[str, type[FMVCIAIClient]] = {"fmvc-iai": FMVCIAIClient}

@@ -189,11 +189,7 @@ class GraphAutoencoder(nn.Module):
         self.conv1 = GATConv(in_dim, params.hidden, heads=params.heads)
         self.conv2 = GATConv(params.hidden * params.heads, params.out_dim, heads=1)
         self.attribute_decoder = _mlp([params.out_dim, params.decoder_hidden, in_dim])
-        self.structure_head = (
-            _mlp([params.out_dim, params.decoder_hidden, params.out_dim])
-            if params.structure_head == "mlp"
-            else nn.Identity()
-        )
+        self.structure_head = _mlp([params.out_dim, params.decoder_hidden, params.out_dim])
         self.centroids = nn.Parameter(torch.zeros(num_clusters, params.out_dim))
 
     def graph(self, edge_index: torch.Tensor, n: int) -> EdgePattern:

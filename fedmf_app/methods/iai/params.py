@@ -1,21 +1,27 @@
-"""Paper C's FMVC-IAI: the parameters, typed, built from the validated run config; torch-free.
+"""Paper C's FMVC-IAI: the parameters, each ``iai.*`` key declared once beside its field; torch-free.
 
-:func:`iai_params` turns the ``iai.*`` keys of a validated run config, with the number of clusters
-and samples, into one :class:`IAIParams`; the Flower adapters (:mod:`~fedmf_app.methods.iai.client`,
-:mod:`~fedmf_app.methods.iai.strategy`) read it and never the config's ``iai.*`` keys. Every field
-marked [A] is an assumption (a choice the paper does not state, see ``docs/iai.md``), exposed as a
-run-config option (:mod:`fedmf_app.methods.iai.options`).
+:class:`IAIParams` declares every ``iai.*`` run-config key (default, constraint, help:
+:func:`~fedmf_app.options.schema.option`), the graph autoencoder's in its group
+:class:`GAEParams`, whose defaults are therefore the run config's. :func:`iai_params` builds it
+from a validated run config with the number of clusters and samples, the adaptive sizes (``0``)
+resolved; the Flower adapters (:mod:`~fedmf_app.methods.iai.client`,
+:mod:`~fedmf_app.methods.iai.strategy`) read it and never the config's ``iai.*`` keys. Every key
+marked [A] is an assumption (a choice the paper does not state, see ``docs/iai.md``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from fedmf_app.common.neighbour_search import EXACT_SEARCH_ROWS
+from fedmf_app.methods.iai.deep_clustering import FUSION_WEIGHTS
 from fedmf_app.methods.iai.global_assignment import adaptive_anchor_neighbours, adaptive_knn
 from fedmf_app.methods.iai.rank_fusion import adaptive_rank_depth
+from fedmf_app.methods.iai.sample_graphs import START_GRAPHS
+from fedmf_app.options.constraints import Boolean, Interval, OneOf, PositiveIntegers
+from fedmf_app.options.schema import from_run_config, group, option
 
 __all__ = [
     "ANCHOR_DISTANCE_RULES",
@@ -54,9 +60,15 @@ FEATURE_SCALINGS = ("auto", "standard", "row-l2", "none")
 DEVICES = ("cpu", "cuda")
 
 
+def _widths(text: str) -> tuple[int, ...]:
+    """``"256,128"`` -> ``(256, 128)``."""
+    return tuple(int(w) for w in text.split(","))
+
+
 @dataclass(frozen=True)
 class GAEParams:
-    """Architecture and training of the client's graph autoencoder ([A] defaults).
+    """Architecture and training of the client's graph autoencoder (the run config's ``iai.*``
+    defaults, [A]).
 
     Attributes
     ----------
@@ -68,10 +80,8 @@ class GAEParams:
         Embedding d_h (64); the second GAT layer has one head and no activation.
     decoder_hidden : int
         Hidden width of the attribute decoder d_h -> 256 -> d_z and of the structure head.
-    structure_head : str
-        ``mlp``: H_s = MLP_s(H) (d_h -> decoder_hidden -> d_h); ``identity``: H_s = H.
     epochs : int
-        Full-batch epochs per round (100).
+        Full-batch epochs per round (20).
     warmup_epochs : int
         Epochs of the first training round, which has no target P (0: ``epochs``).
     lr : float
@@ -93,31 +103,46 @@ class GAEParams:
     heads: int = 4
     out_dim: int = 64
     decoder_hidden: int = 256
-    structure_head: str = "mlp"
-    epochs: int = 100
-    warmup_epochs: int = 0
+    epochs: int = option(
+        "iai.epochs",
+        20,
+        Interval(int, 1, None, closed="left"),
+        "Full-batch GAE epochs per round ([A] 20; the reference settings say 100, 20 as in the measured "
+        "reference reconstruction, 5x cheaper).",
+    )
+    warmup_epochs: int = option(
+        "iai.warmup-epochs",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "GAE epochs of the first training round, the one without a target P ([A] 0: `iai.epochs`).",
+    )
     lr: float = 1e-3
     alpha: float = 1.0
     negative_ratio: float = 1.0
-    attribute_loss: bool = True
+    attribute_loss: bool = option(
+        "iai.attribute-loss", True, Boolean(), "Attribute reconstruction MSE (false: ablation M3)."
+    )
     attribute_scale: str = "none"
-    structure_loss: bool = True
+    structure_loss: bool = option(
+        "iai.structure-loss", True, Boolean(), "Structure reconstruction BCE (false: ablation M4)."
+    )
 
 
 @dataclass(frozen=True)
 class IAIParams:
-    """Everything else of FMVC-IAI.
+    """Everything else of FMVC-IAI (the run config's ``iai.*`` defaults; ``knn``,
+    ``anchor_neighbours`` and ``rank_depth`` are 0, adaptive, until :func:`iai_params` resolves them).
 
     Attributes
     ----------
     num_clusters : int
         K.
     knn : int
-        Neighbours k of every kNN graph (20).
+        Neighbours k of every kNN graph.
     anchors : int
         Shared anchor indices r, drawn once by the server at random (200).
     anchor_neighbours : int
-        Anchors per sample s of the parameter-free anchor graph (10).
+        Anchors per sample s of the parameter-free anchor graph.
     fp_iterations : int
         Feature-propagation steps T (40).
     imputation : str
@@ -156,7 +181,7 @@ class IAIParams:
     knn_probes : int
         Anchor lists a sample is filed under by the server's global kNN search (4).
     rank_depth : int
-        Depth L of every view's neighbour list in the rank fusions (``5 k``).
+        Depth L of every view's neighbour list in the rank fusions.
     exact_search_rows : int
         Largest neighbour search done exactly; larger ones are approximate
         (:func:`~fedmf_app.common.neighbour_search.ivf_neighbours`).
@@ -164,30 +189,126 @@ class IAIParams:
     """
 
     num_clusters: int
-    knn: int = 20
-    anchors: int = 200
-    anchor_neighbours: int = 10
+    knn: int = option(
+        "iai.knn",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "Neighbours k of every kNN graph; 0 ([A]) adapts it to the data: k = clamp(round(n / (2K)), "
+        "5, 20), half the mean cluster size, at most paper C's best k = 20 (HW, NoisyMNIST: 20; "
+        "ORL, Yale: 5-6).",
+    )
+    anchors: int = option(
+        "iai.anchors",
+        200,
+        Interval(int, 2, None, closed="left", text="an integer >= iai.anchor-neighbours + 1"),
+        "Shared anchors r, sample indices drawn once at random by the server ([A] 200; capped at "
+        "the number of samples n).",
+    )
+    anchor_neighbours: int = option(
+        "iai.anchor-neighbours",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "Anchors per sample s of the parameter-free anchor graph; 0 ([A]) adapts it: s = "
+        "clamp(round(r / (2K)), 3, 10), half the anchors per cluster (HW: 10, ORL: 3).",
+    )
     fp_iterations: int = 40
-    imputation: str = "propagation"
-    start_graph: str = "rank"
-    fusion: str = "uniform"
-    graph_update: str = "rank"
+    imputation: str = option(
+        "iai.imputation",
+        "propagation",
+        OneOf(IMPUTATIONS),
+        "Missing rows of Z by feature propagation on A_g, or left at zero (ablation M1).",
+    )
+    start_graph: str = option(
+        "iai.start-graph",
+        "rank",
+        OneOf(START_GRAPHS),
+        "First global graph A_g⁰: per sample, the k best of a Borda count over the clients' lists of "
+        "their L = iai.rank-depth nearest observed rows (`rank`, [A]), the k neighbours listed by "
+        "most views (`support`), or the union of the clients' kNN graphs (`union`, the literal "
+        "reading).",
+    )
+    rank_depth: int = option(
+        "iai.rank-depth",
+        0,
+        Interval(int, 0, None, closed="left"),
+        "Depth L of every view's neighbour list in the rank fusions (`rank` start graph and graph "
+        "update); 0 ([A]) adapts it: L = 5 k (HW, NoisyMNIST: 100), at most n - 1.",
+    )
+    exact_search_rows: int = EXACT_SEARCH_ROWS
+    fusion: str = option(
+        "iai.fusion",
+        "uniform",
+        OneOf(FUSION_WEIGHTS),
+        "Weights w_m of the views' votes in the rank-fused A_g and of their anchor graphs in the fused "
+        "anchor graph: equal (`uniform`, [A]: EMD-based weights made the rank fusion unstable on "
+        "NoisyMNIST), 1/EMD_m normalised (`inverse-emd`, paper C's weighted fusion M2), or "
+        "softmax(-EMD/T).",
+    )
     fusion_temperature: float = 0.1
-    pseudo_labels: str = "rank-spectral"
+    pseudo_labels: str = option(
+        "iai.pseudo-labels",
+        "rank-spectral",
+        OneOf(PSEUDO_LABELS),
+        "Global assignment Y and target P: `rank-spectral` ([A]: of the previous Y and the spectral "
+        "clusterings of A_g with and without the concatenated embedding's neighbour list as one more "
+        "vote, the partition with the highest modularity on A_g; needs iai.graph-update = rank; P "
+        "from the coordinates of `anchor-kmeans`), `anchor-kmeans` ([A]: the clients' squared distances to "
+        "the shared anchor samples, summed (masked under secure aggregation), placed by landmark MDS, "
+        "clustered by k-means with restarts, P sharpened from the k-means centres), "
+        "`anchor-spectral` ([A]: Y by spectral clustering of the fused anchor graph G, the bipartite "
+        "sample-anchor graph, P sharpened from the same MDS coordinates' distances to Y's cluster "
+        "means), `prototype-argmin` ([A]: one federated k-means step, Y = argmin_k of the "
+        "summed prototype distances), or `spectral` (spectral clustering of A_g, the literal "
+        "reading; collapsed on HW).",
+    )
     view_balance: str = "unit-variance"
-    start_target: str = "none"
     mds_dim: int = 0
-    feature_scaling: str = "auto"
-    ae_hidden: tuple[int, ...] = (256, 128)
-    embed_dim: int = 64
-    ae_epochs: int = 100
+    graph_update: str = option(
+        "iai.graph-update",
+        "rank",
+        OneOf(GRAPH_UPDATES),
+        "A_g of a training round: the rank fusion of the clients' lists of the L nearest samples by "
+        "their imputed codes, each view's votes weighted by the fusion weights (`rank`, [A]), the kNN "
+        "graph of the fused anchor graph (`fused`, paper C), or its union with the start graph A_g⁰ "
+        "(`fused-start`: A_g travels as n x 2k indices).",
+    )
+    start_target: str = "none"
+    feature_scaling: str = option(
+        "iai.feature-scaling",
+        "auto",
+        OneOf(FEATURE_SCALINGS),
+        "Each client z-scores its features on its observed rows before the autoencoder "
+        "(`standard`), scales every row to unit l2 norm (`row-l2`), keeps them (`none`), or "
+        "`auto` ([A]): row-l2 on sparse nonnegative views (>= 90 % zeros: counts, bag of "
+        "words), standard on the others.",
+    )
+    ae_hidden: tuple[int, ...] = option(
+        "iai.ae-hidden",
+        "256,128",
+        PositiveIntegers(),
+        "Autoencoder hidden widths d -> ... -> d_z, mirrored decoder ([A]).",
+        convert=_widths,
+    )
+    embed_dim: int = option(
+        "iai.embed-dim", 64, Interval(int, 1, None, closed="left"), "Autoencoder code size d_z ([A] 64)."
+    )
+    ae_epochs: int = option(
+        "iai.ae-epochs",
+        100,
+        Interval(int, 1, None, closed="left"),
+        "Autoencoder pre-training epochs, once in round 1 ([A] 100).",
+    )
     ae_lr: float = 1e-3
     ae_batch_size: int = 256
-    device: str = "cpu"
+    gae: GAEParams = group(GAEParams)
     knn_probes: int = 4
-    rank_depth: int = 100
-    exact_search_rows: int = EXACT_SEARCH_ROWS
-    gae: GAEParams = field(default_factory=GAEParams)
+    device: str = option(
+        "iai.device",
+        "cpu",
+        OneOf(DEVICES),
+        "Where torch-based clients (fmvc-iai) train; `cuda` falls back to the CPU with a "
+        "warning when no GPU is present.",
+    )
 
     @property
     def uses_anchor_graphs(self) -> bool:
@@ -245,44 +366,12 @@ def iai_params(cfg: Mapping[str, Any], num_clusters: int, num_samples: int | Non
         depth = adaptive_rank_depth(knn, num_samples)
     elif num_samples is not None:
         depth = max(1, min(depth, num_samples - 1))
-    return IAIParams(
+    return from_run_config(
+        IAIParams,
+        cfg,
         num_clusters=num_clusters,
         knn=knn,
         anchors=anchors,
         anchor_neighbours=s,
-        fp_iterations=cfg["iai.fp-iterations"],
-        imputation=cfg["iai.imputation"],
-        start_graph=cfg["iai.start-graph"],
-        fusion=cfg["iai.fusion"],
-        graph_update=cfg["iai.graph-update"],
-        fusion_temperature=cfg["iai.fusion-temperature"],
-        pseudo_labels=cfg["iai.pseudo-labels"],
-        view_balance=cfg["iai.view-balance"],
-        mds_dim=cfg["iai.mds-dim"],
-        start_target=cfg["iai.start-target"],
-        feature_scaling=cfg["iai.feature-scaling"],
-        ae_hidden=tuple(int(w) for w in cfg["iai.ae-hidden"].split(",")),
-        embed_dim=cfg["iai.embed-dim"],
-        ae_epochs=cfg["iai.ae-epochs"],
-        ae_lr=cfg["iai.ae-lr"],
-        ae_batch_size=cfg["iai.ae-batch-size"],
-        device=cfg["iai.device"],
-        knn_probes=cfg["iai.knn-probes"],
         rank_depth=depth,
-        exact_search_rows=cfg["iai.exact-search-rows"],
-        gae=GAEParams(
-            hidden=cfg["iai.gat-hidden"],
-            heads=cfg["iai.gat-heads"],
-            out_dim=cfg["iai.embedding-dim"],
-            decoder_hidden=cfg["iai.decoder-hidden"],
-            structure_head=cfg["iai.structure-head"],
-            epochs=cfg["iai.epochs"],
-            warmup_epochs=cfg["iai.warmup-epochs"],
-            lr=cfg["iai.lr"],
-            alpha=cfg["iai.alpha"],
-            negative_ratio=cfg["iai.negative-ratio"],
-            attribute_loss=cfg["iai.attribute-loss"],
-            attribute_scale=cfg["iai.attribute-scale"],
-            structure_loss=cfg["iai.structure-loss"],
-        ),
     )

@@ -40,14 +40,15 @@ def plot_rounds(result: dict[str, Any], path: str | Path, title: str) -> Path:
         Content of a ``result.json`` of ``fmvc-iai``: per-round ``components``, the losses of the
         training rounds and, when the run was scored, ``acc``, ``nmi`` and ``ari``.
     path : str or Path
-        PNG file to write.
+        Where the PNG goes.
     title : str
-        The figure's title (the run: algorithm, data, seed).
+        The run (algorithm, data set, missing rate, seed); a component count that never changes
+        is added to it.
 
     Returns
     -------
     Path
-        ``path``.
+        The PNG, written.
     """
     rounds = result["rounds"]
     components = [r["components"] for r in rounds]

@@ -13,14 +13,13 @@ from __future__ import annotations
 from fedmf_app.federated.protocol import Cap, Part, Sizes, Stage
 from fedmf_app.federated.stages import CLUSTERS, MAX_CLUSTERS, family_protocol
 from fedmf_app.methods.iai.global_assignment import adaptive_knn
-from fedmf_app.methods.iai.options import OPTIONS
 from fedmf_app.methods.iai.params import ANCHOR_DISTANCE_RULES, IAIParams, iai_params
 from fedmf_app.methods.iai.rank_fusion import adaptive_rank_depth
 
 __all__ = ["PROTOCOL", "sizes_params"]
 
 #: ``iai.anchors`` by default (the default cap on the anchors).
-_DEFAULT_ANCHORS = next(o.default for o in OPTIONS if o.key == "iai.anchors")
+_DEFAULT_ANCHORS = IAIParams(num_clusters=1).anchors
 
 
 def sizes_params(sizes: Sizes) -> IAIParams:

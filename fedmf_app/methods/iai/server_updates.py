@@ -118,7 +118,7 @@ START_CONFIDENCE = 0.9
 
 
 def start_target(labels: np.ndarray, params: IAIParams) -> np.ndarray | None:
-    """P⁰, the target of the first training round ([A] ``iai.start-target``).
+    """P⁰, the target of the first training round ([A] ``IAIParams.start_target``).
 
     Parameters
     ----------

@@ -35,17 +35,14 @@ from fedmf_app.methods.iai.plots import plot_rounds
 from fedmf_app.methods.iai.protocol import PROTOCOL
 from fedmf_app.methods.iai.server_updates import ServerState
 
-__all__ = ["FMVCIAIStrategy"]
+__all__ = ["STRATEGIES", "FMVCIAIStrategy"]
 
 
 class FMVCIAIStrategy(ViewFederationStrategy):
     """Federated multi-view graph clustering with incomplete attribute imputation (server).
 
-    Parameters
-    ----------
-    cfg : dict
-        Validated run config.
-    recorder : RunRecorder
+    Built from ``cfg`` and ``recorder`` as
+    :class:`~fedmf_app.federated.strategy.ViewFederationStrategy` is.
 
     Attributes
     ----------
@@ -185,3 +182,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             "training_rounds": self.num_rounds - 1,
             "components": None if self.state is None else self.state.components,
         }
+
+
+#: The family's Strategy per run-config ``algorithm`` (read by :func:`fedmf_app.registry.strategy_class`).
+STRATEGIES: dict[str, type[FMVCIAIStrategy]] = {"fmvc-iai": FMVCIAIStrategy}

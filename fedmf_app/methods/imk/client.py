@@ -52,7 +52,7 @@ from fedmf_app.methods.imk.options import FAMILY
 from fedmf_app.methods.imk.params import IMKOptions, imk_options, resolve_graph
 from fedmf_app.methods.imk.protocol import PROTOCOL
 
-__all__ = ["FMVCIMKClient"]
+__all__ = ["CLIENTS", "FMVCIMKClient"]
 
 _NAME = "fmvc-imk"
 #: ``context.state`` records of the prepared view: its arrays, and the key it was prepared for.
@@ -177,7 +177,7 @@ class FMVCIMKClient(ViewClient):
         state = init_client(
             x,
             k,
-            self.options.latent_dim or k,
+            k,
             m,
             self.options.client_init,
             self.options.steps,
@@ -220,3 +220,7 @@ class FMVCIMKClient(ViewClient):
             del values["alpha"]
         arrays, metrics = self.reply(stage, values, parameters, server_round)
         return arrays, x.shape[0], metrics
+
+
+#: The family's NumPyClient per run-config ``algorithm`` (read by :func:`fedmf_app.registry.client_class`).
+CLIENTS: dict[str, type[FMVCIMKClient]] = {"fmvc-imk": FMVCIMKClient}

@@ -415,8 +415,6 @@ def client_round(
     w = update_w(x, state.h, f, params.ridge)
     current = ClientState(f=f, w=w, h=state.h, phi=phi, alpha=state.alpha)
     h = state.h + params.beta * h_step(x, current, h_global, params)
-    if params.nonneg:
-        h = np.maximum(h, 0.0)
     residual = residual_norm(x, h, w, f)  # once: (16) and the reported residual
     alpha = _alpha(residual)
     new = ClientState(f=f, w=w, h=h, phi=phi, alpha=alpha)

@@ -1,10 +1,10 @@
-"""FMVC-IMK (paper B): the family's parameters, typed, built once from the validated run config.
+"""FMVC-IMK (paper B): the family's parameters, each ``imk.*`` key declared once beside its field.
 
-:func:`imk_options` turns the ``imk.*`` keys of a validated run config into one
-:class:`IMKOptions`; the Flower adapters (:mod:`~fedmf_app.methods.imk.client`,
-:mod:`~fedmf_app.methods.imk.strategy`) read it and never the config's ``imk.*`` keys. The maths
-takes :class:`IMKParams`, its steps and weights. The keys themselves (defaults, constraints, help)
-are :mod:`fedmf_app.methods.imk.options`.
+:class:`IMKOptions` declares every ``imk.*`` run-config key (default, constraint, help:
+:func:`~fedmf_app.options.schema.option`); the maths takes its group :class:`IMKParams`, the
+steps and weights, whose defaults are therefore the run config's. :func:`imk_options` builds it
+from a validated run config; the Flower adapters (:mod:`~fedmf_app.methods.imk.client`,
+:mod:`~fedmf_app.methods.imk.strategy`) read it and never the config's ``imk.*`` keys.
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from fedmf_app.options.constraints import Interval, OneOf
+from fedmf_app.options.schema import from_run_config, group, option
 
 __all__ = [
     "CLIENT_INITS",
@@ -26,7 +29,6 @@ __all__ = [
     "IMKOptions",
     "IMKParams",
     "imk_options",
-    "imk_params",
     "resolve_graph",
 ]
 
@@ -69,7 +71,7 @@ def resolve_graph(graph: str, num_samples: int) -> str:
 
 @dataclass(frozen=True)
 class IMKParams:
-    """Steps and weights of FMVC-IMK (defaults: see docs/imk.md).
+    """Steps and weights of FMVC-IMK (the run config's ``imk.*`` defaults, see docs/imk.md).
 
     Attributes
     ----------
@@ -80,24 +82,41 @@ class IMKParams:
     rho : float
         :math:`\\rho`, ADMM penalty of :math:`H^{(m)} = H`.
     beta : float
-        :math:`\\beta`, step on :math:`\\Delta H^{(m)}`.
+        :math:`\\beta`, step on :math:`\\Delta H^{(m)}` (1).
     sigma : float
         :math:`\\sigma'`, CoCoA's curvature factor (1; the literal reading is ``M``).
     ridge : float
         :math:`\\epsilon` of the ``W`` update.
     ortho_placement : {"local", "global"}
-    nonneg : bool
-        [A] project :math:`H^{(m)} \\leftarrow \\max(H^{(m)}, 0)` after the step (FedMVL).
+        [A] The orthogonality penalty on each :math:`H^{(m)}` (``local``, the clients) or on the
+        global ``H`` (``global``, the server, linearised at the previous ``H``).
     """
 
-    lam: float = 0.1
-    mu: float = 0.1
-    rho: float = 5.0
+    lam: float = option(
+        "imk.lambda",
+        1.0,
+        Interval(float, 0.0, None, closed="left"),
+        "Weight lambda of the graph term Tr(H^T L H) (0: no graph, ablation case 2; [A] 1, the "
+        "best mean rank over the six development sets, see docs/quality.md).",
+    )
+    mu: float = option(
+        "imk.mu",
+        0.1,
+        Interval(float, 0.0, None, closed="left"),
+        "Weight mu of the orthogonality penalty ||H^T H - I||^2.",
+    )
+    rho: float = option(
+        "imk.rho",
+        2.0,
+        Interval(float, 0, None, closed="neither"),
+        "ADMM penalty rho of H^(m) = H ([A] 2: the copies agree in a third of the rounds that 5 "
+        "needs; the literal 1 reaches the labels faster still but then drifts away from them, see "
+        "docs/imk.md).",
+    )
     beta: float = 1.0
     sigma: float = 1.0
     ridge: float = 1e-8
     ortho_placement: str = "local"
-    nonneg: bool = False
 
     @property
     def local_mu(self) -> float:
@@ -107,66 +126,102 @@ class IMKParams:
 
 @dataclass(frozen=True)
 class IMKOptions:
-    """Every ``imk.*`` run-config key of a run, typed (see docs/options.md for each).
+    """Every ``imk.*`` run-config key of a run, typed, each declared beside its field (see
+    docs/options.md), and the choices that are not keys.
 
     Attributes
     ----------
     steps : IMKParams
-        ``imk.lambda``, ``imk.mu``, ``imk.rho``, ``imk.beta``, ``imk.sigma``,
-        ``imk.ortho-placement``, ``imk.nonneg``.
-    latent_dim : int
-        ``imk.latent-dim`` (0: ``k``).
+        ``imk.lambda``, ``imk.mu``, ``imk.rho`` and the fixed steps.
     graph : {"auto", "anchor", "knn"}
     anchors, neighbours : int
     similarity : {"binary", "heat"}
+        [A] Edge weights of the kNN graphs: 0/1 (``binary``) or the heat kernel (not a key).
     missing_graph : {"filled", "observed"}
-    client_init, server_init, labels, standardise : str
+    client_init : {"normalised-indicator", "onehot-plus-0.2"}
+        [A] Initial :math:`H^{(m)}` from k-means on the view: entries :math:`1/\\sqrt{n_j}`, or
+        FedMVL's one-hot + 0.2 (not a key).
+    server_init : {"kmeans-concat", "mean"}
+        [A] Initial ``H`` from k-means on the concatenated initial :math:`H^{(m)}`, or their mean
+        (not a key).
+    labels, standardise : str
     unit_norm : bool
     tol : float
         ``imk.tol``: the stop rule's largest relative change of the objective (0: no stop).
     stop_patience : int
         ``imk.stop-patience``: rounds in a row within ``tol`` before the run stops.
     server_solver : {"cg", "splu"}
+        The server's solve on a kNN graph: warm-started conjugate gradients or a sparse LU made
+        once (not a key; an anchor graph is solved exactly by the Woodbury identity).
     """
 
-    steps: IMKParams
-    latent_dim: int
-    graph: str
-    anchors: int
-    neighbours: int
-    similarity: str
-    missing_graph: str
-    client_init: str
-    server_init: str
-    labels: str
-    standardise: str
-    unit_norm: bool
-    tol: float
-    stop_patience: int
-    server_solver: str
-
-
-def imk_params(cfg: Mapping[str, Any]) -> IMKParams:
-    """Steps and weights of FMVC-IMK from a validated run config.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Output of :func:`fedmf_app.registry.validate_run_config`.
-
-    Returns
-    -------
-    IMKParams
-    """
-    return IMKParams(
-        lam=cfg["imk.lambda"],
-        mu=cfg["imk.mu"],
-        rho=cfg["imk.rho"],
-        beta=cfg["imk.beta"],
-        sigma=cfg["imk.sigma"],
-        ortho_placement=cfg["imk.ortho-placement"],
-        nonneg=cfg["imk.nonneg"],
+    steps: IMKParams = group(IMKParams)
+    graph: str = option(
+        "imk.graph",
+        "auto",
+        OneOf(GRAPHS),
+        "Graph of the graph term: `anchor`, each client's anchor graph Z^(m) (N x a) on shared "
+        "anchor samples drawn from the run seed, L = D - Z Lambda^-1 Z^T of the mean Z, O(N a) "
+        "secure sum and memory; `knn`, the exact kNN Laplacians (N(N-1)/2 words per client); or "
+        "`auto` ([A]): knn up to 5000 samples, anchor above.",
     )
+    anchors: int = option(
+        "imk.anchors",
+        256,
+        Interval(int, 2, None, closed="left"),
+        "Anchors a of the anchor graph, sample indices drawn from the run seed (at most N are "
+        "used) ([A] 256).",
+    )
+    neighbours: int = option(
+        "imk.neighbours",
+        5,
+        Interval(int, 1, None, closed="left"),
+        "Neighbours p of each client's kNN graph, or anchors per sample s of its anchor graph ([A] 5).",
+    )
+    similarity: str = "binary"
+    missing_graph: str = option(
+        "imk.missing-graph",
+        "filled",
+        OneOf(MISSING_GRAPHS),
+        "Under missing-rate > 0, the rows each client's graph links: every row, the filled "
+        "missing rows included ([A] filled; mean-filled rows are identical, so a kNN graph links "
+        "them to each other), or `observed`: only the rows the view observes (the run's mask): "
+        "kNN among them, or their nearest observed anchors, a missing row without edges in that "
+        "view. The data term uses the filled view either way; no effect at missing-rate 0 (see "
+        "docs/imk.md).",
+    )
+    client_init: str = "normalised-indicator"
+    server_init: str = "kmeans-concat"
+    labels: str = option(
+        "imk.labels",
+        "kmeans",
+        OneOf(LABEL_RULES),
+        "Labels from H by k-means on its normalised rows or by argmax_j H_ij ([A] "
+        "kmeans: H is only defined up to a rotation).",
+    )
+    standardise: str = option(
+        "imk.standardise",
+        "auto",
+        OneOf(STANDARDISATIONS),
+        "Per-view preprocessing, per-feature z-score, per-sample l2 (text) or none; `auto` "
+        "([A]): row-l2 on sparse nonnegative views (>= 90 % zeros: counts, bag of words), "
+        "zscore on the others.",
+    )
+    unit_norm: bool = True
+    tol: float = option(
+        "imk.tol",
+        5e-4,
+        Interval(float, 0.0, None, closed="left"),
+        "Stop once |F_t - F_{t-1}| <= tol |F_{t-1}| for imk.stop-patience rounds in a row "
+        "(0: run all rounds) ([A] 5e-4).",
+    )
+    stop_patience: int = option(
+        "imk.stop-patience",
+        3,
+        Interval(int, 1, None, closed="left"),
+        "Rounds in a row whose objective change is <= imk.tol before the run stops ([A] 3).",
+    )
+    server_solver: str = "cg"
 
 
 def imk_options(cfg: Mapping[str, Any]) -> IMKOptions:
@@ -182,20 +237,4 @@ def imk_options(cfg: Mapping[str, Any]) -> IMKOptions:
     -------
     IMKOptions
     """
-    return IMKOptions(
-        steps=imk_params(cfg),
-        latent_dim=int(cfg["imk.latent-dim"]),
-        graph=str(cfg["imk.graph"]),
-        anchors=int(cfg["imk.anchors"]),
-        neighbours=int(cfg["imk.neighbours"]),
-        similarity=str(cfg["imk.similarity"]),
-        missing_graph=str(cfg["imk.missing-graph"]),
-        client_init=str(cfg["imk.client-init"]),
-        server_init=str(cfg["imk.server-init"]),
-        labels=str(cfg["imk.labels"]),
-        standardise=str(cfg["imk.standardise"]),
-        unit_norm=bool(cfg["imk.unit-norm"]),
-        tol=float(cfg["imk.tol"]),
-        stop_patience=int(cfg["imk.stop-patience"]),
-        server_solver=str(cfg["imk.server-solver"]),
-    )
+    return from_run_config(IMKOptions, cfg)

@@ -25,14 +25,14 @@ def plot_convergence(result: dict[str, Any], path: str | Path, title: str) -> Pa
         Content of a ``result.json`` with per-round ``objective`` (and ``acc`` when labels were
         known).
     path : str or Path
-        PNG file to write.
+        Where ``convergence.png`` goes.
     title : str
-        The figure's title (the run: algorithm, data, seed).
+        The run (algorithm, data set, seed).
 
     Returns
     -------
     Path
-        ``path``.
+        ``path``, written.
     """
     rounds = result["rounds"]
     s = [r["round"] for r in rounds]

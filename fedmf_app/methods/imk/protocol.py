@@ -64,8 +64,8 @@ SETUP = Stage(
             shape=_nk,
             shape_text="n x k",
             learns=(
-                "each client's initial indicator (k-means on its view; imk.server-init = "
-                "kmeans-concat needs each)"
+                "each client's initial indicator (k-means on its view; the server's initial H, "
+                "k-means on their concatenation, needs each)"
             ),
         ),
         Part(

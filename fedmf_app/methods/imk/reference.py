@@ -9,8 +9,6 @@ client's randomness comes from its own seeded stream, as in the Flower clients
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -23,7 +21,7 @@ from fedmf_app.methods.imk.client_updates import (
     view_knn_graph,
 )
 from fedmf_app.methods.imk.model import anchor_indices, client_rng, multiplier_step, server_rng
-from fedmf_app.methods.imk.params import IMKParams, resolve_graph
+from fedmf_app.methods.imk.params import IMKOptions, resolve_graph
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
     initial_global_h,
@@ -32,44 +30,7 @@ from fedmf_app.methods.imk.server_updates import (
     objective,
 )
 
-__all__ = ["IMKSettings", "IMKReference", "graph_laplacian", "sum_laplacians"]
-
-
-@dataclass(frozen=True)
-class IMKSettings:
-    """Everything but the steps: sizes, graph and initialisation choices.
-
-    Attributes
-    ----------
-    k : int
-        Clusters.
-    latent_dim : int
-        ``c`` (0: ``k``).
-    neighbours : int
-        ``p`` of the kNN graph, or ``s`` anchors per sample of the anchor graph.
-    graph : {"auto", "anchor", "knn"}
-        See :func:`~fedmf_app.methods.imk.client_updates.resolve_graph`.
-    anchors : int
-        ``a`` of the anchor graph.
-    similarity : {"binary", "heat"}
-    client_init : str
-        See :func:`~fedmf_app.methods.imk.client_updates.init_client`.
-    server_init : str
-        See :func:`~fedmf_app.methods.imk.client_updates.initial_global_h`.
-    solver : {"cg", "splu"}
-    seed : int
-    """
-
-    k: int
-    latent_dim: int = 0
-    neighbours: int = 5
-    graph: str = "anchor"
-    anchors: int = 256
-    similarity: str = "binary"
-    client_init: str = "normalised-indicator"
-    server_init: str = "kmeans-concat"
-    solver: str = "cg"
-    seed: int = 0
+__all__ = ["IMKReference", "graph_laplacian", "sum_laplacians"]
 
 
 class IMKReference:
@@ -79,8 +40,13 @@ class IMKReference:
     ----------
     views : list of ndarray or csr_matrix, each shape (N, d_m)
         Preprocessed views.
-    params : IMKParams
-    settings : IMKSettings
+    options : IMKOptions
+        The run's ``imk.*`` parameters (:func:`~fedmf_app.methods.imk.params.imk_options`); the
+        steps are ``options.steps``.
+    k : int
+        Clusters.
+    seed : int
+        The run's seed (initial ``H^{(m)}``, ``H``, the shared anchors).
     observed : ndarray of bool, shape (N, M), optional
         The rows each view's graph links (run config ``imk.missing-graph = "observed"``: the
         run's missing-view mask); ``None``: every row (``"filled"``). The views themselves are
@@ -98,23 +64,23 @@ class IMKReference:
     def __init__(
         self,
         views: list[np.ndarray],
-        params: IMKParams,
-        settings: IMKSettings,
+        options: IMKOptions,
+        k: int,
+        seed: int = 0,
         observed: np.ndarray | None = None,
     ) -> None:
         self.views = views
-        self.params = params
-        self.settings = settings
+        self.options = options
+        self.params = params = options.steps
         m = len(views)
-        latent = settings.latent_dim or settings.k
         self.states: list[ClientState] = [
-            init_client(x, settings.k, latent, m, settings.client_init, params, client_rng(settings.seed, i))
+            init_client(x, k, k, m, options.client_init, params, client_rng(seed, i))
             for i, x in enumerate(views)
         ]
-        self.laplacian = graph_laplacian(views, settings, observed)
-        self.solver = make_solver(self.laplacian, m, params, settings.solver)
-        self.rng = server_rng(settings.seed)
-        self.h = initial_global_h([s.h for s in self.states], settings.server_init, self.rng)
+        self.laplacian = graph_laplacian(views, options, seed, observed)
+        self.solver = make_solver(self.laplacian, m, params, options.server_solver)
+        self.rng = server_rng(seed)
+        self.h = initial_global_h([s.h for s in self.states], options.server_init, self.rng)
         self.server_phis = [np.zeros_like(self.h) for _ in views]
         self.history: list[dict[str, float]] = []
 
@@ -142,14 +108,17 @@ class IMKReference:
 
 
 def graph_laplacian(
-    views: list, settings: IMKSettings, observed: np.ndarray | None = None
+    views: list, options: IMKOptions, seed: int, observed: np.ndarray | None = None
 ) -> sp.csr_matrix | AnchorLaplacian:
     """:math:`\\tilde L` of the graph term from the views, summed in the clear (reference only).
 
     Parameters
     ----------
     views : list of ndarray or csr_matrix, each shape (N, d_m)
-    settings : IMKSettings
+    options : IMKOptions
+        ``graph``, ``neighbours``, ``anchors``, ``similarity``.
+    seed : int
+        The run's seed (the shared anchors).
     observed : ndarray of bool, shape (N, M), optional
         Column ``m``: the rows view ``m``'s graph links (``None``: every row); see
         :func:`~fedmf_app.methods.imk.client_updates.view_knn_graph` and
@@ -163,13 +132,13 @@ def graph_laplacian(
     """
     m = len(views)
     rows = [None if observed is None else observed[:, i] for i in range(m)]
-    if resolve_graph(settings.graph, views[0].shape[0]) == "knn":
+    if resolve_graph(options.graph, views[0].shape[0]) == "knn":
         similarities = [
-            view_knn_graph(x, settings.neighbours, settings.similarity, r) for x, r in zip(views, rows)
+            view_knn_graph(x, options.neighbours, options.similarity, r) for x, r in zip(views, rows)
         ]
-        return normalised_laplacian_sum(sum_laplacians(similarities), m, settings.neighbours)
-    anchors = anchor_indices(settings.seed, views[0].shape[0], settings.anchors)
-    graphs = [view_anchor_graph(x, anchors, settings.neighbours, r) for x, r in zip(views, rows)]
+        return normalised_laplacian_sum(sum_laplacians(similarities), m, options.neighbours)
+    anchors = anchor_indices(seed, views[0].shape[0], options.anchors)
+    graphs = [view_anchor_graph(x, anchors, options.neighbours, r) for x, r in zip(views, rows)]
     return AnchorLaplacian(sum(graphs[1:], graphs[0]) / m)
 
 

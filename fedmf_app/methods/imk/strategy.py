@@ -67,17 +67,14 @@ from fedmf_app.methods.imk.server_updates import (
     objective,
 )
 
-__all__ = ["FMVCIMKStrategy"]
+__all__ = ["STRATEGIES", "FMVCIMKStrategy"]
 
 
 class FMVCIMKStrategy(ViewFederationStrategy):
     """FMVC-IMK server: secure graph sum, the ``H`` update (20), multipliers, stopping rule.
 
-    Parameters
-    ----------
-    cfg : dict
-        Validated run config.
-    recorder : RunRecorder
+    Built from ``cfg`` and ``recorder`` as
+    :class:`~fedmf_app.federated.strategy.ViewFederationStrategy` is.
 
     Attributes
     ----------
@@ -310,3 +307,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         send = partial(proxy.fit, ins, timeout=timeout, group_id=0)
         res = exchange(send, f"SuperNode {proxy.cid} failed the setup", timeout)
         return parameters_to_ndarrays(res.parameters), dict(res.metrics)
+
+
+#: The family's Strategy per run-config ``algorithm`` (read by :func:`fedmf_app.registry.strategy_class`).
+STRATEGIES: dict[str, type[FMVCIMKStrategy]] = {"fmvc-imk": FMVCIMKStrategy}

@@ -32,10 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedmf_app.methods.sonmf.nonneg_orth import solve_basis
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residual_products import squared_norm
 from fedmf_app.methods.sonmf.updates import SONMFParams, grad_v
+from fedmf_app.options.constraints import Interval
+from fedmf_app.options.schema import option
 
 __all__ = [
     "FEDMAVG_SCHEDULES",
@@ -102,7 +103,7 @@ def fedmavg_local_round(
     v_local = v
     x_sq = squared_norm(x)  # the same at every step
     for _ in range(steps):
-        u, _ = solve_basis(x, v_local, u, params.basis_weight(v_local), params.basis, x_squared_norm=x_sq)
+        u = params.basis_step(x, u, v_local, x_squared_norm=x_sq)
         v_local = prox_l21_nonneg(v_local - alpha * grad_v(x, u, v_local), alpha * params.mu)
     return v_local, u
 
@@ -137,8 +138,18 @@ class FedVRAParams:
     """
 
     rho: float = 5.0
-    dual_step: float = 1.0
-    aggregation_step: float = 1.0
+    dual_step: float = option(
+        "sonmf.fedvra-dual-step",
+        1.0,
+        Interval(float, 0, None, closed="neither"),
+        "fedvra-u: dual step a, Lambda_p += a * rho * (V_p - V^s) ([A] 1, as in ADMM).",
+    )
+    aggregation_step: float = option(
+        "sonmf.fedvra-aggregation-step",
+        1.0,
+        Interval(float, 0, 1, closed="right"),
+        "fedvra-u: aggregation step d, V^{s+1} = V^s + d (prox point - V^s) ([A] 1, as in ADMM).",
+    )
 
 
 def fedvra_local_round(
@@ -177,7 +188,7 @@ def fedvra_local_round(
     v_local = v
     x_sq = squared_norm(x)  # the same at every step
     for _ in range(params.local_steps):
-        u, _ = solve_basis(x, v_local, u, params.basis_weight(v_local), params.basis, x_squared_norm=x_sq)
+        u = params.basis_step(x, u, v_local, x_squared_norm=x_sq)
         v_local = v_local - alpha * (grad_v(x, u, v_local) + dual + rho * (v_local - v))
     dual = dual + vra.dual_step * rho * (v_local - v)
     return v_local + dual / rho, dual, u

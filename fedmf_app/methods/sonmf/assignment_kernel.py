@@ -1,4 +1,4 @@
-"""Compiled row-assignment ascent of the ``U`` solver (``sonmf.basis-solver = "assignment"``).
+"""Compiled row-assignment ascent of the ``U`` solver (``BasisSolverOptions.method = "assignment"``).
 
 On the feasible set ``{U >= 0, U^T U = I}`` the columns of ``U`` have disjoint supports ``S_j``, and
 for fixed supports the best unit columns are ``u_j = A^+_{S_j, j} / ||A^+_{S_j, j}||``. The
@@ -11,8 +11,8 @@ subproblem is therefore the choice of one owner column per feature (row),
 and :func:`assignment_ascent` moves one row at a time to the column that raises this value most,
 until no single move raises it. Each pass costs ``O(d r)``.
 
-A view with fewer features than columns (``d < r``, ``sonmf.narrow-views = "empty-columns"``) has
-the feasible set :math:`\\{U \\ge 0,\\ U^\\top U = \\operatorname{diag}(\\delta),\\ \\delta_j \\in
+A view with fewer features than columns (``d < r``) has the feasible set
+:math:`\\{U \\ge 0,\\ U^\\top U = \\operatorname{diag}(\\delta),\\ \\delta_j \\in
 \\{0, 1\\}\\}`: a column is either a unit vector or zero. There an active column ``j`` also costs
 :math:`c_j = \\|V_{j\\cdot}\\|^2 + \\rho_1/2` (the terms of :math:`\\|UV\\|_F^2 + \\frac{\\rho_1}2
 \\|U\\|_F^2` that are constant when every column is a unit vector), a column is active exactly when

@@ -51,6 +51,7 @@ from fedmf_app.methods.sonmf.updates import SONMFParams, client_diagnostics, fix
 from fedmf_app.methods.sonmf.upload_bounds import round_bounds, sketch_bound
 
 __all__ = [
+    "CLIENTS",
     "FedMAvgClient",
     "FedMGSClient",
     "FedSONMFClient",
@@ -289,3 +290,12 @@ class FedVRAUClient(SparseONMFClient):
         dual = state.get("dual", np.zeros_like(v))
         upload, dual, u_end = fedvra_local_round(x, u, v, dual, self.make_params(), self.options.fedvra)
         return LocalWork(upload=upload, u=u_end, v=v, state={"dual": dual})
+
+
+#: The family's NumPyClient per run-config ``algorithm`` (read by :func:`fedmf_app.registry.client_class`).
+CLIENTS: dict[str, type[SparseONMFClient]] = {
+    "fedsonmf": FedSONMFClient,
+    "fedmavg": FedMAvgClient,
+    "fedmgs": FedMGSClient,
+    "fedvra-u": FedVRAUClient,
+}

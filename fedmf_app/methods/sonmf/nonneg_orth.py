@@ -47,10 +47,13 @@ from fedmf_app.common.feasible_basis import project_oblique_nonneg, random_feasi
 from fedmf_app.methods.sonmf.assignment_kernel import assignment_ascent, compiled_assignment_ascent
 from fedmf_app.methods.sonmf.penalty_kernel import compiled_penalty_loop, penalty_loop
 from fedmf_app.methods.sonmf.residual_products import residual_times_vt, squared_norm, squared_residual
+from fedmf_app.options.constraints import OneOf
+from fedmf_app.options.schema import option
 
 __all__ = [
     "BASIS_SOLVERS",
     "BasisSolverOptions",
+    "BasisStep",
     "BasisSolveInfo",
     "basis_objective",
     "basis_residual",
@@ -64,6 +67,9 @@ __all__ = [
 
 #: Methods of the basis subproblem (``BasisSolverOptions.method``).
 BASIS_SOLVERS = ("assignment", "penalty")
+
+#: How the solver's loop runs (``BasisSolverOptions.kernel``).
+BASIS_KERNELS = ("compiled", "numpy")
 
 
 @dataclass(frozen=True)
@@ -91,8 +97,6 @@ class BasisSolverOptions:
         factorisation.
     feasibility_tol : float
         Outer stop when ``| ||Uw||^2 - 1 | <= feasibility_tol``.
-    polish : bool
-        [A, on by default] After rounding, replace each column by the exact minimiser on its support.
     scale : bool
         [A, on by default] Divide the subproblem by ``||2 X V^T + rho1 U0||_F`` so that ``sigma0``
         means the same at every data scale.
@@ -117,9 +121,17 @@ class BasisSolverOptions:
     inner_tol_decay: float = 0.98
     inner_tol_min: float = 1e-7
     feasibility_tol: float = 1e-8
-    polish: bool = True
     scale: bool = True
-    kernel: str = "compiled"
+    kernel: str = option(
+        "sonmf.basis-kernel",
+        "compiled",
+        OneOf(BASIS_KERNELS),
+        "U solver: its loop (the assignment ascent or the penalty loop) compiled by numba "
+        "(`compiled`, [A]: 5-20x faster per solve; "
+        "compiled once per machine and app version, then about 1 s per process to load) or in "
+        "`numpy` (no numba: better where each message starts a new process, as on a "
+        "deployed SuperNode; the federation command's default).",
+    )
     method: str = "assignment"
 
     def __post_init__(self) -> None:
@@ -153,6 +165,117 @@ class BasisSolveInfo:
     rounded: bool
     kept_start: bool
     objective: float
+
+
+@dataclass(frozen=True)
+class BasisStep:
+    """The ``U`` step of a run, built once (:attr:`~fedmf_app.methods.sonmf.updates.SONMFParams.basis_step`):
+    the solver with its options and the proximal weight's rule. Every ``U`` step of paper A's
+    methods calls it; what the solver needs of ``V`` it says itself (:attr:`needs_gram`).
+
+    Parameters
+    ----------
+    options : BasisSolverOptions
+        The solver (assignment ascent or penalty method) and its loop (compiled or numpy).
+    rho1 : float
+        :math:`\\rho_1`, the proximal weight, relative to the data term (``rho1_scale = "data"``) or
+        as it is (``"absolute"``).
+    rho1_scale : {"data", "absolute"}
+    """
+
+    options: BasisSolverOptions
+    rho1: float
+    rho1_scale: str
+
+    @property
+    def needs_gram(self) -> bool:
+        """Whether the solver reads all of :math:`VV^\\top` (the penalty method) rather than only its
+        diagonal, the rows' squared norms (the assignment ascent)."""
+        return self.options.method != "assignment"
+
+    def weight(self, v_squared_norm: float, rank: int) -> float:
+        """Proximal weight of a step at a ``V`` with :math:`\\|V\\|_F^2` = ``v_squared_norm``.
+
+        With ``rho1_scale = "data"``, :math:`\\rho_1 \\cdot 2\\|V\\|_F^2 / r`: on the feasible set the
+        subproblem is :math:`\\text{const} - \\langle U, 2XV^\\top + \\rho_1 U_0\\rangle`, and with
+        :math:`V \\approx U^\\top X` the data part :math:`\\langle U, 2XV^\\top\\rangle \\approx 2\\|V\\|_F^2`
+        while the proximal part :math:`\\rho_1\\langle U, U_0\\rangle \\le \\rho_1 r`; so ``rho1`` is
+        the weight of the pull towards :math:`U_0` relative to the data's, at every data scale.
+
+        Parameters
+        ----------
+        v_squared_norm : float
+        rank : int
+
+        Returns
+        -------
+        float
+        """
+        if self.rho1_scale == "absolute":
+            return self.rho1
+        return self.rho1 * 2.0 * v_squared_norm / rank
+
+    def __call__(
+        self,
+        x: np.ndarray,
+        u: np.ndarray,
+        v: np.ndarray,
+        *,
+        xvt: np.ndarray | None = None,
+        x_squared_norm: float | None = None,
+    ) -> np.ndarray:
+        """One ``U`` step at ``v`` from the feasible ``u`` (:func:`solve_basis`).
+
+        Parameters
+        ----------
+        x : ndarray or scipy sparse matrix, shape (d, n)
+        u : ndarray, shape (d, r)
+            Warm start and proximal centre.
+        v : ndarray, shape (r, n)
+        xvt : ndarray, shape (d, r), optional
+            :math:`XV^\\top` when the caller has it.
+        x_squared_norm : float, optional
+            :math:`\\|X\\|_F^2` when the caller has it.
+
+        Returns
+        -------
+        ndarray, shape (d, r)
+        """
+        weight = self.weight(float(np.vdot(v, v)), v.shape[0])
+        return solve_basis(x, v, u, weight, self.options, xvt=xvt, x_squared_norm=x_squared_norm)[0]
+
+    def at_products(
+        self,
+        x: np.ndarray,
+        u: np.ndarray,
+        xvt: np.ndarray,
+        row_squared_norms: np.ndarray,
+        gram: np.ndarray | None,
+        x_squared_norm: float,
+    ) -> np.ndarray:
+        """One ``U`` step at a ``V`` known only through its products with ``X`` and itself.
+
+        Parameters
+        ----------
+        x : ndarray, shape (d, n)
+        u : ndarray, shape (d, r)
+        xvt : ndarray, shape (d, r)
+            :math:`XV^\\top`.
+        row_squared_norms : ndarray, shape (r,)
+            :math:`\\|v_j\\|^2`, the diagonal of :math:`VV^\\top`.
+        gram : ndarray, shape (r, r), or None
+            :math:`VV^\\top`, needed only when :attr:`needs_gram`.
+        x_squared_norm : float
+
+        Returns
+        -------
+        ndarray, shape (d, r)
+        """
+        weight = self.weight(float(row_squared_norms.sum()), row_squared_norms.size)
+        vvt = gram if self.needs_gram else np.diag(row_squared_norms)
+        return solve_basis(x, None, u, weight, self.options, xvt=xvt, x_squared_norm=x_squared_norm, vvt=vvt)[
+            0
+        ]
 
 
 def polish_on_supports(u: np.ndarray, a: np.ndarray, cost: np.ndarray | None = None) -> np.ndarray:
@@ -341,7 +464,7 @@ def solve_basis(
     rounded = round_to_feasible(u)
     candidate = None
     if rounded is not None:
-        candidate = polish_on_supports(rounded, a) if options.polish else rounded
+        candidate = polish_on_supports(rounded, a)
     if candidate is not None:
         value = phi(candidate)
         if value <= phi0:

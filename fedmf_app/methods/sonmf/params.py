@@ -1,11 +1,13 @@
-"""Paper A's family: the parameters, typed, built once from the validated run config.
+"""Paper A's family: the parameters, each ``sonmf.*`` key declared once beside its field.
 
-:func:`sonmf_options` turns the ``sonmf.*`` keys of a validated run config into one
-:class:`SONMFOptions`; the Flower adapters (:mod:`~fedmf_app.methods.sonmf.client`,
-:mod:`~fedmf_app.methods.sonmf.strategy`) read it and never the config's ``sonmf.*`` keys. The
-maths takes :class:`~fedmf_app.methods.sonmf.updates.SONMFParams` (the proposed method's steps,
-also FedMGS's) and :class:`~fedmf_app.methods.sonmf.adapted_updates.FedVRAParams`. The keys
-themselves (defaults, constraints, help) are :mod:`fedmf_app.methods.sonmf.options`.
+:class:`SONMFOptions` declares every ``sonmf.*`` run-config key (default, constraint, help:
+:func:`~fedmf_app.options.schema.option`), some in the kernel parameters it groups:
+:class:`~fedmf_app.methods.sonmf.updates.SONMFParams` (the proposed method's steps, also
+FedMGS's), its :class:`~fedmf_app.methods.sonmf.nonneg_orth.BasisSolverOptions` and
+:class:`~fedmf_app.methods.sonmf.adapted_updates.FedVRAParams`, whose defaults are therefore the
+run config's. :func:`sonmf_options` builds it from a validated run config; the Flower adapters
+(:mod:`~fedmf_app.methods.sonmf.client`, :mod:`~fedmf_app.methods.sonmf.strategy`) read it and
+never the config's ``sonmf.*`` keys.
 """
 
 from __future__ import annotations
@@ -15,86 +17,165 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fedmf_app.data.synthetic import AUTO_RANK_DEFAULT, planted_rank
-from fedmf_app.methods.sonmf.adapted_updates import FedVRAParams
-from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions
+from fedmf_app.methods.sonmf.adapted_updates import FEDMAVG_SCHEDULES, FedVRAParams
+from fedmf_app.methods.sonmf.clustering import CLUSTER_COLUMNS
 from fedmf_app.methods.sonmf.updates import SONMFParams
+from fedmf_app.options.constraints import Boolean, Interval, OneOf
+from fedmf_app.options.schema import from_run_config, group, option
 
 __all__ = [
     "SONMFOptions",
+    "STARTS",
     "basis_init",
-    "fedmgs_params",
-    "fedvra_params",
     "rank_error",
     "resolve_cluster_columns",
     "resolve_rank",
     "sonmf_options",
-    "sonmf_params",
     "start",
 ]
+
+#: How a run starts ``V`` and the ``U_p``.
+STARTS = ("auto", "sketch", "random")
 
 
 @dataclass(frozen=True)
 class SONMFOptions:
-    """Every ``sonmf.*`` run-config key of a run, typed (see docs/options.md for each).
+    """Every ``sonmf.*`` run-config key of a run, typed, each declared beside its field (see
+    docs/options.md for each).
 
     Attributes
     ----------
-    steps : SONMFParams
-        The proposed method's kernel parameters (:func:`sonmf_params`).
-    fedmgs : SONMFParams
-        Adapted FedMGS's: the server-only ``V`` update with ``sonmf.fedmgs-step``
-        (:func:`fedmgs_params`).
-    fedvra : FedVRAParams
-        Adapted FedVRA-U's steps (:func:`fedvra_params`).
-    start : {"sketch", "random"}
-        ``sonmf.start``, ``auto`` resolved by the data set (:func:`start`).
-    basis_init : {"random", "kmeans"}
-        ``sonmf.basis-init``, ``auto`` resolved (:func:`basis_init`).
+    diagnostics : bool
     rank : int
         ``sonmf.rank`` (0: auto, :func:`resolve_rank`).
     rank_per_cluster : int
-    narrow_views : {"empty-columns", "cap-rank"}
-        ``sonmf.narrow-views``: how a view with fewer features than the rank is handled.
-    synthetic : bool
-        Whether the run's data set is the synthetic generator (the rank is then the planted one).
+    steps : SONMFParams
+        The proposed method's kernel parameters (with the ``U`` solver's, ``sonmf.basis-*``).
+    fedmavg_schedule : str
+    fedvra : FedVRAParams
+        Adapted FedVRA-U's steps.
+    start : {"auto", "sketch", "random"}
+        ``sonmf.start``; ``auto`` resolved by the data set in :func:`sonmf_options`.
+    sketch_reading : {"clusters", "nndsvd"}
+        [A] How the sketch start reads ``V^1`` from the leading singular vectors ``W``: k-means
+        groups of ``W``'s unit-norm rows as indicators (``clusters``) or NNDSVD.
+    basis_init : {"random", "kmeans"}
+        [A] Initial ``U_p`` of the random start: random on synthetic data, k-means on the
+        client's features on real data (:func:`basis_init`).
     cluster_columns : str
         ``sonmf.cluster-columns`` (``auto``: :func:`resolve_cluster_columns`).
-    v_init_scale : float
-    sketch_reading : str
-    diagnostics : bool
-    fedmavg_schedule : str
-    residual_eps : float
     stop_ratio : float
         ``sonmf.stop-ratio`` (0: no convergence stop).
     stop_change : float
         ``sonmf.stop-change`` (0: no stop on the objective's change).
     stop_patience : int
         ``sonmf.stop-patience``.
+    synthetic : bool
+        Whether the run's data set is the synthetic generator (the rank is then the planted one);
+        not a key.
     """
 
-    steps: SONMFParams
-    fedmgs: SONMFParams
-    fedvra: FedVRAParams
-    start: str
-    basis_init: str
-    rank: int
-    rank_per_cluster: int
-    narrow_views: str
-    synthetic: bool
-    cluster_columns: str
-    v_init_scale: float
-    sketch_reading: str
-    diagnostics: bool
-    fedmavg_schedule: str
-    residual_eps: float
-    stop_ratio: float
-    stop_change: float
-    stop_patience: int
+    diagnostics: bool = option(
+        "sonmf.diagnostics",
+        True,
+        Boolean(),
+        "Clients also upload grad_V f_p(U_p^{s,0}, V^s) (r x n) and two scalars so the server can "
+        "compute the objective and the stationarity residual; doubles the upload.",
+    )
+    rank: int = option(
+        "sonmf.rank",
+        0,
+        Interval(
+            int,
+            0,
+            None,
+            closed="left",
+            text="an integer >= 0, <= the largest view's dimension",
+        ),
+        "Rank r; 0 = auto ([A]): synthetic data 6 (paper), real data sonmf.rank-per-cluster "
+        "times the number of clusters (num-clusters, else the ground-truth classes), capped at the "
+        "largest view's dimension (6 without either). A view with fewer features d_p than r, "
+        "where U_p^T U_p = I is impossible, gets a U_p with zero columns ([A]: U_p >= 0, "
+        "U_p^T U_p diagonal with 0/1 entries, at most d_p nonzero columns; a component that view "
+        "does not use leaves its term); it needs sonmf.start = sketch (or auto on real data).",
+    )
+    rank_per_cluster: int = option(
+        "sonmf.rank-per-cluster",
+        3,
+        Interval(int, 1, None, closed="left"),
+        "Components per cluster of the auto rank on real data ([A] 3: with a nonnegative "
+        "orthonormal U_p every feature belongs to one component, and one component per cluster "
+        "puts the features common to all clusters in one of them; 3 is ahead of 2 on BBCSport, "
+        "ORL and Sonar and behind on 3Sources and Yale, 3 seeds; paper: r = #clusters, 1).",
+    )
+    steps: SONMFParams = group(SONMFParams)
+    fedmavg_schedule: str = option(
+        "sonmf.fedmavg-schedule",
+        "decreasing",
+        OneOf(FEDMAVG_SCHEDULES),
+        "fedmavg: local steps in round s, ceil(tau / sqrt(s)) or tau ([A] decreasing).",
+    )
+    fedvra: FedVRAParams = group(FedVRAParams)
+    start: str = option(
+        "sonmf.start",
+        "auto",
+        OneOf(STARTS),
+        "How V^1 and the U_p start: `sketch` (before round 1 each client sends X_p^T X_p Omega, "
+        "Omega an n x (r + 10) Gaussian drawn from the seed, always as a masked sum, so it needs "
+        "num-clients >= 2; from the sum the server takes the stacked views' leading singular pairs "
+        "by a Nystrom sketch and reads V^1 from them (k-means groups of the samples' directions); "
+        "each client fits U_p to V^1), `random` (V^1 = |N(0, 1)|, U_p random on synthetic data, "
+        "k-means on the client's features on real data), "
+        "`auto` ([A]): random on synthetic data (paper A's protocol) and with one client, sketch on "
+        "real data.",
+    )
+    sketch_reading: str = "clusters"
+    basis_init: str = "random"
+    cluster_columns: str = option(
+        "sonmf.cluster-columns",
+        "auto",
+        OneOf(CLUSTER_COLUMNS),
+        "Final clustering: k-means on the columns of V as they are (`as-is`), each scaled to "
+        "unit l2 norm first (`unit-norm`, the cosine geometry), or each scaled to sum one and "
+        "square-rooted (`hellinger`: a sample's loadings read as proportions, compared by the "
+        "Hellinger distance); an all-zero column stays zero. `auto` ([A]): hellinger when every "
+        "view looks like counts or bag of words (at least 90 % zeros, no negative entry: the "
+        "rule of sample-normalisation = auto), as-is otherwise.",
+    )
+    stop_ratio: float = option(
+        "sonmf.stop-ratio",
+        1e-15,
+        Interval(float, 0, 1, closed="left"),
+        "Convergence stop: the run ends after the first round whose residual ratio R^s/R^1 is "
+        "<= this ([A] 1e-15: on the development sets the clustering is then the 100-round one; "
+        "0: always run num-server-rounds; needs sonmf.diagnostics).",
+    )
+    stop_change: float = option(
+        "sonmf.stop-change",
+        1e-3,
+        Interval(float, 0, 1, closed="left"),
+        "Convergence stop: the run ends once the objective's relative change between rounds has "
+        "been <= this for sonmf.stop-patience rounds in a row ([A] 1e-3: on the development sets "
+        "the clustering has then settled; 0: off; needs sonmf.diagnostics).",
+    )
+    stop_patience: int = option(
+        "sonmf.stop-patience",
+        3,
+        Interval(int, 1, None, closed="left"),
+        "Rounds in a row whose objective change is <= sonmf.stop-change before the run stops ([A] 3).",
+    )
+    synthetic: bool = False
+
+    @property
+    def fedmgs(self) -> SONMFParams:
+        """Kernel parameters of adapted FedMGS: the server-only ``V`` update with step
+        :math:`\\tilde\\eta` (the proposed method's step per round) and no drift correction."""
+        return replace(self.steps, v_update="server", server_step="effective", drift_correction=False)
 
 
 def sonmf_options(cfg: Mapping[str, Any]) -> SONMFOptions:
     """Every ``sonmf.*`` key of a validated run config, as :class:`SONMFOptions` (built once per
-    Strategy or client).
+    Strategy or client), with ``sonmf.start`` and the random start's ``U_p`` resolved.
 
     Parameters
     ----------
@@ -105,25 +186,12 @@ def sonmf_options(cfg: Mapping[str, Any]) -> SONMFOptions:
     -------
     SONMFOptions
     """
-    return SONMFOptions(
-        steps=sonmf_params(cfg),
-        fedmgs=fedmgs_params(cfg),
-        fedvra=fedvra_params(cfg),
+    return from_run_config(
+        SONMFOptions,
+        cfg,
         start=start(cfg),
         basis_init=basis_init(cfg),
-        rank=cfg["sonmf.rank"],
-        rank_per_cluster=cfg["sonmf.rank-per-cluster"],
-        narrow_views=cfg["sonmf.narrow-views"],
         synthetic=cfg["dataset"] == "synthetic",
-        cluster_columns=cfg["sonmf.cluster-columns"],
-        v_init_scale=cfg["sonmf.v-init-scale"],
-        sketch_reading=cfg["sonmf.sketch-reading"],
-        diagnostics=cfg["sonmf.diagnostics"],
-        fedmavg_schedule=cfg["sonmf.fedmavg-schedule"],
-        residual_eps=cfg["sonmf.residual-eps"],
-        stop_ratio=cfg["sonmf.stop-ratio"],
-        stop_change=cfg["sonmf.stop-change"],
-        stop_patience=cfg["sonmf.stop-patience"],
     )
 
 
@@ -144,14 +212,14 @@ def resolve_rank(options: SONMFOptions, num_clusters: int | None, view_dims: lis
     int
         ``sonmf.rank`` when it is set; else (auto) the planted rank for synthetic data, otherwise
         ``min(sonmf.rank-per-cluster * num_clusters, cap)``, or ``min(AUTO_RANK_DEFAULT, cap)``
-        when the clusters are not known; ``cap = max_p d_p`` (``min_p d_p`` under
-        ``sonmf.narrow-views = "cap-rank"``).
+        when the clusters are not known; ``cap = max_p d_p`` (a narrower view gets zero
+        columns in its ``U_p``).
     """
     if options.rank > 0:
         return int(options.rank)
     if options.synthetic:
         return planted_rank(options.rank)
-    cap = min(view_dims) if options.narrow_views == "cap-rank" else max(view_dims)
+    cap = max(view_dims)
     if num_clusters is None:
         return int(min(AUTO_RANK_DEFAULT, cap))
     return int(min(options.rank_per_cluster * num_clusters, cap))
@@ -172,22 +240,16 @@ def rank_error(options: SONMFOptions, rank: int, view_dims: list[int]) -> str | 
     Returns
     -------
     str or None
-        Under ``sonmf.narrow-views = "cap-rank"`` every view needs ``d_p >= r``; under
-        ``"empty-columns"`` one view does, and a view with ``d_p < r`` needs the sketch start and
-        the assignment ``U`` solver (the random starts and the penalty method assume
-        ``U_p^T U_p = I``).
+        One view needs ``d_p >= r``, and a view with ``d_p < r`` needs the sketch start (the
+        random starts assume ``U_p^T U_p = I``).
     """
     narrow = [p for p, d in enumerate(view_dims) if d < rank]
     if not narrow:
         return None
-    if options.narrow_views == "cap-rank":
-        return "every view needs at least that many features for a nonnegative orthonormal basis"
     if len(narrow) == len(view_dims):
         return "at least one view needs that many features"
     if options.start != "sketch":
         return "a view with fewer features than the rank needs sonmf.start = sketch"
-    if options.steps.basis.method != "assignment":
-        return "a view with fewer features than the rank needs sonmf.basis-solver = assignment"
     return None
 
 
@@ -212,105 +274,18 @@ def resolve_cluster_columns(options: SONMFOptions, sparse_counts: list[bool]) ->
     return "hellinger" if sparse_counts and all(sparse_counts) else "as-is"
 
 
-def _resolve_auto(cfg: Mapping[str, Any], key: str, synthetic: str, real: str) -> str:
-    """``cfg[key]``, with ``auto`` resolved by the data set: ``synthetic`` on synthetic data,
-    ``real`` otherwise.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Validated run config.
-    key : str
-    synthetic, real : str
-
-    Returns
-    -------
-    str
-    """
-    if cfg[key] != "auto":
-        return cfg[key]
-    return synthetic if cfg["dataset"] == "synthetic" else real
-
-
 def basis_init(cfg: Mapping[str, Any]) -> str:
-    """How clients start ``U_p`` under the random start (``sonmf.basis-init``): ``"random"`` or
-    ``"kmeans"`` (``auto``: random on synthetic data, k-means on real data)."""
-    return _resolve_auto(cfg, "sonmf.basis-init", "random", "kmeans")
+    """How clients start ``U_p`` under the random start: ``"random"`` on synthetic data (paper A's
+    protocol), ``"kmeans"`` on real data ([A])."""
+    return "random" if cfg["dataset"] == "synthetic" else "kmeans"
 
 
 def start(cfg: Mapping[str, Any]) -> str:
     """How the run starts ``V^1`` and the ``U_p`` (``sonmf.start``): ``"sketch"`` or ``"random"``
     (``auto``: random on synthetic data, paper A's protocol, and with one client, whose sketch
     could not be masked; the sketch on real data)."""
-    if cfg["sonmf.start"] == "auto" and int(cfg["num-clients"]) < 2:
+    if cfg["sonmf.start"] != "auto":
+        return cfg["sonmf.start"]
+    if int(cfg["num-clients"]) < 2 or cfg["dataset"] == "synthetic":
         return "random"
-    return _resolve_auto(cfg, "sonmf.start", "random", "sketch")
-
-
-def sonmf_params(cfg: Mapping[str, Any]) -> SONMFParams:
-    """Kernel parameters of paper A's method from a validated run config.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Output of :func:`fedmf_app.registry.validate_run_config`.
-
-    Returns
-    -------
-    SONMFParams
-    """
-    return SONMFParams(
-        local_steps=cfg["sonmf.local-steps"],
-        local_lr=cfg["sonmf.local-lr"],
-        global_lr=cfg["sonmf.global-lr"],
-        mu=cfg["sonmf.mu"],
-        rho1=cfg["sonmf.rho1"],
-        rho1_scale=cfg["sonmf.rho1-scale"],
-        drift_correction=cfg["sonmf.drift-correction"],
-        v_update=cfg["sonmf.v-update"],
-        server_step=cfg["sonmf.server-step"],
-        basis=BasisSolverOptions(
-            sigma0=cfg["sonmf.basis-sigma0"],
-            max_outer=cfg["sonmf.basis-max-outer"],
-            inner_tol0=cfg["sonmf.basis-inner-tol"],
-            polish=cfg["sonmf.basis-polish"],
-            kernel=cfg["sonmf.basis-kernel"],
-            method=cfg["sonmf.basis-solver"],
-        ),
-    )
-
-
-def fedmgs_params(cfg: Mapping[str, Any]) -> SONMFParams:
-    """Kernel parameters of adapted FedMGS: the server-only ``V`` update with step ``sonmf.fedmgs-step``.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Output of :func:`fedmf_app.registry.validate_run_config`.
-
-    Returns
-    -------
-    SONMFParams
-    """
-    return replace(
-        sonmf_params(cfg), v_update="server", server_step=cfg["sonmf.fedmgs-step"], drift_correction=False
-    )
-
-
-def fedvra_params(cfg: Mapping[str, Any]) -> FedVRAParams:
-    """Steps of adapted FedVRA-U from a validated run config.
-
-    Parameters
-    ----------
-    cfg : mapping
-        Output of :func:`fedmf_app.registry.validate_run_config`.
-
-    Returns
-    -------
-    FedVRAParams
-    """
-    return FedVRAParams(
-        rho=cfg["sonmf.fedvra-rho"],
-        dual_step=cfg["sonmf.fedvra-dual-step"],
-        aggregation_step=cfg["sonmf.fedvra-aggregation-step"],
-    )
+    return "sketch"

@@ -1,4 +1,4 @@
-"""Penalty loop of the ``U`` solver (``sonmf.basis-solver = "penalty"``,
+"""Penalty loop of the ``U`` solver (``BasisSolverOptions.method = "penalty"``,
 :func:`~fedmf_app.methods.sonmf.nonneg_orth.solve_basis`), as plain Python and compiled by numba.
 
 The matrices are ``d x r`` with small ``r``, so the loop is written element by element.

@@ -45,14 +45,14 @@ def plot_residuals(result: dict[str, Any], path: str | Path, title: str) -> Path
     result : dict
         Content of a ``result.json``.
     path : str or Path
-        PNG file to write.
+        Where ``residuals.png`` goes.
     title : str
-        The figure's title (the run: algorithm, data, seed).
+        The run (algorithm, h, tau, m, seed), above the three panels.
 
     Returns
     -------
     Path
-        ``path``.
+        The written ``residuals.png``.
     """
     rounds = result["rounds"]
     s = [r["round"] for r in rounds]

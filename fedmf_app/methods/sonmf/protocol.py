@@ -17,15 +17,14 @@ from typing import Any
 from fedmf_app.data.synthetic import AUTO_RANK_DEFAULT, planted_rank
 from fedmf_app.federated.protocol import Bound, Cap, Fact, Part, Sizes, Stage
 from fedmf_app.federated.stages import CLUSTERS, MAX_CLUSTERS, family_protocol
-from fedmf_app.methods.sonmf.options import OPTIONS
-from fedmf_app.methods.sonmf.params import start
+from fedmf_app.methods.sonmf.params import SONMFOptions, start
 from fedmf_app.methods.sonmf.start import OVERSAMPLING
 from fedmf_app.methods.sonmf.upload_bounds import UploadBounds, gradient_bound, loss_bound
 
 __all__ = ["PROTOCOL", "bounded", "sketch_width", "unit_views"]
 
 #: The auto rule's components per cluster with the default options (the default cap's factor).
-_DEFAULT_RANK_PER_CLUSTER = next(o.default for o in OPTIONS if o.key == "sonmf.rank-per-cluster")
+_DEFAULT_RANK_PER_CLUSTER = SONMFOptions().rank_per_cluster
 
 
 def sketch_width(rank: int, n: int) -> int:
@@ -40,9 +39,10 @@ def unit_views(cfg: Mapping[str, Any]) -> bool:
 
 
 def bounded(cfg: Mapping[str, Any]) -> bool:
-    """Whether the model bounds a client's uploads in this run: unit-norm views (:func:`unit_views`)
-    and the ``assignment`` ``U`` solver (exactly orthonormal or zero columns)."""
-    return unit_views(cfg) and cfg["sonmf.basis-solver"] == "assignment"
+    """Whether the model bounds a client's uploads in this run: unit-norm views (:func:`unit_views`);
+    a run's ``U`` solver is the assignment ascent, whose ``U_p`` has exactly orthonormal or zero
+    columns."""
+    return unit_views(cfg)
 
 
 def _rank_rule(cfg: Mapping[str, Any], clusters: int, rank_per_cluster: int) -> int:

@@ -109,7 +109,11 @@ def gradient_mapping(v: np.ndarray, v_next: np.ndarray, effective_lr: float) -> 
     return float(np.linalg.norm((v - v_next) / effective_lr) ** 2)
 
 
-def normalised_residuals(history: Sequence[float], eps: float = 1e-12) -> tuple[float, float]:
+#: [A] Floor of the residual normaliser :math:`\\max(R^1, \\varepsilon)`.
+RESIDUAL_EPS = 1e-12
+
+
+def normalised_residuals(history: Sequence[float], eps: float = RESIDUAL_EPS) -> tuple[float, float]:
     """Both normalisations of the latest residual.
 
     Parameters
@@ -117,7 +121,7 @@ def normalised_residuals(history: Sequence[float], eps: float = 1e-12) -> tuple[
     history : sequence of float
         :math:`R^1, \\dots, R^s` (non-empty).
     eps : float
-        Floor of the normaliser :math:`\\max(R^1, \\varepsilon)` ([A] 1e-12).
+        Floor of the normaliser :math:`\\max(R^1, \\varepsilon)` (:data:`RESIDUAL_EPS`).
 
     Returns
     -------

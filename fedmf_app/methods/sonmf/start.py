@@ -11,7 +11,7 @@ Tropp et al. 2017), whose top ``r`` eigenpairs :math:`(\\sigma_j^2, w_j)` are th
 values and right singular vectors of :math:`X` (exact when :math:`\\operatorname{rank} G \\le l`).
 
 :math:`V^1` (:func:`coefficients_from_sketch`) is read from the leading right singular vectors
-``W`` (``n x r``) in one of two ways (``sonmf.sketch-reading``):
+``W`` (``n x r``) in one of two ways (``SONMFOptions.sketch_reading``):
 
 * ``"clusters"`` ([A], the default): k-means into ``r`` groups on the rows of ``W`` scaled to unit
   norm (the samples' directions in the stacked views' leading subspace, as in spectral

@@ -5,9 +5,9 @@ FedVRA-U hold one global :math:`V` (``r x n``) and differ only in what the clien
 the server turns the uploads into :math:`V^{s+1}`. :class:`SparseONMFStrategy` does the rest, the
 same way for all of them, so that their records can be compared:
 
-* before round 1: checks that the views allow the rank (``rank <= d_p``, see
-  ``sonmf.narrow-views``); draws :math:`\\bar V^1 = c\\,|N(0,1)|`
-  (``v-init-scale`` = c, the server's seed stream) and sets :math:`V^1 = P_{t\\mu}(\\bar V^1)` with
+* before round 1: checks that the views allow the rank (``rank <= max_p d_p``; a narrower view
+  needs the sketch start); draws :math:`\\bar V^1 = |N(0,1)|`
+  (the server's seed stream) and sets :math:`V^1 = P_{t\\mu}(\\bar V^1)` with
   the method's server prox step ``t``;
 * each round, with ``diagnostics = true`` (every client then appends
   :math:`\\nabla_V f_p(U_p^{s,0}, V^s)` to its upload and reports its loss and ``U`` residual):
@@ -88,6 +88,7 @@ from fedmf_app.methods.sonmf.plots import plot_residuals
 from fedmf_app.methods.sonmf.protocol import PROTOCOL
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residuals import (
+    RESIDUAL_EPS,
     gradient_mapping,
     normalised_residuals,
     residual_v,
@@ -99,6 +100,7 @@ from fedmf_app.methods.sonmf.updates import SONMFParams, prox_gradient_step, reg
 from fedmf_app.methods.sonmf.upload_bounds import UploadBounds, round_bounds, sketch_bound
 
 __all__ = [
+    "STRATEGIES",
     "FedMAvgStrategy",
     "FedMGSStrategy",
     "FedSONMFStrategy",
@@ -133,11 +135,8 @@ class ServerUpdate:
 class SparseONMFStrategy(ViewFederationStrategy):
     """Base strategy of paper A's model: global ``V``, diagnostics, residuals, summary, plots.
 
-    Parameters
-    ----------
-    cfg : dict
-        Validated run config.
-    recorder : RunRecorder
+    Built from ``cfg`` and ``recorder`` as
+    :class:`~fedmf_app.federated.strategy.ViewFederationStrategy` is.
 
     Attributes
     ----------
@@ -212,14 +211,14 @@ class SparseONMFStrategy(ViewFederationStrategy):
 
     def initial_arrays(self) -> list[np.ndarray]:
         """:math:`\\bar V^1` from the federated sketch (``sonmf.start = "sketch"``:
-        :meth:`sketched_start`) or :math:`c\\,|N(0,1)|^{r \\times n}` (``"random"``, [A]
-        ``sonmf.v-init-scale`` = c); :math:`V^1 = P_{t\\mu}(\\bar V^1)`."""
+        :meth:`sketched_start`) or :math:`|N(0,1)|^{r \\times n}` (``"random"``, [A]);
+        :math:`V^1 = P_{t\\mu}(\\bar V^1)`."""
         n = int(self.client_info[0]["num-samples"])
         if self.options.start == "sketch":
             v_bar = self.sketched_start(n)
         else:
             rng = rng_for(self.shared.seed, Stream.SERVER_INIT)
-            v_bar = self.options.v_init_scale * np.abs(rng.standard_normal((self.rank, n)))
+            v_bar = np.abs(rng.standard_normal((self.rank, n)))
         self.v = prox_l21_nonneg(v_bar, self.initial_prox_step * self.params.mu)
         broadcast = self.initial_broadcast(v_bar)
         self.upload_bounds = self._round_bounds(broadcast[0], 1, None, None)
@@ -330,7 +329,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
             else:
                 r_v = residual_v(update.prox_input, update.v_next, mean_grad, update.prox_step)
             self._residuals.append(r_v + r_u)
-            ratio, running = normalised_residuals(self._residuals, self.options.residual_eps)
+            ratio, running = normalised_residuals(self._residuals)
             record.update(
                 objective=loss + regulariser(self.v, self.params.mu),
                 residual=r_v + r_u,
@@ -373,7 +372,7 @@ class SparseONMFStrategy(ViewFederationStrategy):
                 "start_s": self.start_s,
                 "final_gradient_mapping": last.get("gradient_mapping"),
             }
-        eps = self.options.residual_eps
+        eps = RESIDUAL_EPS
         min_norm = [r["residual_min"] for r in rounds]
         return {
             "rank": self.rank,
@@ -429,11 +428,8 @@ class SparseONMFStrategy(ViewFederationStrategy):
 class FedSONMFStrategy(SparseONMFStrategy):
     """Federated sparse ONMF with variable splitting and drift correction (server).
 
-    Parameters
-    ----------
-    cfg : dict
-        Validated run config.
-    recorder : RunRecorder
+    Built from ``cfg`` and ``recorder`` as
+    :class:`~fedmf_app.federated.strategy.ViewFederationStrategy` is.
 
     Attributes
     ----------
@@ -525,3 +521,12 @@ class FedVRAUStrategy(SparseONMFStrategy):
                 v_next=v_next, broadcast=[v_next], prox_input=z_mean, prox_step=1.0 / self.vra.rho
             )
         return ServerUpdate(v_next=v_next, broadcast=[v_next])
+
+
+#: The family's Strategy per run-config ``algorithm`` (read by :func:`fedmf_app.registry.strategy_class`).
+STRATEGIES: dict[str, type[SparseONMFStrategy]] = {
+    "fedsonmf": FedSONMFStrategy,
+    "fedmavg": FedMAvgStrategy,
+    "fedmgs": FedMGSStrategy,
+    "fedvra-u": FedVRAUStrategy,
+}

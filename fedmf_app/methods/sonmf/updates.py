@@ -11,7 +11,7 @@ One round ``s`` (``docs/sonmf.md``), with :math:`\\tilde\\eta = \\eta_g\\tau\\al
 client ``p`` (:func:`local_round`)
     :math:`V^s = P_{\\tilde\\eta\\mu}(\\bar V^s)`;
     correction :math:`C_p^s = (V^{s-1} - \\bar V^s)/\\tilde\\eta - G_p^{s-1}` (``C_p^1 = 0``);
-    :math:`\\hat V^0 = V^0 = V^s`; for ``k < tau``: ``U`` step (:func:`solve_basis`),
+    :math:`\\hat V^0 = V^0 = V^s`; for ``k < tau``: ``U`` step (:attr:`SONMFParams.basis_step`),
     :math:`g_k = \\nabla_V f_p(U^{k+1}, V^k)`, :math:`\\hat V^{k+1} = \\hat V^k - \\alpha(g_k + C_p^s)`,
     :math:`V^{k+1} = P_{(k+1)\\alpha\\mu}(\\hat V^{k+1})`; upload :math:`\\hat V^\\tau`;
     keep :math:`G_p^s = \\frac1\\tau\\sum_k g_k` and :math:`V^s`.
@@ -35,14 +35,17 @@ local copies gain through the larger :math:`\\tilde\\eta`) or :math:`\\eta = \\t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
 
-from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions, basis_residual, solve_basis
+from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions, BasisStep, basis_residual
 from fedmf_app.methods.sonmf.prox import l21_norm, l21_row_scale, prox_l21_nonneg
 from fedmf_app.methods.sonmf.residual_products import squared_norm, squared_residual, ut_times_residual
+from fedmf_app.options.constraints import Boolean, Interval, OneOf
+from fedmf_app.options.schema import group, option
 
 __all__ = [
     "RHO1_SCALES",
@@ -100,16 +103,41 @@ class SONMFParams:
         Options of the basis solver.
     """
 
-    local_steps: int = 10
+    local_steps: int = option(
+        "sonmf.local-steps", 10, Interval(int, 1, None, closed="left"), "Local steps tau per round ([A] 10)."
+    )
     local_lr: float = 0.01
     global_lr: float = 1.5
-    mu: float = 1e-2
+    mu: float = option(
+        "sonmf.mu",
+        0.01,
+        Interval(float, 0.0, None, closed="left"),
+        "Weight of the joint-sparsity term mu ||V||_{2,1} ([A] 0.01).",
+    )
     rho1: float = 0.01
     rho1_scale: str = "data"
-    drift_correction: bool = True
-    v_update: str = "local-copies"
-    server_step: str = "global-times-local"
-    basis: BasisSolverOptions = field(default_factory=BasisSolverOptions)
+    drift_correction: bool = option(
+        "sonmf.drift-correction",
+        True,
+        Boolean(),
+        "Apply the drift correction C_p (false: the uncorrected ablation).",
+    )
+    v_update: str = option(
+        "sonmf.v-update",
+        "local-copies",
+        OneOf(V_UPDATES),
+        "fedsonmf: `server` is the ablation in which clients run sonmf.local-steps U steps with V "
+        "fixed at V^s, upload their average grad_V f_p, and only the server updates V "
+        "(one prox-gradient step of size sonmf.server-step).",
+    )
+    server_step: str = option(
+        "sonmf.server-step",
+        "global-times-local",
+        OneOf(SERVER_STEPS),
+        "Step of the server-only V update (sonmf.v-update=server): eta_g * alpha, or the effective "
+        "eta~ = eta_g * tau * alpha ([A] eta_g * alpha, the ablation's reading).",
+    )
+    basis: BasisSolverOptions = group(BasisSolverOptions)
 
     def __post_init__(self) -> None:
         if self.v_update not in V_UPDATES:
@@ -119,14 +147,14 @@ class SONMFParams:
         if self.rho1_scale not in RHO1_SCALES:
             raise ValueError(f"rho1_scale must be one of {RHO1_SCALES}, got {self.rho1_scale!r}")
 
-    def basis_weight(self, v: np.ndarray) -> float:
-        """Proximal weight :math:`\\rho_1` of a ``U`` step taken at ``v``.
+    @cached_property
+    def basis_step(self) -> BasisStep:
+        """The run's ``U`` step: the solver of :attr:`basis` with the weight rule of ``rho1`` and
+        ``rho1_scale``, built once."""
+        return BasisStep(self.basis, self.rho1, self.rho1_scale)
 
-        With ``rho1_scale = "data"``, :math:`\\rho_1 \\cdot 2\\|V\\|_F^2 / r`: on the feasible set the
-        subproblem is :math:`\\text{const} - \\langle U, 2XV^\\top + \\rho_1 U_0\\rangle`, and with
-        :math:`V \\approx U^\\top X` the data part :math:`\\langle U, 2XV^\\top\\rangle \\approx 2\\|V\\|_F^2`
-        while the proximal part :math:`\\rho_1\\langle U, U_0\\rangle \\le \\rho_1 r`; so ``rho1`` is
-        the weight of the pull towards :math:`U_0` relative to the data's, at every data scale.
+    def basis_weight(self, v: np.ndarray) -> float:
+        """Proximal weight :math:`\\rho_1` of a ``U`` step taken at ``v`` (:meth:`BasisStep.weight`).
 
         Parameters
         ----------
@@ -137,13 +165,7 @@ class SONMFParams:
         -------
         float
         """
-        return self.basis_weight_at(float(np.vdot(v, v)), v.shape[0])
-
-    def basis_weight_at(self, v_squared_norm: float, rank: int) -> float:
-        """:meth:`basis_weight` from :math:`\\|V\\|_F^2` and ``r``."""
-        if self.rho1_scale == "absolute":
-            return self.rho1
-        return self.rho1 * 2.0 * v_squared_norm / rank
+        return self.basis_step.weight(float(np.vdot(v, v)), v.shape[0])
 
     @property
     def effective_lr(self) -> float:
@@ -319,9 +341,7 @@ def local_round(
         xvt = np.asarray(x @ v_local.T)
         if xvt_start is None:
             xvt_start = xvt
-        u, _ = solve_basis(
-            x, v_local, u, params.basis_weight(v_local), params.basis, xvt=xvt, x_squared_norm=x_sq
-        )
+        u = params.basis_step(x, u, v_local, xvt=xvt, x_squared_norm=x_sq)
         g = grad_v(x, u, v_local)
         grad_sum += g
         np.add(g, corr, out=step)
@@ -373,7 +393,8 @@ def _dense_steps(
     """
     alpha, mu, tau = params.local_lr, params.mu, params.local_steps
     (d, n), r = x.shape, v.shape[0]
-    penalty = params.basis.method != "assignment"
+    step = params.basis_step
+    gram = step.needs_gram
     blocks = [slice(start, min(start + _STEP_BLOCK, n)) for start in range(0, n, _STEP_BLOCK)]
     x_sq = squared_norm(x)
     v_hat = v.copy()
@@ -381,22 +402,12 @@ def _dense_steps(
     scale = np.ones(r)
     xvt = xvt_start = np.asarray(x @ v.T)
     row_sq = np.einsum("ij,ij->i", v, v)
-    vvt = v @ v.T if penalty else None
+    vvt = v @ v.T if gram else None
     for k in range(tau):
-        # The assignment solver reads V only through ||V||_F^2 and diag(VV^T).
-        u, _ = solve_basis(
-            x,
-            None,
-            u,
-            params.basis_weight_at(float(row_sq.sum()), r),
-            params.basis,
-            xvt=xvt,
-            x_squared_norm=x_sq,
-            vvt=vvt if penalty else np.diag(row_sq),
-        )
+        u = step.at_products(x, u, xvt, row_sq, vvt, x_sq)
         last = k == tau - 1
         p_sq, xpt = np.zeros(r), np.zeros((d, r))
-        ppt = np.zeros((r, r)) if penalty else None
+        ppt = np.zeros((r, r)) if gram else None
         for b in blocks:
             xb, vh = x[:, b], v_hat[:, b]
             vk = np.maximum(vh, 0.0)
@@ -411,14 +422,14 @@ def _dense_steps(
             p = np.maximum(vh, 0.0)
             p_sq += np.einsum("ij,ij->i", p, p)
             xpt += xb @ p.T
-            if penalty:
+            if gram:
                 ppt += p @ p.T
         if last:
             break
         scale = l21_row_scale(np.sqrt(p_sq), (k + 1) * alpha * mu)
         row_sq = scale**2 * p_sq
         xvt = xpt * scale[None, :]
-        if penalty:
+        if gram:
             vvt = ppt * np.outer(scale, scale)
     grad_sum /= tau
     return v_hat, u, grad_sum, xvt_start
@@ -476,9 +487,9 @@ def fixed_v_round(
         :math:`G_p^s` (the upload).
     """
     grad_sum = np.zeros_like(v)
-    xvt, x_sq, rho1 = np.asarray(x @ v.T), squared_norm(x), params.basis_weight(v)  # V is fixed
+    xvt, x_sq = np.asarray(x @ v.T), squared_norm(x)  # V is fixed
     for _ in range(params.local_steps):
-        u, _ = solve_basis(x, v, u, rho1, params.basis, xvt=xvt, x_squared_norm=x_sq)
+        u = params.basis_step(x, u, v, xvt=xvt, x_squared_norm=x_sq)
         grad_sum += grad_v(x, u, v)
     grad_sum /= params.local_steps
     return u, grad_sum

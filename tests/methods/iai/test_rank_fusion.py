@@ -251,7 +251,8 @@ def test_rank_spectral_needs_the_rank_graph_update_and_the_depth_adapts_to_k():
     with pytest.raises(ConfigError, match="'iai.pseudo-labels' = 'rank-spectral' needs 'iai.graph-update'"):
         validate_run_config({"algorithm": "fmvc-iai", "iai.graph-update": "fused"})
     cfg = validate_run_config({"algorithm": "fmvc-iai"})
-    assert (cfg["iai.start-graph"], cfg["iai.graph-update"], cfg["iai.pseudo-labels"]) == (
+    params = iai_params(cfg, 10, num_samples=2000)
+    assert (params.start_graph, params.graph_update, params.pseudo_labels) == (
         "rank",
         "rank",
         "rank-spectral",

@@ -160,6 +160,7 @@ def test_a_sparse_view_gives_the_dense_client_results():
         knn=5,
         anchors=20,
         anchor_neighbours=4,
+        rank_depth=100,
         ae_hidden=(16,),
         embed_dim=6,
         ae_epochs=3,

@@ -19,8 +19,8 @@ from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.node_errors import NodeError
 from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph, view_knn_graph
 from fedmf_app.methods.imk.model import anchor_indices
-from fedmf_app.methods.imk.params import imk_params
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
+from fedmf_app.methods.imk.params import imk_options
+from fedmf_app.methods.imk.reference import IMKReference
 from fedmf_app.methods.imk.server_updates import AnchorLaplacian
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
 from fedmf_app.registry import client_class, validate_run_config
@@ -32,7 +32,7 @@ from support.federation import node_context, run_imk, views_as_csr
 
 def reference_views(cfg):
     return [
-        preprocess_view(client_view(cfg, p).features, cfg["imk.standardise"], cfg["imk.unit-norm"])
+        preprocess_view(client_view(cfg, p).features, cfg["imk.standardise"], imk_options(cfg).unit_norm)
         for p in range(cfg["num-clients"])
     ]
 
@@ -74,8 +74,7 @@ def test_rounds_match_the_in_process_kernels(tmp_path, graph, missing):
     cfg, strategy, _ = run_imk(tmp_path, **{"imk.graph": graph, "imk.anchors": 24, **MISSING[missing]})
     result = strategy.recorder.data
     assert result["status"] == "completed"
-    settings = IMKSettings(k=3, graph=graph, anchors=24, seed=cfg["seed"])
-    ref = IMKReference(reference_views(cfg), imk_params(cfg), settings, graph_mask(cfg))
+    ref = IMKReference(reference_views(cfg), imk_options(cfg), 3, cfg["seed"], graph_mask(cfg))
     for _ in range(cfg["num-server-rounds"]):
         ref.round()
     for key in ("objective", "graph_term", "consensus"):

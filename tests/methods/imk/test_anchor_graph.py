@@ -7,8 +7,8 @@ from sklearn.metrics import normalized_mutual_info_score
 
 from fedmf_app.methods.imk.client_updates import client_round, init_client, preprocess_view, view_anchor_graph
 from fedmf_app.methods.imk.model import anchor_indices
-from fedmf_app.methods.imk.params import IMKParams
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
+from fedmf_app.methods.imk.params import IMKOptions, IMKParams
+from fedmf_app.methods.imk.reference import IMKReference
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
     ServerSolver,
@@ -107,7 +107,8 @@ def test_woodbury_solve_equals_the_direct_solve(params):
 
 def test_anchor_path_recovers_planted_clusters_with_a_non_increasing_objective():
     views, y = clustered_views(n=150, seed=1)
-    ref = IMKReference(views, IMKParams(lam=1.0), IMKSettings(k=3, anchors=30, seed=1))
+    steps = IMKParams(lam=1.0, rho=5.0)  # non-increasing at rho = 5 (docs/imk.md#assumptions)
+    ref = IMKReference(views, IMKOptions(steps=steps, graph="anchor", anchors=30), 3, 1)
     objectives = [ref.round()["objective"] for _ in range(30)]
     assert np.all(np.diff(objectives) <= 1e-12 * objectives[0])
     labels = extract_labels(ref.h, "kmeans", np.random.default_rng(0))
@@ -123,8 +124,8 @@ def test_a_sparse_view_gives_the_dense_views_results(graph):
     assert all(sp.issparse(x) for x in sparse)
     for d, s in zip(dense, sparse):
         np.testing.assert_allclose(s.toarray(), d, atol=1e-15)
-    settings = IMKSettings(k=3, graph=graph, anchors=40, seed=5)
-    runs = [IMKReference(views, IMKParams(), settings) for views in (dense, sparse)]
+    options = IMKOptions(graph=graph, anchors=40)
+    runs = [IMKReference(views, options, 3, 5) for views in (dense, sparse)]
     for _ in range(5):
         records = [r.round() for r in runs]
         for key in ("objective", "data_term", "graph_term", "consensus"):

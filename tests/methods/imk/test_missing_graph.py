@@ -9,8 +9,8 @@ from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_similarity
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
 from fedmf_app.methods.imk.client_updates import view_anchor_graph, view_knn_graph
 from fedmf_app.methods.imk.model import anchor_indices
-from fedmf_app.methods.imk.params import IMKParams
-from fedmf_app.methods.imk.reference import IMKSettings, graph_laplacian
+from fedmf_app.methods.imk.params import IMKOptions, IMKParams
+from fedmf_app.methods.imk.reference import graph_laplacian
 from fedmf_app.methods.imk.server_updates import AnchorLaplacian, WoodburySolver
 from fedmf_app.options.schema import ConfigError
 from fedmf_app.registry import validate_run_config
@@ -85,13 +85,13 @@ def test_an_all_observed_mask_gives_the_filled_graphs_exactly(similarity):
 @pytest.mark.parametrize("graph", ["knn", "anchor"])
 def test_summed_laplacian_is_a_symmetric_psd_laplacian_and_the_solve_needs_no_row_sum(graph):
     views, observed = filled_views(rate=0.9)
-    settings = IMKSettings(k=3, graph=graph, anchors=A, neighbours=P, seed=1)
-    lap = graph_laplacian(views, settings, observed)
+    options = IMKOptions(graph=graph, anchors=A, neighbours=P)
+    lap = graph_laplacian(views, options, 1, observed)
     dense = lap.toarray() if sp.issparse(lap) else lap @ np.eye(N)
     np.testing.assert_allclose(dense, dense.T, atol=1e-15)
     np.testing.assert_allclose(dense.sum(axis=1), 0.0, atol=1e-12)
     assert np.linalg.eigvalsh(dense).min() > -1e-12
-    assert not same(sp.csr_matrix(dense), sp.csr_matrix(graph_laplacian(views, settings) @ np.eye(N)))
+    assert not same(sp.csr_matrix(dense), sp.csr_matrix(graph_laplacian(views, options, 1) @ np.eye(N)))
     if graph == "anchor":
         # rows of the mean graph sum to (views observing the sample) / M: the degrees
         np.testing.assert_allclose(lap.degree, observed.sum(axis=1) / 3, atol=3 * P * 2.0**-17)

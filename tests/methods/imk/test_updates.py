@@ -18,8 +18,8 @@ from fedmf_app.methods.imk.client_updates import (
     update_w,
 )
 from fedmf_app.methods.imk.model import normalised_indicator, ortho_penalty
-from fedmf_app.methods.imk.params import IMKParams
-from fedmf_app.methods.imk.reference import IMKReference, IMKSettings
+from fedmf_app.methods.imk.params import IMKOptions, IMKParams
+from fedmf_app.methods.imk.reference import IMKReference
 from fedmf_app.methods.imk.server_updates import ServerSolver, extract_labels, graph_term, initial_global_h
 
 from support.data import clustered_views
@@ -235,18 +235,32 @@ def test_preprocessing_and_initialisation():
 
 def run_reference(rounds, seed=0, **overrides):
     views, y = clustered_views(seed=seed)
-    ref = IMKReference(views, IMKParams(**overrides), IMKSettings(k=3, seed=seed))
+    ref = IMKReference(views, IMKOptions(steps=IMKParams(**overrides), graph="anchor"), 3, seed)
     objectives = [ref.round()["objective"] for _ in range(rounds)]
     return ref, np.array(objectives), y
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_objective_does_not_increase_with_the_default_steps(seed):
+def test_objective_does_not_increase_at_rho_5(seed):
     """ADMM is not a descent method in general (with rho = 1 the objective rises by up to 3 % in a
-    round, see the README); with the default rho = 5 the objective (11) never rises (up to
-    rounding) and ends far below its start."""
-    ref, obj, y = run_reference(40, seed=seed)
+    round, docs/imk.md); with rho = 5 the objective (11) never rises (up to rounding) and ends far
+    below its start."""
+    ref, obj, y = run_reference(40, seed=seed, rho=5.0)
     assert np.all(np.diff(obj) <= 1e-12 * obj[0])
+    assert obj[-1] < 0.8 * obj[0]
+    assert ref.history[-1]["consensus"] < 1e-3
+    labels = extract_labels(ref.h, "kmeans", np.random.default_rng(0))
+    assert normalized_mutual_info_score(y, labels) > 0.95
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_at_the_default_rho_the_objective_rises_little_and_ends_far_lower(seed):
+    """With the default rho = 2 the objective may rise in a round (here once per seed, by at most
+    0.33 % of its start) but ends far below its start, the copies agree and the planted clusters
+    are found."""
+    ref, obj, y = run_reference(40, seed=seed)
+    assert ref.params.rho == 2.0
+    assert np.max(np.diff(obj)) <= 0.01 * obj[0]
     assert obj[-1] < 0.8 * obj[0]
     assert ref.history[-1]["consensus"] < 1e-3
     labels = extract_labels(ref.h, "kmeans", np.random.default_rng(0))
@@ -258,10 +272,10 @@ def test_the_literal_reading_collapses_without_the_majoriser(monkeypatch):
     with np.errstate(all="ignore"), monkeypatch.context() as literal:
         literal.setattr(client_updates, "h_step", literal_h_step)
         try:
-            _, obj, _ = run_reference(10, mu=10.0)
+            _, obj, _ = run_reference(10, mu=10.0, rho=5.0)
             diverged = not np.all(np.isfinite(obj)) or obj[-1] > 10 * obj[0]
         except (np.linalg.LinAlgError, FloatingPointError):  # H overflowed
             diverged = True
     assert diverged
-    _, obj, _ = run_reference(10, mu=10.0)
+    _, obj, _ = run_reference(10, mu=10.0, rho=5.0)
     assert np.all(np.isfinite(obj)) and obj[-1] < 2 * obj[0]

@@ -12,7 +12,7 @@ from fedmf_app.federated.node_errors import NodeError
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.strategy import FederationError
 from fedmf_app.methods.sonmf.client import FedSONMFClient
-from fedmf_app.methods.sonmf.params import sonmf_params
+from fedmf_app.methods.sonmf.params import sonmf_options
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
 from fedmf_app.methods.sonmf.start import (
@@ -59,7 +59,7 @@ def test_adapters_reproduce_the_kernel_reference_run(tmp_path):
     cfg, strategy, _, fed = _federation(tmp_path)
     fed.start()
     views = synthetic_views(m=3, h=0.6, seed=5, num_samples=40)
-    reference = KernelFederation([v.x for v in views], sonmf_params(cfg), seed=5)
+    reference = KernelFederation([v.x for v in views], sonmf_options(cfg).steps, seed=5)
     for s in range(1, cfg["num-server-rounds"] + 1):
         broadcast = fed.round(s)
         reference.round()
@@ -105,11 +105,11 @@ def test_aggregation_of_constructed_replies(tmp_path):
     ]
     v_before = strategy.v.copy()
     params = strategy.aggregate_fit(server_round=1, results=results[::-1], failures=[])[0]
-    v_bar, v_next = server_step(v_before, v_hats, sonmf_params(cfg))
+    v_bar, v_next = server_step(v_before, v_hats, sonmf_options(cfg).steps)
     np.testing.assert_allclose(parameters_to_ndarrays(params)[0], v_bar)
     np.testing.assert_allclose(strategy.v, v_next)
     record = strategy.recorder.data["rounds"][0]
-    eta = sonmf_params(cfg).effective_lr
+    eta = sonmf_options(cfg).steps.effective_lr
     expected_rv = np.linalg.norm((v_bar - v_next) / eta + np.mean(grads, axis=0)) ** 2
     assert record["residual_v"] == pytest.approx(expected_rv)
     assert record["residual_u"] == pytest.approx(2.0)
@@ -167,20 +167,6 @@ def test_a_failed_client_fails_the_run_and_keeps_finished_rounds(tmp_path):
             "sketch, but partition 1 (f1.mat) has 4 features",
         ),
         (
-            {"sonmf.narrow-views": "cap-rank"},
-            [
-                {
-                    "partition-id": p,
-                    "num-samples": 40,
-                    "num-features": 4 if p == 1 else 20,
-                    "source": f"f{p}.mat",
-                }
-                for p in range(3)
-            ],
-            "rank 6 cannot be used: every view needs at least that many features for a nonnegative "
-            "orthonormal basis, but partition 1 (f1.mat) has 4 features",
-        ),
-        (
             {},
             [
                 {"partition-id": p, "num-samples": 40, "num-features": 20, "source": "a", "num-partitions": 2}
@@ -221,7 +207,8 @@ def test_client_state_persists_and_missed_rounds_are_refused(tmp_path):
     assert n == 40 and metrics["partition-id"] == 1 and len(arrays) == 2
     stored = context.state.array_records["fedsonmf.arrays"]
     np.testing.assert_array_equal(
-        stored["v_prev"].numpy(), prox_l21_nonneg(v_bar, sonmf_params(cfg).effective_lr * cfg["sonmf.mu"])
+        stored["v_prev"].numpy(),
+        prox_l21_nonneg(v_bar, sonmf_options(cfg).steps.effective_lr * cfg["sonmf.mu"]),
     )
     second = FedSONMFClient(context, cfg, 1, 3, view)
     second.fit([v_bar], round_config(2, clusters=0, rank=6))
@@ -274,7 +261,7 @@ def test_sketch_start_is_the_centralised_sketch_of_the_stacked_views(tmp_path, s
         omega,
         strategy.rank,
         len(xs),
-        cfg["sonmf.sketch-reading"],
+        sonmf_options(cfg).sketch_reading,
         rng_for(5, Stream.SERVER_INIT),
     )
     # the shares are always masked: the server decodes their sum from fixed point (2^-36 an entry)
@@ -284,6 +271,6 @@ def test_sketch_start_is_the_centralised_sketch_of_the_stacked_views(tmp_path, s
     for client in fed.clients:
         x = client.view.features.T
         u_start = basis_from_coefficients(x, v_bar)
-        expected_round = local_round(x, u_start, v_bar, sonmf_params(cfg), None, None)
+        expected_round = local_round(x, u_start, v_bar, sonmf_options(cfg).steps, None, None)
         u_kept = client.context.state.array_records["fedsonmf.arrays"]["u"].numpy()
         np.testing.assert_array_equal(u_kept, expected_round.u)

@@ -1,6 +1,8 @@
 """The nonnegative-orthogonal basis solver: feasibility, descent, optimality, recovery."""
 
+import ast
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from fedmf_app.methods.sonmf.nonneg_orth import (
     round_to_feasible,
     solve_basis,
 )
+from fedmf_app.methods.sonmf.updates import SONMFParams
 
 
 def _problem(rng, d=12, r=3, n=40):
@@ -247,3 +250,29 @@ def test_the_assignment_solver_gives_the_same_basis_with_either_kernel(seed):
     u_compiled, info_compiled = solve_basis(x, v, u0, 0.5, BasisSolverOptions(kernel="compiled"))
     np.testing.assert_array_equal(u_numpy, u_compiled)
     assert info_numpy == info_compiled
+
+
+def test_every_u_step_of_the_methods_goes_through_the_runs_basis_step():
+    """Only the solver's module calls ``solve_basis``; the methods call ``SONMFParams.basis_step``."""
+    folder = Path(__file__).resolve().parents[3] / "fedmf_app" / "methods" / "sonmf"
+    callers = set()
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "solve_basis":
+                callers.add(path.name)
+    assert callers == {"nonneg_orth.py"}
+
+
+@pytest.mark.parametrize("method", ["assignment", "penalty"])
+def test_a_basis_step_from_v_or_from_its_products_is_the_same_step(method):
+    rng = np.random.default_rng(3)
+    x, v = rng.random((12, 30)), rng.random((3, 30))
+    u0 = random_feasible_basis(12, 3, rng)
+    step = SONMFParams(basis=BasisSolverOptions(method=method, kernel="numpy")).basis_step
+    assert step.needs_gram == (method == "penalty")
+    from_v = step(x, u0, v)
+    from_products = step.at_products(
+        x, u0, x @ v.T, np.einsum("ij,ij->i", v, v), v @ v.T, float(np.vdot(x, x))
+    )
+    np.testing.assert_allclose(from_products, from_v, atol=1e-12)
+    assert step.weight(float(np.vdot(v, v)), 3) == pytest.approx(0.01 * 2 * np.vdot(v, v) / 3)
