@@ -165,15 +165,18 @@ def test_observed_rows_graph_changes_nothing_without_missing_views(tmp_path, gra
     assert np.abs(differs).max() > 0.01
 
 
-def test_stopping_rule_ends_the_run_and_skips_the_remaining_rounds(tmp_path):
-    cfg, strategy, clients = run_imk(tmp_path, **{"imk.tol": 1e-2, "num-server-rounds": 50})
+@pytest.mark.parametrize("patience", [1, 3])
+def test_stopping_rule_ends_the_run_and_skips_the_remaining_rounds(tmp_path, patience):
+    overrides = {"imk.tol": 1e-2, "imk.stop-patience": patience, "num-server-rounds": 50}
+    cfg, strategy, clients = run_imk(tmp_path, **overrides)
     result = strategy.recorder.data
+    assert "imk.stop-patience" in result["summary"]["stopped_early"]["reason"]
     rounds = [r["round"] for r in result["rounds"]]
     assert result["status"] == "completed" and rounds[-1] < 50
     assert result["summary"]["converged_round"] == rounds[-1]
     f = np.array([r["objective"] for r in result["rounds"]])
     change = np.abs(np.diff(f)) / np.abs(f[:-1])
-    patience = cfg["imk.stop-patience"]
+    assert cfg["imk.stop-patience"] == patience
     assert (change[-patience:] <= 1e-2).all()  # flat for its patience at the end ...
     assert not any(
         (change[t - patience : t] <= 1e-2).all() for t in range(patience, len(change))
