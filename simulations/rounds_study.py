@@ -34,7 +34,6 @@ import logging
 import sys
 import tempfile
 import time
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from fedmf_app.federated.results import RunRecorder, code_version
 from fedmf_app.in_process import InProcessFederation
 from fedmf_app.options.schema import ConfigError
 from fedmf_app.registry import between_markers, strategy_class, validate_run_config
+from simulations.overrides import parse_overrides
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
 from simulations.rounds_report import METHODS, ROUND_KEYS, comparison, table, write_figure
 
@@ -157,26 +157,6 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return list(unique.values())
 
 
-def parse_config(pairs: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs as a run-config mapping, each value read as TOML (a bare word as text).
-
-    Raises
-    ------
-    SystemExit
-        A pair without ``=``, naming it.
-    """
-    config: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"--config {pair!r}: expected KEY=VALUE")
-        try:
-            config[key] = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError:
-            config[key] = value
-    return config
-
-
 def main() -> None:
     """Command line: see the module docstring."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -191,7 +171,7 @@ def main() -> None:
         nargs="+",
         default=[],
         metavar="KEY=VALUE",
-        help="run-config keys set on top of the defaults (values read as TOML: 0.5, 'text', true)",
+        help="run-config keys set on top of the defaults (values read as JSON where they parse)",
     )
     parser.add_argument(
         "--compare",
@@ -206,7 +186,7 @@ def main() -> None:
         help="with --compare: also write the comparison between the page's compare markers",
     )
     args = parser.parse_args()
-    config = parse_config(args.config)
+    config = parse_overrides(args.config)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("flwr").setLevel(logging.WARNING)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -48,32 +48,12 @@ from fedmf_app.methods.iai.params import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.registry import data_needs, validate_run_config
 from simulations.clustered_data import clustered_views
+from simulations.overrides import parse_overrides
 from simulations.spread import header, mean_spread
 
 
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def parse_overrides(pairs: list[str]) -> dict[str, Any]:
-    """Run-config overrides from ``key=value`` strings (values parsed as JSON where they parse).
-
-    Parameters
-    ----------
-    pairs : list of str
-
-    Returns
-    -------
-    dict
-    """
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, value = pair.split("=", 1)
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
 
 
 def benchmark(overrides: dict[str, Any]) -> dict[str, Any]:

@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from simulations.iai.bench import benchmark, parse_overrides
+from simulations.iai.bench import benchmark
+from simulations.overrides import parse_overrides
 
 __all__ = ["DEFAULT_RUN", "compare", "main"]
 

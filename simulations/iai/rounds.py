@@ -42,8 +42,8 @@ from fedmf_app.federated.results import code_version
 from fedmf_app.methods.iai.params import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.registry import data_needs, defaults, validate_run_config
-from simulations.iai.bench import parse_overrides
 from simulations.iai.table import METRICS, ROUND_KEYS, export_runs, method_name
+from simulations.overrides import parse_overrides
 
 logger = logging.getLogger(__name__)
 

@@ -35,6 +35,7 @@ from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data.multiview import load_multiview
 from fedmf_app.in_process import run_in_process
 from fedmf_app.methods.sonmf.clustering import READS, cluster_columns
+from simulations.overrides import parse_overrides
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
 from simulations.spread import header, mean_spread
 
@@ -51,13 +52,6 @@ NMF_REFERENCE_ACC = {
     "3Sources": 66.9,
     "BBCSport": 83.5,
 }
-
-
-def _value(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
 
 
 def one_run(name: str, dataset: str, seed: int, config: dict, out: Path) -> dict:
@@ -133,7 +127,7 @@ def main() -> None:
     parser.add_argument("--table-only", action="store_true", help="only write table.md from runs.jsonl")
     args = parser.parse_args()
     logging.getLogger("flwr").setLevel(logging.WARNING)
-    config = {k: _value(v) for k, v in (item.split("=", 1) for item in args.config)}
+    config = parse_overrides(args.config)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "runs.jsonl"
     lines = path.read_text().splitlines() if path.exists() else []

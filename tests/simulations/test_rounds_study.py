@@ -19,7 +19,7 @@ from simulations.rounds_report import (
     table,
     write_figure,
 )
-from simulations.rounds_study import parse_config, read_records, with_round_labels
+from simulations.rounds_study import read_records, with_round_labels
 from simulations.spread import SPREAD
 
 from support.data import labelled_file
@@ -95,16 +95,6 @@ def test_comparison_pairs_runs_and_gives_rounds_acc_and_the_change():
     assert cells[0][1:] == ["HW", "2", "4.0", "1.5", "85.0 ± 5.0", "90.0 ± 0.0", "+5.0"]
     assert cells[1][1:] == ["ORL", "1", "2.0", "3.0", "60.0", "70.0", "+10.0"]  # one seed: no spread
     assert cells[2][1:] == ["mean of 2 sets", "", "3.0", "2.2", "72.5", "80.0", "+7.5"]
-
-
-def test_config_pairs_are_read_as_toml_values():
-    assert parse_config(["imk.rho=2.0", "iai.epochs=5", "sonmf.start='random'", "x=word", "b=true"]) == {
-        "imk.rho": 2.0,
-        "iai.epochs": 5,
-        "sonmf.start": "random",
-        "x": "word",
-        "b": True,
-    }
 
 
 def test_curves_carry_a_stopped_run_to_the_longest():
