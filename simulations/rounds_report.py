@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from fedmf_app.common.stopping import relative_changes as stop_rule_changes  # noqa: E402
 from fedmf_app.registry import defaults  # noqa: E402
 from simulations.quality.datasets import DEVELOPMENT_SETS  # noqa: E402
 from simulations.spread import header, mean_spread  # noqa: E402
@@ -252,8 +253,7 @@ def relative_changes(record: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """
     points = [(r["round"], f) for r in record["rounds"] if (f := objective(r)) is not None]
     rounds = np.array([t for t, _ in points[1:]], dtype=int)
-    f = np.array([v for _, v in points])
-    return rounds, np.abs(np.diff(f)) / np.abs(f[:-1])
+    return rounds, stop_rule_changes([v for _, v in points])
 
 
 #: Each data set's marker in the figure (beside its colour, so that lines at one level stay apart).

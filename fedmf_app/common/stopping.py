@@ -15,9 +15,25 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["plateau"]
+__all__ = ["plateau", "relative_changes"]
 
 _EPS = np.finfo(np.float64).tiny
+
+
+def relative_changes(values: Sequence[float]) -> np.ndarray:
+    """:math:`c_t = |F_t - F_{t-1}| / \\max(|F_{t-1}|, \\varepsilon)` for every value after the first.
+
+    Parameters
+    ----------
+    values : sequence of float, shape (t,)
+        The quantity after each round, oldest first.
+
+    Returns
+    -------
+    ndarray, shape (t - 1,)
+    """
+    f = np.asarray(values, dtype=np.float64)
+    return np.abs(np.diff(f)) / np.maximum(np.abs(f[:-1]), _EPS)
 
 
 def plateau(values: Sequence[float], tol: float, patience: int) -> bool:
@@ -41,7 +57,4 @@ def plateau(values: Sequence[float], tol: float, patience: int) -> bool:
     if tol <= 0 or patience < 1 or len(values) < patience + 1:
         return False
     last = np.asarray(values[-(patience + 1) :], dtype=np.float64)
-    if not np.all(np.isfinite(last)):
-        return False
-    change = np.abs(np.diff(last)) / np.maximum(np.abs(last[:-1]), _EPS)
-    return bool(np.all(change <= tol))
+    return bool(np.all(np.isfinite(last)) and np.all(relative_changes(last) <= tol))

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from fedmf_app.common.stopping import plateau
+from fedmf_app.common.stopping import plateau, relative_changes
 
 
 def test_a_geometric_decrease_stops_once_its_steps_fall_below_the_tolerance():
@@ -35,3 +35,8 @@ def test_non_finite_values_never_stop():
     assert not plateau([math.nan, 1.0, 1.0, 1.0], 1e-3, 3)
     assert not plateau([1.0, 1.0, math.inf, math.inf], 1e-3, 2)
     assert not plateau([math.nan] * 5, 1e-3, 3)
+
+
+def test_relative_changes_are_against_the_round_before():
+    assert relative_changes([2.0, 1.0, 1.5, 1.5]).tolist() == [0.5, 0.5, 0.0]
+    assert relative_changes([0.0, 1.0])[0] > 1e300  # a zero value divides by the smallest float
