@@ -327,7 +327,9 @@ class ViewClient(NumPyClient):
         ----------
         stage : Stage
         values : mapping
-            Every present part's value, by part name (a scalar as a number).
+            Every present part's value, by part name (a scalar as a number); a declared part that
+            this run's mode leaves out (its :attr:`~fedmf_app.federated.protocol.Part.present`) is
+            not sent.
         request : list of ndarray
             The request's arrays (the bounds may depend on them).
         server_round : int
@@ -340,6 +342,9 @@ class ViewClient(NumPyClient):
         arrays : list of ndarray
         metrics : dict
         """
+        undeclared = set(values) - {p.name for p in stage.reply}
+        if undeclared:
+            raise ProtocolError(f"stage {stage.name!r} declares no part {sorted(undeclared)}: not sent")
         sizes = self.sizes()
         summed, arrays, scalars = reply_layout(stage, sizes)
         own = f"partition {self.partition_id}'s own upload"

@@ -13,8 +13,9 @@ and every client takes part in every round. :class:`ViewFederationStrategy` does
   partition ids, checks every reply against the declaration (count, shapes, dtypes, the scalars;
   finite values in range, :mod:`fedmf_app.federated.replies`; in the clear, every bounded part
   against its bound), hands them to the algorithm's :meth:`~ViewFederationStrategy.aggregate`
-  (which decodes a masked sum with :meth:`~ViewFederationStrategy.decode_sum`, checked against the
-  bound of ``m`` contributions), checks that the update is finite, records the round in
+  (which reads the round's summed parts only through :meth:`~ViewFederationStrategy.round_sums`:
+  decoded from the masked vectors and checked against the bound of ``m`` contributions when the
+  round masks, added up otherwise), checks that the update is finite, records the round in
   ``result.json``, writes the checkpoint and logs progress;
 * on any client failure, missing or invalid reply, or non-finite update: marks ``result.json``
   failed (keeping the finished rounds and the last good checkpoint) and stops the run with a
@@ -167,6 +168,7 @@ class ViewFederationStrategy(Strategy):
         self._final: dict[str, Any] | None = None
         self.label_history: dict[int, np.ndarray] = {}
         self.broadcast: list[np.ndarray] = []
+        self._round_costs: dict[str, float] = {}
 
     # ----------------------------------------------------------------- hooks for the algorithms
     def expected_clients(self) -> int:
@@ -315,14 +317,51 @@ class ViewFederationStrategy(Strategy):
             )
         return {p.name: (float(v[0]) if shape == () else v) for p, v, shape in zip(summed, sums, shapes)}
 
-    def decode_round_sum(self, server_round: int, replies: list[ClientReply]) -> dict[str, Any]:
-        """:meth:`decode_sum` of a training round: every reply's masked vector (its first array),
-        against the round's broadcast."""
+    def round_sums(self, server_round: int, replies: list[ClientReply]) -> dict[str, Any]:
+        """The sums over the clients of the round stage's summed parts, masked or not.
+
+        A family's server update reads a round's summed parts only through these sums, so it is
+        the same update whether or not the round masks. When the round's stage masks (its
+        :attr:`~fedmf_app.federated.protocol.Stage.masked`, from ``secure-aggregation``), the sums
+        are decoded from every reply's masked vector (its first array; :meth:`decode_sum`, against
+        the round's broadcast), and the round's record gets the cost: ``secagg_server_s`` (the
+        decoding) and ``secagg_client_s_max`` (the slowest client's masking). In the clear, the
+        parts are added up in partition order by ``np.add.reduce`` (so that a sum divided by
+        ``m`` is, bit for bit, ``np.mean`` of the parts).
+
+        Parameters
+        ----------
+        server_round : int
+        replies : list of ClientReply
+            In partition order, already checked against the declaration.
+
+        Returns
+        -------
+        dict
+            Part name -> the sum over the ``m`` clients (an array of the part's shape, or a float
+            for a scalar).
+        """
         stage = self.protocol.round_stage(server_round)
-        uploads = [r.arrays[0] for r in replies]
-        return self.decode_sum(
-            stage, uploads, self.broadcast, f"round {server_round}, masked '{stage.tag}'", server_round
-        )
+        if stage.masked(self.cfg):
+            started = time.perf_counter()
+            uploads = [r.arrays[0] for r in replies]
+            what = f"round {server_round}, masked '{stage.tag}'"
+            sums = self.decode_sum(stage, uploads, self.broadcast, what, server_round)
+            self._round_costs = {
+                "secagg_server_s": time.perf_counter() - started,
+                "secagg_client_s_max": max(float(r.metrics[stage.mask_time]) for r in replies),
+            }
+            return sums
+        _, arrays, scalars = reply_layout(stage, self.sizes(0))
+        sums: dict[str, Any] = {}
+        for index, part in enumerate(arrays):
+            if part.summed:
+                sums[part.name] = np.add.reduce(np.stack([r.arrays[index] for r in replies]), axis=0)
+        for part in scalars:
+            if part.summed:
+                values = np.array([float(r.metrics[part.name]) for r in replies])
+                sums[part.name] = float(np.add.reduce(values))
+        return sums
 
     @abstractmethod
     def initial_arrays(self) -> list[np.ndarray]:
@@ -524,6 +563,7 @@ class ViewFederationStrategy(Strategy):
         server_round += self.round_offset
         replies = self._decode(server_round, results, failures)
         started = time.perf_counter()
+        self._round_costs = {}
         try:
             arrays, record = self.aggregate(server_round, replies)
         except Exception as exc:
@@ -548,6 +588,7 @@ class ViewFederationStrategy(Strategy):
             "bytes_down_per_client": self._broadcast_bytes,
             "bytes_up_per_client_max": max(sum(len(t) for t in res.parameters.tensors) for _, res in results),
             **record,
+            **self._round_costs,
         }
         if (labels := self.round_labels()) is not None:
             self.label_history[server_round] = np.asarray(labels, dtype=np.int32)

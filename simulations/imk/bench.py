@@ -201,23 +201,22 @@ def bench(
     out["client_init_s_max"] = (time.perf_counter() - t0) / views_count
     solver = make_solver(lap, views_count, params, "cg")
     h = initial_global_h([s.h for s in states], "kmeans-concat", server_rng(seed))
-    phis = [np.zeros_like(h) for _ in views]
+    phi_sum, h_sum = np.zeros_like(h), None
     round_s, round_cpu_s, server_s, objectives = [], [], [], []
     for t in range(1, rounds + 1):
         t0, c0 = time.perf_counter(), time.process_time()
-        prev = [s.h for s in states]
         stats = []
         for i, x in enumerate(views):
             states[i], st = client_round(x, states[i], h, params, first=t == 1)
             stats.append(st)
         t1 = time.perf_counter()
         if t > 1:
-            phis = [multiplier_step(phi, hp, h, params.rho) for phi, hp in zip(phis, prev)]
-        h = solver.update(phis, [s.h for s in states], h)
+            phi_sum = multiplier_step(phi_sum, h_sum, views_count * h, params.rho)
+        h_sum = np.add.reduce(np.stack([s.h for s in states]), axis=0)
+        h = solver.update(phi_sum, h_sum, h)
         t2 = time.perf_counter()
-        objectives.append(
-            objective([s.residual for s in stats], [s.ortho for s in stats], h, lap, params)["objective"]
-        )
+        residual_sum, ortho_sum = sum(s.residual for s in stats), sum(s.ortho for s in stats)
+        objectives.append(objective(residual_sum, ortho_sum, h, lap, params)["objective"])
         round_s.append(t2 - t0)
         round_cpu_s.append(time.process_time() - c0)
         server_s.append(t2 - t1)

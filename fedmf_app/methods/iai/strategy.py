@@ -9,15 +9,14 @@ graph G^(m), and EMD_m, and broadcasts the global graph A_g (as ``n x k`` neighb
 pseudo-labels Y, the target P and the anchor indices. The math is in
 :mod:`fedmf_app.methods.iai.server_updates`. The final clustering is the last Y.
 
-With ``secure-aggregation = true`` the server receives the E^(m) (with the anchor-distance rules,
-the default among them: the anchor distances D^(m)) only as their sum (the global assignment
-needs nothing else) and the losses as sums; the neighbour lists, the anchor graphs G^(m) and the
-EMD_m still travel in the clear (the fusion weights each view by its EMD).
+The server reads the E^(m) (with the anchor-distance rules, the default among them: the anchor
+distances D^(m)) and the losses only as their sums (the global assignment needs nothing else);
+with ``secure-aggregation = true`` those sums are all it receives. The neighbour lists, the anchor
+graphs G^(m) and the EMD_m travel in the clear (the fusion weights each view by its EMD).
 """
 
 from __future__ import annotations
 
-import time
 from logging import INFO, WARNING
 from pathlib import Path
 from typing import Any
@@ -107,11 +106,13 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             has_emd = all("emd" in r.metrics for r in replies)
             emd = [float(r.metrics["emd"]) for r in replies] if has_emd else None
             previous = self.state.labels
-            distances, losses = self._distances(server_round, replies)
+            sums = self.round_sums(server_round, replies)
+            keys = ("loss_attribute", "loss_structure", "loss_clustering")
+            losses = {key: sums[key] / len(replies) for key in keys}
             rank = self.params.graph_update == "rank"
             self.state, weights, info = iai_server.server_round(
                 self.state,
-                distances,
+                [sums["distances"]],
                 [(r.arrays[-2], r.arrays[-1]) for r in replies] if self.params.uses_anchor_graphs else None,
                 [r.arrays[1] for r in replies] if rank else None,
                 emd,
@@ -141,22 +142,6 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             )
         target = state.target if state.target is not None else np.zeros((0, self.params.num_clusters))
         return [state.neighbours, state.labels, target, state.anchors], record
-
-    def _distances(
-        self, server_round: int, replies: list[ClientReply]
-    ) -> tuple[list[np.ndarray], dict[str, Any]]:
-        """The E^(m) (with secure aggregation: their sum, as a list of one) and the mean losses."""
-        keys = ("loss_attribute", "loss_structure", "loss_clustering")
-        if not self.shared.secure_aggregation:
-            losses = {key: float(np.mean([r.metrics[key] for r in replies])) for key in keys}
-            return [r.arrays[0] for r in replies], losses
-        started = time.perf_counter()
-        sums = self.decode_round_sum(server_round, replies)
-        total = sums["distances"]
-        losses = {key: sums[key] / len(replies) for key in keys}
-        losses["secagg_server_s"] = time.perf_counter() - started
-        losses["secagg_client_s_max"] = max(float(r.metrics["secagg_s"]) for r in replies)
-        return [total], losses
 
     def final_labels(self) -> np.ndarray | None:
         """The last pseudo-labels Y (the method's output)."""

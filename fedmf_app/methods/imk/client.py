@@ -13,11 +13,12 @@ Messages (the server drives them, see :mod:`fedmf_app.methods.imk.strategy`; dec
   tag ``"graph"``), the initial :math:`H^{(m)}` and, when the view has labels, the labels (used by
   the server for scoring only);
 * ``fit`` stage ``round`` in round ``t``: from the broadcast :math:`H`, one
-  :func:`~fedmf_app.methods.imk.client_updates.client_round`; upload :math:`H^{(m)}` and three scalars.
+  :func:`~fedmf_app.methods.imk.client_updates.client_round`; upload :math:`H^{(m)}` and its scalars.
 
-With run config ``secure-aggregation = true`` each round's upload is one masked vector of
-:math:`H^{(m)}`, :math:`\\|R^{(m)}\\|_F`, the orthogonality term and :math:`\\|H^{(m)}\\|_F^2` (the
-server needs only their sums; :math:`\\alpha^{(m)}` is not sent).
+The upload: :math:`H^{(m)}`, :math:`\\|R^{(m)}\\|_F`, the orthogonality term and
+:math:`\\|H^{(m)}\\|_F^2`, the server needing only their sums, and in the clear :math:`\\alpha^{(m)}`.
+With run config ``secure-aggregation = true`` the four go as one masked vector and
+:math:`\\alpha^{(m)}` is not sent (the protocol declares what each mode sends).
 
 Private state in ``context.state`` (never sent): :math:`F^{(m)}, W^{(m)}, H^{(m)}, \\Phi^{(m)},
 \\alpha^{(m)}`, the pair keys and the prepared view (standardised and scaled once, in the setup
@@ -211,13 +212,10 @@ class FMVCIMKClient(ViewClient):
             "H^(m)": state.h,
             "residual": stats.residual,
             "ortho": stats.ortho,
+            "h_squared_norm": np.sum(state.h**2),
             "alpha": stats.alpha,
             "kernel_s": time.perf_counter() - started,
         }
-        if self.shared.secure_aggregation:
-            # the server needs only sum H^(m), the two sums of scalars and sum ||H^(m)||^2
-            values["h_squared_norm"] = np.sum(state.h**2)
-            del values["alpha"]
         arrays, metrics = self.reply(stage, values, parameters, server_round)
         return arrays, x.shape[0], metrics
 

@@ -115,8 +115,7 @@ ROUND = Stage(
         Part(
             "h_squared_norm",
             summed=True,
-            present=_secure,
-            learns="(only masked)",
+            learns="||H^(m)||^2 (which H^(m) gives anyway)",
             learns_summed="sum_m ||H^(m)||^2 (the consensus gap); with m = 2 it gives ||H^1 - H^2||",
         ),
         Part("alpha", present=lambda s: not s.secure, learns="the view weight alpha^(m)"),
@@ -133,5 +132,5 @@ PROTOCOL = family_protocol(
     facts=(CLUSTERS,),
     caps=(MAX_CLUSTERS,),
     masks=lambda cfg: True,
-    notes="The server keeps sum_m Phi^(m) instead of every Phi^(m) under secure aggregation.",
+    notes="The server keeps only sum_m Phi^(m), masked or not: it reads every round through its sums.",
 )

@@ -24,6 +24,7 @@ from fedmf_app.methods.imk.model import anchor_indices, client_rng, multiplier_s
 from fedmf_app.methods.imk.params import IMKOptions, resolve_graph
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
+    consensus_gap,
     initial_global_h,
     make_solver,
     normalised_laplacian_sum,
@@ -81,28 +82,29 @@ class IMKReference:
         self.solver = make_solver(self.laplacian, m, params, options.server_solver)
         self.rng = server_rng(seed)
         self.h = initial_global_h([s.h for s in self.states], options.server_init, self.rng)
-        self.server_phis = [np.zeros_like(self.h) for _ in views]
+        self.phi_sum = np.zeros_like(self.h)
+        self.h_sum: np.ndarray | None = None
         self.history: list[dict[str, float]] = []
 
     def round(self) -> dict[str, float]:
-        """One round: every client, then the server (20); returns the round's objective parts."""
+        """One round: every client, then the server (20) from the sums, as the strategy reads them
+        (:func:`numpy.add.reduce` in client order); returns the round's objective parts."""
         first = not self.history
-        h_prev_locals = [s.h for s in self.states]
+        m = len(self.views)
         stats = []
         for i, x in enumerate(self.views):
             self.states[i], st = client_round(x, self.states[i], self.h, self.params, first)
             stats.append(st)
         if not first:
-            self.server_phis = [
-                multiplier_step(phi, hl, self.h, self.params.rho)
-                for phi, hl in zip(self.server_phis, h_prev_locals)
-            ]
-        h_locals = [s.h for s in self.states]
-        self.h = self.solver.update(self.server_phis, h_locals, self.h)
-        record = objective(
-            [s.residual for s in stats], [s.ortho for s in stats], self.h, self.laplacian, self.params
-        )
-        record["consensus"] = float(np.sqrt(sum(np.sum((hl - self.h) ** 2) for hl in h_locals)))
+            self.phi_sum = multiplier_step(self.phi_sum, self.h_sum, m * self.h, self.params.rho)
+        h_sum = np.add.reduce(np.stack([s.h for s in self.states]), axis=0)
+        self.h = self.solver.update(self.phi_sum, h_sum, self.h)
+        self.h_sum = h_sum
+        residual_sum = float(np.add.reduce(np.array([s.residual for s in stats])))
+        ortho_sum = float(np.add.reduce(np.array([s.ortho for s in stats])))
+        record = objective(residual_sum, ortho_sum, self.h, self.laplacian, self.params)
+        h_squared_norm_sum = float(np.add.reduce(np.array([np.sum(s.h**2) for s in self.states])))
+        record["consensus"] = consensus_gap(h_squared_norm_sum, h_sum, self.h, m)
         self.history.append(record)
         return record
 

@@ -45,6 +45,7 @@ __all__ = [
     "graph_term",
     "initial_global_h",
     "make_solver",
+    "consensus_gap",
     "normalised_laplacian_sum",
     "objective",
     "server_rhs",
@@ -136,9 +137,20 @@ class AnchorLaplacian:
         return d * h - self.factor @ (self.factor.T @ h)
 
 
-def server_rhs(phis: list[np.ndarray], h_locals: list[np.ndarray], rho: float) -> np.ndarray:
-    """Right-hand side of (20): :math:`\\sum_m(\\Phi^{(m)} + \\rho H^{(m)})`."""
-    return sum(phi + rho * h for phi, h in zip(phis, h_locals))
+def server_rhs(phi_sum: np.ndarray, h_sum: np.ndarray, rho: float) -> np.ndarray:
+    """Right-hand side of (20): :math:`\\sum_m(\\Phi^{(m)} + \\rho H^{(m)})`, from the two sums.
+
+    Parameters
+    ----------
+    phi_sum, h_sum : ndarray, shape (N, k)
+        :math:`\\sum_m\\Phi^{(m)}` and :math:`\\sum_m H^{(m)}`.
+    rho : float
+
+    Returns
+    -------
+    ndarray, shape (N, k)
+    """
+    return phi_sum + rho * h_sum
 
 
 def _check_finite(rhs: np.ndarray) -> None:
@@ -150,22 +162,17 @@ def _check_finite(rhs: np.ndarray) -> None:
 
 
 class _Update:
-    """(20) from the uploads: the right-hand side, then the subclass's ``solve(rhs, start)``."""
+    """(20) from the uploads' sums: the right-hand side, then the subclass's ``solve(rhs, start)``."""
 
-    def update(
-        self,
-        phis: list[np.ndarray],
-        h_locals: list[np.ndarray],
-        h_prev: np.ndarray,
-    ) -> np.ndarray:
+    def update(self, phi_sum: np.ndarray, h_sum: np.ndarray, h_prev: np.ndarray) -> np.ndarray:
         """(20), with the global orthogonality gradient subtracted when it sits on :math:`H`.
 
         Parameters
         ----------
-        phis : list of ndarray, each shape (N, k)
-            The multipliers the clients used this round.
-        h_locals : list of ndarray, each shape (N, k)
-            The uploaded :math:`H^{(m)}`.
+        phi_sum : ndarray, shape (N, k)
+            The sum of the multipliers the clients used this round.
+        h_sum : ndarray, shape (N, k)
+            The sum of the uploaded :math:`H^{(m)}`.
         h_prev : ndarray, shape (N, k)
             The previous global :math:`H` (CG warm start; linearisation point).
 
@@ -173,7 +180,7 @@ class _Update:
         -------
         ndarray, shape (N, k)
         """
-        rhs = server_rhs(phis, h_locals, self.params.rho)
+        rhs = server_rhs(phi_sum, h_sum, self.params.rho)
         if self.params.ortho_placement == "global" and self.params.mu > 0:
             k = h_prev.shape[1]
             rhs = rhs - 4.0 * self.params.mu * h_prev @ (h_prev.T @ h_prev - np.eye(k))
@@ -347,8 +354,8 @@ def make_solver(
 
 
 def objective(
-    residuals: list[float],
-    orthos: list[float],
+    residual_sum: float,
+    ortho_sum: float,
     h_global: np.ndarray,
     laplacian: sp.spmatrix | AnchorLaplacian,
     params: IMKParams,
@@ -358,10 +365,10 @@ def objective(
 
     Parameters
     ----------
-    residuals : list of float
-        :math:`\\|X^{(m)} - H^{(m)}W^{(m)}F^{(m)}\\|_F` per client.
-    orthos : list of float
-        :math:`\\|H^{(m)\\top}H^{(m)} - I\\|_F^2` per client (used with local placement).
+    residual_sum : float
+        :math:`\\sum_m\\|X^{(m)} - H^{(m)}W^{(m)}F^{(m)}\\|_F`.
+    ortho_sum : float
+        :math:`\\sum_m\\|H^{(m)\\top}H^{(m)} - I\\|_F^2` (used with local placement).
     h_global : ndarray, shape (N, k)
     laplacian : sparse matrix or AnchorLaplacian, shape (N, N)
         :math:`\\tilde L`.
@@ -372,13 +379,38 @@ def objective(
     dict
         ``objective``, ``data_term``, ``ortho_term``, ``graph_term``.
     """
-    data = float(sum(residuals))
+    data = float(residual_sum)
     if params.ortho_placement == "local":
-        ortho = params.mu * float(sum(orthos))
+        ortho = params.mu * float(ortho_sum)
     else:
         ortho = params.mu * ortho_penalty(h_global)
     graph = params.lam * graph_term(laplacian, h_global)
     return {"objective": data + ortho + graph, "data_term": data, "ortho_term": ortho, "graph_term": graph}
+
+
+def consensus_gap(h_squared_norm_sum: float, h_sum: np.ndarray, h_global: np.ndarray, m: int) -> float:
+    """:math:`\\sqrt{\\sum_m\\|H^{(m)} - H\\|_F^2}` from sums only:
+    :math:`\\sum_m\\|H^{(m)}\\|^2 - 2\\langle\\sum_m H^{(m)}, H\\rangle + M\\|H\\|^2`.
+
+    Parameters
+    ----------
+    h_squared_norm_sum : float
+        :math:`\\sum_m\\|H^{(m)}\\|_F^2`.
+    h_sum : ndarray, shape (N, k)
+        :math:`\\sum_m H^{(m)}`.
+    h_global : ndarray, shape (N, k)
+        :math:`H`.
+    m : int
+        Clients.
+
+    Returns
+    -------
+    float
+        The gap; the expansion cancels, so a gap below about :math:`10^{-7}\\sqrt{M\\|H\\|^2}`
+        carries rounding (a negative rounding is read as 0).
+    """
+    gap = h_squared_norm_sum - 2.0 * float(np.sum(h_sum * h_global)) + m * float(np.sum(h_global**2))
+    return float(np.sqrt(max(gap, 0.0)))
 
 
 def extract_labels(h: np.ndarray, rule: str, rng: np.random.Generator) -> np.ndarray:

@@ -15,15 +15,15 @@ the secure sum of the clients' graphs on the shared path (:mod:`fedmf_app.common
    (:func:`~fedmf_app.methods.imk.client_updates.initial_global_h`).
 
 With ``secure-aggregation = true`` (keys signed if asked) each round's upload is also one masked
-vector whose sum the server decodes (:meth:`FMVCIMKStrategy._aggregate_sums`): it then keeps
-:math:`\\sum_m\\Phi^{(m)}` instead of every :math:`\\Phi^{(m)}`. The initial :math:`H^{(m)}` (for
+vector whose sum the server decodes. The initial :math:`H^{(m)}` (for
 ``server-init = kmeans-concat``) and the labels still travel in the clear.
 
 Each round: down :math:`H` (``N x k``); up :math:`H^{(m)}` (``N x k``) and three scalars
-(:math:`\\|R^{(m)}\\|_F`, :math:`\\|H^{(m)\\top}H^{(m)} - I\\|_F^2`, :math:`\\alpha^{(m)}`). The
-server keeps a copy of every :math:`\\Phi^{(m)}` (it applies the same multiplier step as the
-client), solves (20) and records the objective, the consensus gap and, when the clients sent
-labels, ACC/NMI/purity/ARI of the labels extracted from the new :math:`H`. The run stops early
+(:math:`\\|R^{(m)}\\|_F`, :math:`\\|H^{(m)\\top}H^{(m)} - I\\|_F^2`, :math:`\\|H^{(m)}\\|_F^2`), plus
+in the clear :math:`\\alpha^{(m)}`. The server reads them only as sums, masked or not: it keeps
+:math:`\\sum_m\\Phi^{(m)}` (the sum of the clients' multiplier steps), solves (20) and records the
+objective, the consensus gap and, when the clients sent labels, ACC/NMI/purity/ARI of the labels
+extracted from the new :math:`H`. The run stops early
 when the objective's relative change has been at most ``imk.tol`` for ``imk.stop-patience`` rounds
 in a row; the remaining Flower rounds are skipped (no client is contacted).
 """
@@ -60,6 +60,7 @@ from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
     ServerSolver,
     WoodburySolver,
+    consensus_gap,
     extract_labels,
     initial_global_h,
     make_solver,
@@ -91,8 +92,8 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         "k",
         "h",
         "laplacian",
-        "phis",
-        "h_locals",
+        "phi_sum",
+        "h_sum",
         "truth",
         "setup",
         "converged_round",
@@ -109,8 +110,8 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         self.num_samples = 0
         self.graph = ""
         self.solver: ServerSolver | WoodburySolver | None = None
-        self.phis: list[np.ndarray] = []
-        self.h_locals: list[np.ndarray] = []
+        self.phi_sum: np.ndarray | None = None
+        self.h_sum: np.ndarray | None = None
         self.truth: np.ndarray | None = None
         self.setup: dict[str, Any] = {}
         self.converged_round: int | None = None
@@ -174,8 +175,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         sum_s = time.perf_counter() - sum_started
         h_inits = [arrays[1] for arrays, _ in replies]
         self.h = initial_global_h(h_inits, self.options.server_init, server_rng(self.shared.seed))
-        self.h_locals = h_inits
-        self.phis = [np.zeros_like(self.h) for _ in replies]
+        self.phi_sum = np.zeros_like(self.h)
         truths = [arrays[2] for arrays, _ in replies if len(arrays) > 2]
         self.truth = truths[0] if truths else None
         for reply in replies:
@@ -212,56 +212,31 @@ class FMVCIMKStrategy(ViewFederationStrategy):
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
-        """Multiplier copies, (20), objective, scores and the stopping rule."""
-        if self.shared.secure_aggregation:
-            record = self._aggregate_sums(server_round, replies)
-        else:
-            h_locals = [r.arrays[0] for r in replies]
-            if server_round > 1:
-                self.phis = [
-                    multiplier_step(phi, hl, self.h, self.params.rho)
-                    for phi, hl in zip(self.phis, self.h_locals)
-                ]
-            self.h = self.solver.update(self.phis, h_locals, self.h)
-            self.h_locals = h_locals
-            record = objective(
-                [float(r.metrics["residual"]) for r in replies],
-                [float(r.metrics["ortho"]) for r in replies],
-                self.h,
-                self.laplacian,
-                self.params,
-            )
-            record["consensus"] = float(np.sqrt(sum(np.sum((hl - self.h) ** 2) for hl in h_locals)))
+        """The multipliers' sum, (20), the objective, the consensus gap and the scores, from sums.
+
+        (20) needs only :math:`\\sum_m(\\Phi^{(m)} + \\rho H^{(m)})`, and the clients' multiplier
+        steps sum to :math:`\\sum_m\\Phi^{(m)} \\mathrel{+}= \\rho(\\sum_m H^{(m)} - MH)`; the consensus
+        gap is :math:`\\sum_m\\|H^{(m)}\\|^2 - 2\\langle\\sum_m H^{(m)}, H\\rangle + M\\|H\\|^2`. So the
+        server reads the replies only through their sums
+        (:meth:`~fedmf_app.federated.strategy.ViewFederationStrategy.round_sums`), masked or not;
+        in the clear the clients' view weights are recorded too.
+        """
+        m = len(replies)
+        sums = self.round_sums(server_round, replies)
+        h_sum = sums["H^(m)"]
+        if server_round > 1:
+            self.phi_sum = multiplier_step(self.phi_sum, self.h_sum, m * self.h, self.params.rho)
+        self.h = self.solver.update(self.phi_sum, h_sum, self.h)
+        self.h_sum = h_sum
+        record: dict[str, Any] = objective(
+            sums["residual"], sums["ortho"], self.h, self.laplacian, self.params
+        )
+        record["consensus"] = consensus_gap(sums["h_squared_norm"], h_sum, self.h, m)
+        if all("alpha" in r.metrics for r in replies):
             record["alpha"] = [float(r.metrics["alpha"]) for r in replies]
         if self.truth is not None:
             record.update(self._scores(self._labels(server_round)))
         return [self.h], record
-
-    def _aggregate_sums(self, server_round: int, replies: list[ClientReply]) -> dict[str, Any]:
-        """Secure aggregation: the same update from the sums only.
-
-        (20) needs :math:`\\sum_m(\\Phi^{(m)} + \rho H^{(m)})`, and the multiplier steps sum to
-        :math:`\\sum_m\\Phi^{(m)} \\mathrel{+}= \rho(\\sum_m H^{(m)} - MH)`; the consensus gap is
-        :math:`\\sum_m\\|H^{(m)}\\|^2 - 2\\langle\\sum_m H^{(m)}, H\rangle + M\\|H\\|^2`.
-        """
-        started = time.perf_counter()
-        m = len(replies)
-        sums = self.decode_round_sum(server_round, replies)
-        h_sum = sums["H^(m)"]
-        if server_round == 1:
-            self.phis = [np.zeros_like(self.h)]
-        else:
-            self.phis = [multiplier_step(self.phis[0], self.h_locals[0], m * self.h, self.params.rho)]
-        self.h = self.solver.update(self.phis, [h_sum], self.h)
-        self.h_locals = [h_sum]
-        record: dict[str, Any] = objective(
-            [sums["residual"]], [sums["ortho"]], self.h, self.laplacian, self.params
-        )
-        gap = sums["h_squared_norm"] - 2.0 * float(np.sum(h_sum * self.h)) + m * float(np.sum(self.h**2))
-        record["consensus"] = float(np.sqrt(max(gap, 0.0)))
-        record["secagg_server_s"] = time.perf_counter() - started
-        record["secagg_client_s_max"] = max(float(r.metrics["secagg_s"]) for r in replies)
-        return record
 
     def _labels(self, server_round: int) -> np.ndarray:
         return extract_labels(self.h, self.options.labels, label_rng(self.shared.seed, server_round))

@@ -41,7 +41,7 @@ Messages per round: down :math:`\\bar V^s` (``r x n``); up :math:`\\hat V_p^{s,\
 and two scalars, from which the server computes the objective and the stationarity residual.
 With ``secure-aggregation = true`` all of an upload travels as one masked vector and the server
 sees only the means (:mod:`fedmf_app.federated.secure_sum_flower`); every update below depends
-on the uploads only through their mean.
+on the uploads only through their mean, and reads that mean whether or not the round masks.
 
 Ablation variants are run configs of this strategy: ``drift-correction = false`` (uncorrected
 local copies), ``local-steps = 1``, and ``v-update = "server"`` (clients upload their average
@@ -152,8 +152,8 @@ class SparseONMFStrategy(ViewFederationStrategy):
     Notes
     -----
     Subclasses implement :meth:`server_update` and :attr:`initial_prox_step`, and may override
-    :meth:`make_params` and :meth:`initial_broadcast`. Client uploads: ``arrays[0]`` is the
-    method's upload; with diagnostics the last array is :math:`\\nabla_V f_p(U_p^{s,0}, V^s)`.
+    :meth:`make_params` and :meth:`initial_broadcast`. The server update sees the mean of the
+    clients' uploads (:meth:`~fedmf_app.federated.strategy.ViewFederationStrategy.round_sums`).
     """
 
     protocol = PROTOCOL
@@ -188,8 +188,9 @@ class SparseONMFStrategy(ViewFederationStrategy):
         return [self.v]
 
     @abstractmethod
-    def server_update(self, server_round: int, uploads: list[np.ndarray]) -> ServerUpdate:
-        """Turn the clients' uploads (partition order) into :math:`V^{s+1}`; ``self.v`` is :math:`V^s`."""
+    def server_update(self, server_round: int, mean_upload: np.ndarray) -> ServerUpdate:
+        """Turn the mean of the clients' uploads (shape ``(r, n)``) into :math:`V^{s+1}`; ``self.v``
+        is :math:`V^s`."""
 
     # ---------------------------------------------------------------------------- base hooks
     def check_clients(self, info: list[dict[str, Scalar]]) -> None:
@@ -295,31 +296,19 @@ class SparseONMFStrategy(ViewFederationStrategy):
     ) -> tuple[list[np.ndarray], dict[str, Any]]:
         """Server update; with diagnostics, the objective and the residuals of round ``s``.
 
-        With ``secure-aggregation = true`` the server sees only the sums: it updates from the
-        mean upload (every method's server update depends on the uploads only through their
-        mean) and takes the mean gradient and scalars from the decoded sum.
+        The server reads the replies only through their sums (:meth:`round_sums`: decoded under
+        ``secure-aggregation = true``, added up otherwise): every method's server update depends
+        on the uploads only through their mean, and the diagnostics are means too.
         """
         diagnostics = self.options.diagnostics
         record: dict[str, Any] = {}
-        if self.shared.secure_aggregation:
-            started = time.perf_counter()
-            m = len(replies)
-            sums = self.decode_round_sum(server_round, replies)
-            uploads = [sums["upload"] / m]
-            if diagnostics:
-                mean_grad, loss, r_u = sums["gradient"] / m, sums["loss"] / m, sums["basis_residual"] / m
-            record.update(
-                secagg_server_s=time.perf_counter() - started,
-                secagg_client_s_max=max(float(r.metrics["secagg_s"]) for r in replies),
-            )
-        else:
-            uploads = [r.arrays[0] for r in replies]
-            if diagnostics:
-                mean_grad = np.mean([r.arrays[-1] for r in replies], axis=0)
-                r_u = float(np.mean([float(r.metrics["basis_residual"]) for r in replies]))
-                loss = float(np.mean([float(r.metrics["loss"]) for r in replies]))
+        m = len(replies)
+        sums = self.round_sums(server_round, replies)
+        mean_upload = sums["upload"] / m
+        if diagnostics:
+            mean_grad, loss, r_u = sums["gradient"] / m, sums["loss"] / m, sums["basis_residual"] / m
         v_used = self.v
-        update = self.server_update(server_round, uploads)
+        update = self.server_update(server_round, mean_upload)
         if update.prox_step is not None:
             record["gradient_mapping"] = gradient_mapping(self.v, update.v_next, update.prox_step)
         if diagnostics:
@@ -458,16 +447,15 @@ class FedSONMFStrategy(SparseONMFStrategy):
         self.v_bar = v_bar
         return [v_bar]
 
-    def server_update(self, server_round: int, uploads: list[np.ndarray]) -> ServerUpdate:
-        """Local copies: :func:`~fedmf_app.methods.sonmf.updates.server_step` on the :math:`\\hat V_p`;
-        server-only variant: :func:`~fedmf_app.methods.sonmf.updates.prox_gradient_step` on the mean
-        :math:`G_p`."""
+    def server_update(self, server_round: int, mean_upload: np.ndarray) -> ServerUpdate:
+        """Local copies: :func:`~fedmf_app.methods.sonmf.updates.server_step` on the mean
+        :math:`\\hat V_p`; server-only variant: :func:`~fedmf_app.methods.sonmf.updates.prox_gradient_step`
+        on the mean :math:`G_p`."""
         lr = self.params.server_lr
         if self.params.v_update == "server":
-            mean_grad = np.mean(np.stack(uploads), axis=0)
-            v_bar_next, v_next = prox_gradient_step(self.v, mean_grad, lr, self.params.mu)
+            v_bar_next, v_next = prox_gradient_step(self.v, mean_upload, lr, self.params.mu)
         else:
-            v_bar_next, v_next = server_step(self.v, uploads, self.params)
+            v_bar_next, v_next = server_step(self.v, [mean_upload], self.params)
             self.global_correction = (self.v - v_bar_next) / self.effective_lr
         self.v_prev, self.v_bar = self.v, v_bar_next
         return ServerUpdate(v_next=v_next, broadcast=[v_bar_next], prox_input=v_bar_next, prox_step=lr)
@@ -481,9 +469,9 @@ class FedMAvgStrategy(SparseONMFStrategy):
         """:math:`\\alpha`, the clients' prox step."""
         return self.params.local_lr
 
-    def server_update(self, server_round: int, uploads: list[np.ndarray]) -> ServerUpdate:
+    def server_update(self, server_round: int, mean_upload: np.ndarray) -> ServerUpdate:
         """:math:`V^{s+1} = \\frac1m\\sum_p V_p`: not a prox step, so no prox subgradient."""
-        v_next = fedmavg_server_step(uploads)
+        v_next = fedmavg_server_step([mean_upload])
         return ServerUpdate(v_next=v_next, broadcast=[v_next])
 
 
@@ -512,10 +500,10 @@ class FedVRAUStrategy(SparseONMFStrategy):
         """:math:`1/\\rho`."""
         return 1.0 / self.vra.rho
 
-    def server_update(self, server_round: int, uploads: list[np.ndarray]) -> ServerUpdate:
+    def server_update(self, server_round: int, mean_upload: np.ndarray) -> ServerUpdate:
         """With ``d = 1`` :math:`V^{s+1} = P_{\\mu/\\rho}(\\bar Z)` is a prox step (subgradient
         :math:`\\rho(\\bar Z - V^{s+1})`); with ``d < 1`` it is not."""
-        z_mean, _, v_next = fedvra_server_step(self.v, uploads, self.params.mu, self.vra)
+        z_mean, _, v_next = fedvra_server_step(self.v, [mean_upload], self.params.mu, self.vra)
         if self.vra.aggregation_step == 1.0:
             return ServerUpdate(
                 v_next=v_next, broadcast=[v_next], prox_input=z_mean, prox_step=1.0 / self.vra.rho

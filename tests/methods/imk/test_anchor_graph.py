@@ -90,7 +90,7 @@ def test_woodbury_solve_equals_the_direct_solve(params):
     phis = [rng.normal(size=(90, 4)) for _ in range(m)]
     h_locals = [rng.normal(size=(90, 4)) for _ in range(m)]
     h_prev = rng.normal(size=(90, 4))
-    woodbury = WoodburySolver(lap, m, params).update(phis, h_locals, h_prev)
+    woodbury = WoodburySolver(lap, m, params).update(sum(phis), sum(h_locals), h_prev)
     dense_l = lap @ np.eye(90)
     direct_matrix = 2 * params.lam * dense_l + m * params.rho * np.eye(90)
     rhs = sum(p + params.rho * h for p, h in zip(phis, h_locals))
@@ -99,7 +99,7 @@ def test_woodbury_solve_equals_the_direct_solve(params):
     direct = np.linalg.solve(direct_matrix, rhs)
     np.testing.assert_allclose(woodbury, direct, atol=1e-10 * np.abs(direct).max())
     # and the sparse CG solver on the same Laplacian as an explicit sparse matrix
-    cg = ServerSolver(sp.csr_matrix(dense_l), m, params, "cg").update(phis, h_locals, h_prev)
+    cg = ServerSolver(sp.csr_matrix(dense_l), m, params, "cg").update(sum(phis), sum(h_locals), h_prev)
     np.testing.assert_allclose(woodbury, cg, atol=1e-8 * np.abs(direct).max())
     with pytest.raises(FloatingPointError, match="not finite"):
         WoodburySolver(lap, m, params).solve(np.full((90, 4), np.nan))

@@ -198,8 +198,8 @@ def test_server_h_solves_its_linear_system(placement):
     phis = [rng.normal(size=(50, 4)) for _ in range(3)]
     h_locals = [rng.normal(size=(50, 4)) for _ in range(3)]
     h_prev = rng.normal(size=(50, 4))
-    cg = ServerSolver(lap, 3, params, "cg").update(phis, h_locals, h_prev)
-    lu = ServerSolver(lap, 3, params, "splu").update(phis, h_locals, h_prev)
+    cg = ServerSolver(lap, 3, params, "cg").update(sum(phis), sum(h_locals), h_prev)
+    lu = ServerSolver(lap, 3, params, "splu").update(sum(phis), sum(h_locals), h_prev)
     np.testing.assert_allclose(cg, lu, atol=1e-8)
     # stationarity (19) of the server's augmented Lagrangian (+ the linearised global penalty)
     ortho_grad = 4 * params.mu * h_prev @ (h_prev.T @ h_prev - np.eye(4))
