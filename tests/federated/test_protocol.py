@@ -275,7 +275,7 @@ def test_the_protocol_check_refuses_what_it_does_not_declare():
     cfg = validate_run_config({"algorithm": "fmvc-imk", "num-clusters": 3})
     sizes = Sizes(cfg, 10, 4, 10, {"clusters": 3})
     stage = PROTOCOL.stage("round")
-    good = {"residual": 1.0, "ortho": 0.0, "alpha": 0.5, "kernel_s": 0.1}
+    good = {"residual": 1.0, "ortho": 0.0, "h_squared_norm": 3.0, "alpha": 0.5, "kernel_s": 0.1}
     check_reply(stage, sizes, [np.zeros((10, 3))], good)
     with pytest.raises(ProtocolError, match=r"undeclared scalar\(s\) \['features'\]"):
         check_reply(stage, sizes, [np.zeros((10, 3))], {**good, "features": 1.0})
