@@ -56,7 +56,8 @@ def test_masked_the_same_sums_within_the_fixed_point_and_their_cost_recorded(tmp
     sums = {}
     for secure in (False, True):
         seen = _spy_sums(monkeypatch)
-        cfg = validate_run_config({**SMALL_RUNS[family], "num-server-rounds": 2, "secure-aggregation": secure})
+        overrides = {"num-server-rounds": 2, "secure-aggregation": secure}
+        cfg = validate_run_config({**SMALL_RUNS[family], **overrides})
         strategy = federation(tmp_path / str(secure), cfg).run()
         sums[secure] = [s for *_, s in seen]
         monkeypatch.undo()
