@@ -86,7 +86,7 @@ def _benchmark(cfg: dict[str, Any]) -> dict[str, Any]:
     k = cfg["num-clusters"] or int(truth.max()) + 1
     params = iai_params(cfg, k, num_samples=n)
     mask = missing_view_mask(n, m, cfg["missing-rate"], seed, cfg["missing-views-dropped"])
-    federation = IAIReference([v.features for v in views], mask, params, seed)
+    federation = IAIReference([v.features for v in views], params, k, seed, observed=mask)
     rounds: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     for s in range(1, cfg["num-server-rounds"] + 1):
@@ -99,7 +99,8 @@ def _benchmark(cfg: dict[str, Any]) -> dict[str, Any]:
             return out
 
         start = time.perf_counter()
-        state = federation.setup(timed) if s == 1 else federation.train_round(timed)
+        federation.round(timed)
+        state = federation.state
         record = {
             "round": s,
             "client_s": sum(times),

@@ -89,12 +89,13 @@ def run_rounds(overrides: dict[str, Any]) -> dict[str, Any]:
         k = cfg["num-clusters"] or int(truth.max()) + 1
         params = iai_params(cfg, k, num_samples=n)
         mask = missing_view_mask(n, m, cfg["missing-rate"], seed, cfg["missing-views-dropped"])
-        fed = IAIReference([v.features for v in views], mask, params, seed)
+        fed = IAIReference([v.features for v in views], params, k, seed, observed=mask)
         rounds: list[dict[str, Any]] = []
         previous = None
         for s in range(1, cfg["num-server-rounds"] + 1):
             start = time.perf_counter()
-            state = fed.setup() if s == 1 else fed.train_round()
+            fed.round()
+            state = fed.state
             record: dict[str, Any] = {"round": s, "seconds": time.perf_counter() - start}
             record.update(clustering_scores(truth, state.labels))
             record["components"] = int(state.components)

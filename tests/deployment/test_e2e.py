@@ -26,7 +26,7 @@ from fedmf_app.deployment.federation import LocalFederation
 from fedmf_app.deployment.supernode import LocalSuperNode
 from fedmf_app.in_process import run_in_process
 from fedmf_app.methods.sonmf.params import sonmf_options
-from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
+from fedmf_app.methods.sonmf.reference import SONMFReference, synthetic_views
 from fedmf_app.registry import validate_run_config
 from fedmf_app.resume import main as resume_main
 
@@ -51,9 +51,8 @@ def _run(tmp_path, num_nodes, overrides, **kwargs):
 
 def _reference_residuals(m, h, seed, rounds):
     cfg = validate_run_config({"num-clients": m, "heterogeneity": h, "seed": seed})
-    reference = KernelFederation(
-        [v.x for v in synthetic_views(m=m, h=h, seed=seed)], sonmf_options(cfg).steps, seed=seed
-    )
+    views = [v.x.T for v in synthetic_views(m=m, h=h, seed=seed)]
+    reference = SONMFReference(views, sonmf_options(cfg), cfg["num-clusters"] or 6, seed=seed)
     for _ in range(rounds):
         reference.round()
     return [h["residual"] for h in reference.history]

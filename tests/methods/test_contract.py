@@ -4,12 +4,15 @@ that lists every file, and a small run for the cross-family tests."""
 
 import ast
 import dataclasses
+import inspect
 import re
+import typing
 from importlib import import_module
 from pathlib import Path
 
 import pytest
 
+from fedmf_app.common.federation_reference import FederationReference
 from fedmf_app.federated.client import ViewClient
 from fedmf_app.federated.strategy import ViewFederationStrategy
 from fedmf_app.methods import FAMILY_NAMES
@@ -55,6 +58,7 @@ def test_the_contract_names_the_files_and_what_they_define():
         contract
     )
     assert contract["options.py"] == "FAMILY" and contract["strategy.py"] == "STRATEGIES"
+    assert contract["reference.py"] == "REFERENCE"
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
@@ -106,3 +110,15 @@ def test_each_readme_lists_every_file_of_its_folder(family):
         p.name for p in sorted(folder.glob("*.py")) if p.name != "__init__.py" and f"`{p.name}`" not in readme
     ]
     assert not missing, f"{family.name}/README.md does not list {missing}"
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_each_family_reference_keeps_the_one_interface(family):
+    reference = import_module(f"fedmf_app.methods.{family.name}.reference").REFERENCE
+    wanted = inspect.signature(FederationReference.__init__).parameters
+    given = inspect.signature(reference.__init__).parameters
+    assert list(given) == list(wanted), f"{family.name}: REFERENCE{tuple(given)}"
+    assert [p.default for p in given.values()] == [p.default for p in wanted.values()]
+    assert typing.get_type_hints(reference.__init__)["params"] is family.params
+    for method in ("round", "labels"):
+        assert callable(getattr(reference, method, None)), f"{family.name}: REFERENCE.{method}"

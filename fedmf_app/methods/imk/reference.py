@@ -1,6 +1,8 @@
 """FMVC-IMK in one process: the same kernels in the same order as the Flower strategy and clients.
 
-Used by the tests (the Flower run must give the same numbers) and by the benchmark. Every
+Used by the tests (the Flower run must give the same numbers) and by the benchmark;
+:data:`REFERENCE` keeps the interface of
+:class:`~fedmf_app.common.federation_reference.FederationReference`. Every
 client's randomness comes from its own seeded stream, as in the Flower clients
 (:func:`~fedmf_app.methods.imk.model.client_rng`), the server's from
 :func:`~fedmf_app.methods.imk.model.server_rng`, and the shared anchor samples from
@@ -20,18 +22,19 @@ from fedmf_app.methods.imk.client_updates import (
     view_anchor_graph,
     view_knn_graph,
 )
-from fedmf_app.methods.imk.model import anchor_indices, client_rng, multiplier_step, server_rng
+from fedmf_app.methods.imk.model import anchor_indices, client_rng, label_rng, multiplier_step, server_rng
 from fedmf_app.methods.imk.params import IMKOptions, resolve_graph
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
     consensus_gap,
+    extract_labels,
     initial_global_h,
     make_solver,
     normalised_laplacian_sum,
     objective,
 )
 
-__all__ = ["IMKReference", "graph_laplacian", "sum_laplacians"]
+__all__ = ["REFERENCE", "IMKReference", "graph_laplacian", "sum_laplacians"]
 
 
 class IMKReference:
@@ -41,11 +44,11 @@ class IMKReference:
     ----------
     views : list of ndarray or csr_matrix, each shape (N, d_m)
         Preprocessed views.
-    options : IMKOptions
+    params : IMKOptions
         The run's ``imk.*`` parameters (:func:`~fedmf_app.methods.imk.params.imk_options`); the
-        steps are ``options.steps``.
-    k : int
-        Clusters.
+        steps are ``params.steps``.
+    num_clusters : int
+        Clusters ``k``.
     seed : int
         The run's seed (initial ``H^{(m)}``, ``H``, the shared anchors).
     observed : ndarray of bool, shape (N, M), optional
@@ -65,13 +68,15 @@ class IMKReference:
     def __init__(
         self,
         views: list[np.ndarray],
-        options: IMKOptions,
-        k: int,
+        params: IMKOptions,
+        num_clusters: int,
         seed: int = 0,
         observed: np.ndarray | None = None,
     ) -> None:
+        options, k = params, num_clusters
         self.views = views
         self.options = options
+        self.seed = seed
         self.params = params = options.steps
         m = len(views)
         self.states: list[ClientState] = [
@@ -107,6 +112,20 @@ class IMKReference:
         record["consensus"] = consensus_gap(h_squared_norm_sum, h_sum, self.h, m)
         self.history.append(record)
         return record
+
+    def labels(self) -> np.ndarray:
+        """Labels of the global ``H`` after the rounds done (the ``imk.labels`` rule, the Strategy's
+        random stream of that round).
+
+        Returns
+        -------
+        ndarray of int, shape (N,)
+        """
+        return extract_labels(self.h, self.options.labels, label_rng(self.seed, len(self.history)))
+
+
+#: The family's reference federation (the interface of every family's ``REFERENCE``).
+REFERENCE = IMKReference
 
 
 def graph_laplacian(

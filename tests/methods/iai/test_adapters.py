@@ -51,8 +51,12 @@ def test_a_flower_run_gives_the_in_process_reference_numbers(tmp_path):
     m, n = cfg["num-clients"], 120
     views = [client_view(cfg, p).features for p in range(m)]
     mask = missing_view_mask(n, m, cfg["missing-rate"], cfg["seed"], cfg["missing-views-dropped"])
-    reference = IAIReference(views, mask, iai_params(cfg, strategy.num_clusters, num_samples=n), cfg["seed"])
-    states = [reference.setup()] + [reference.train_round() for _ in range(cfg["num-server-rounds"] - 1)]
+    k = strategy.num_clusters
+    reference = IAIReference(views, iai_params(cfg, k, num_samples=n), k, cfg["seed"], observed=mask)
+    states = []
+    for _ in range(cfg["num-server-rounds"]):
+        reference.round()
+        states.append(reference.state)
     for state, (neighbours, labels, target, anchors) in zip(states, broadcasts[1:]):
         np.testing.assert_array_equal(neighbours, state.neighbours)
         np.testing.assert_array_equal(labels, state.labels)

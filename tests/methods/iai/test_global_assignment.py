@@ -160,9 +160,13 @@ def test_anchor_kmeans_training_rounds_improve_on_the_support_start_of_a_small_p
         ae_epochs=50, gae=gae, start_graph="support", graph_update="fused", pseudo_labels="anchor-kmeans",
         fusion="inverse-emd",
     )  # fmt: skip
-    fed = IAIReference(views, missing_view_mask(150, 3, 0.5, 2), params, seed=2)
-    start = clustering_scores(truth, fed.setup().labels)["acc"]
-    acc = [clustering_scores(truth, fed.train_round().labels)["acc"] for _ in range(4)]
+    fed = IAIReference(views, params, 3, seed=2, observed=missing_view_mask(150, 3, 0.5, 2))
+    fed.round()
+    start = clustering_scores(truth, fed.labels())["acc"]
+    acc = []
+    for _ in range(4):
+        fed.round()
+        acc.append(clustering_scores(truth, fed.labels())["acc"])
     assert start < 0.8
     assert min(acc) >= start and acc[-1] >= start + 0.05, (start, acc)
 

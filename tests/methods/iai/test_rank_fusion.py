@@ -282,9 +282,12 @@ def test_training_rounds_make_the_lists_of_partially_observed_samples_purer_by_i
         views, truth = clustered_views(n=400, k=4, dims=(12, 12), noise=2.0, seed=seed)
         mask = missing_view_mask(400, 2, 0.5, seed)
         partial = ~mask.all(axis=1)
-        fed = IAIReference(views, mask, params, seed=seed)
-        start = fed.setup()
-        last = [fed.train_round() for _ in range(3)][-1]
+        fed = IAIReference(views, params, params.num_clusters, seed=seed, observed=mask)
+        fed.round()
+        start = fed.state
+        for _ in range(3):
+            fed.round()
+        last = fed.state
         start_acc = clustering_scores(truth, start.labels)["acc"]
         assert clustering_scores(truth, last.labels)["acc"] >= start_acc - 0.02, seed
         before = _row_purity(start.neighbours, truth, partial)

@@ -82,6 +82,7 @@ def test_rounds_match_the_in_process_kernels(tmp_path, graph, missing):
             [r[key] for r in result["rounds"]], [h[key] for h in ref.history], rtol=1e-9, atol=1e-12
         )
     np.testing.assert_allclose(strategy.h, ref.h, atol=1e-10)
+    np.testing.assert_array_equal(strategy.final_labels(), ref.labels())
     upload = 8 * (60 * 24 if graph == "anchor" else 60 * 59 // 2) + 8 * CHECK_WORDS
     assert result["summary"]["setup"]["upload_bytes_per_client"] == upload
     assert isinstance(strategy.laplacian, AnchorLaplacian) == (graph == "anchor")

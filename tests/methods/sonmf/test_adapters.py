@@ -14,7 +14,7 @@ from fedmf_app.federated.strategy import FederationError
 from fedmf_app.methods.sonmf.client import FedSONMFClient
 from fedmf_app.methods.sonmf.params import sonmf_options
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
-from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
+from fedmf_app.methods.sonmf.reference import SONMFReference, synthetic_views
 from fedmf_app.methods.sonmf.start import (
     basis_from_coefficients,
     coefficients_from_sketch,
@@ -59,7 +59,8 @@ def test_adapters_reproduce_the_kernel_reference_run(tmp_path):
     cfg, strategy, _, fed = _federation(tmp_path)
     fed.start()
     views = synthetic_views(m=3, h=0.6, seed=5, num_samples=40)
-    reference = KernelFederation([v.x for v in views], sonmf_options(cfg).steps, seed=5)
+    k = strategy.num_clusters or strategy.rank
+    reference = SONMFReference([v.x.T for v in views], sonmf_options(cfg), k, seed=5)
     for s in range(1, cfg["num-server-rounds"] + 1):
         broadcast = fed.round(s)
         reference.round()
@@ -68,6 +69,7 @@ def test_adapters_reproduce_the_kernel_reference_run(tmp_path):
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert result["status"] == "completed"
     assert [r["round"] for r in result["rounds"]] == [1, 2, 3, 4]
+    np.testing.assert_array_equal(result["final"]["labels"], reference.labels())
     np.testing.assert_allclose(
         [r["residual"] for r in result["rounds"]], [h["residual"] for h in reference.history], rtol=1e-12
     )

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from fedmf_app.methods.sonmf.nonneg_orth import is_feasible_basis, solve_basis
+from fedmf_app.methods.sonmf.params import SONMFOptions
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
-from fedmf_app.methods.sonmf.reference import KernelFederation, synthetic_views
+from fedmf_app.methods.sonmf.reference import SONMFReference, synthetic_views
 from fedmf_app.methods.sonmf.updates import (
     SONMFParams,
     grad_v,
@@ -16,12 +17,18 @@ from fedmf_app.methods.sonmf.updates import (
 )
 
 
+def federation(views, params, seed=0):
+    """The in-process federation of paper A's synthetic views (planted rank) with ``params``."""
+    options = SONMFOptions(steps=params, synthetic=True)
+    return SONMFReference([v.x.T for v in views], options, views[0].v_true.shape[0], seed)
+
+
 def test_corrections_average_to_zero_over_clients():
     views = synthetic_views(m=6, h=0.9)
-    fed = KernelFederation([v.x for v in views], SONMFParams(local_steps=5))
+    fed = federation(views, SONMFParams(local_steps=5))
     for s in range(6):
-        outs = fed.round()
-        corrections = np.stack([o.correction for o in outs])
+        fed.round()
+        corrections = np.stack([o.correction for o in fed.outputs])
         if s == 0:
             assert np.all(corrections == 0)  # C_p^1 = 0
         else:
@@ -32,19 +39,20 @@ def test_corrections_average_to_zero_over_clients():
 
 def test_without_drift_correction_the_correction_is_zero():
     views = synthetic_views(m=3, h=0.9)
-    fed = KernelFederation([v.x for v in views], SONMFParams(local_steps=3, drift_correction=False))
+    fed = federation(views, SONMFParams(local_steps=3, drift_correction=False))
     for _ in range(3):
-        assert all(np.all(o.correction == 0) for o in fed.round())
+        fed.round()
+        assert all(np.all(o.correction == 0) for o in fed.outputs)
 
 
 def test_local_round_matches_its_closed_form():
     # hat V^{tau} = V^s - alpha * sum_k (g_k + C)  (paper A, App. 6)
     views = synthetic_views(m=3, h=0.6)
     params = SONMFParams(local_steps=7)
-    fed = KernelFederation([v.x for v in views], params)
+    fed = federation(views, params)
     fed.round()
-    outs = fed.round()
-    for o in outs:
+    fed.round()
+    for o in fed.outputs:
         expected = o.v - params.local_lr * params.local_steps * (o.grad_avg + o.correction)
         np.testing.assert_allclose(o.v_hat, expected, atol=1e-12)
         assert is_feasible_basis(o.u, tol=1e-12)
@@ -56,7 +64,7 @@ def test_one_local_step_equals_centralised_proximal_gradient_step(rounds_before)
     # proximal gradient step on (1/m) sum_p f_p(U_p, .) + h with step eta_g * alpha.
     views = synthetic_views(m=4, h=0.9)
     params = SONMFParams(local_steps=1, local_lr=0.02)
-    fed = KernelFederation([v.x for v in views], params)
+    fed = federation(views, params)
     for _ in range(rounds_before):
         fed.round()
     v_s, v_bar_s, us_before = fed.v.copy(), fed.v_bar.copy(), [u.copy() for u in fed.us]
@@ -76,18 +84,18 @@ def test_server_step_is_gradient_step_when_corrections_cancel():
     # bar V^{s+1} = V^s - eta~ * mean_p G_p^s
     views = synthetic_views(m=4, h=0.3)
     params = SONMFParams(local_steps=4)
-    fed = KernelFederation([v.x for v in views], params)
+    fed = federation(views, params)
     fed.round()
     v_s = fed.v.copy()
-    outs = fed.round()
-    expected = v_s - params.effective_lr * np.mean([o.grad_avg for o in outs], axis=0)
+    fed.round()
+    expected = v_s - params.effective_lr * np.mean([o.grad_avg for o in fed.outputs], axis=0)
     np.testing.assert_allclose(fed.v_bar, expected, atol=1e-10)
 
 
 def test_objective_and_residual_decrease_to_the_planted_factorisation():
     views = synthetic_views(m=5, h=0.0, seed=1)
     params = SONMFParams()
-    fed = KernelFederation([v.x for v in views], params, seed=1)
+    fed = federation(views, params, seed=1)
     for _ in range(40):
         fed.round()
     objective = [h["objective"] for h in fed.history]
