@@ -36,8 +36,9 @@ from typing import Any
 
 from flwr.common.logger import log
 
-from fedmf_app.federated.checkpoint import checkpoint_round
+from fedmf_app.federated.checkpoint import load_checkpoint
 from fedmf_app.federated.results import load_result, run_status
+from fedmf_app.registry import strategy_class
 
 __all__ = ["main", "resume_run_config"]
 
@@ -58,11 +59,14 @@ def resume_run_config(run_dir: str | Path) -> dict[str, Any]:
     Raises
     ------
     FileNotFoundError, ValueError
-        When the folder has no ``result.json``, or no checkpoint of this app.
+        When the folder has no ``result.json``, or no checkpoint that this code's strategy can
+        resume.
     """
     folder = Path(run_dir).expanduser().resolve()
     config = dict(load_result(folder)["config"])
-    checkpoint_round(folder)  # fails early, naming the file, when there is none (or not ours)
+    strategy = strategy_class(config["algorithm"])
+    # fails early, naming the file, when there is none, or not ours, or another version's
+    load_checkpoint(folder, strategy.checkpoint_types, strategy.checkpointed())
     config["resume-from"] = str(folder)
     config["out-dir"] = str(folder.parent)
     return config

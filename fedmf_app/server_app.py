@@ -112,7 +112,7 @@ def _resumed_strategy(cfg: dict[str, Any]) -> Any:
         )
     strategy_type = strategy_class(cfg["algorithm"])
     try:
-        checkpoint = load_checkpoint(run_dir, strategy_type.checkpoint_types)
+        checkpoint = load_checkpoint(run_dir, strategy_type.checkpoint_types, strategy_type.checkpointed())
         result = load_result(run_dir)
         previous = result["config"]
     except (OSError, ValueError) as exc:

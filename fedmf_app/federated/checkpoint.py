@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["CHECKPOINT_FILE", "CheckpointError", "checkpoint_round", "load_checkpoint", "write_checkpoint"]
+__all__ = ["CHECKPOINT_FILE", "CheckpointError", "load_checkpoint", "write_checkpoint"]
 
 CHECKPOINT_FILE = "checkpoint.npz"
 
@@ -193,19 +193,9 @@ def _read_tree(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return tree, arrays
 
 
-def checkpoint_round(run_dir: str | Path) -> int:
-    """The last finished round a run folder's checkpoint holds (nothing else is decoded).
-
-    Raises
-    ------
-    FileNotFoundError, CheckpointError
-        Naming the file.
-    """
-    tree, _ = _read_tree(Path(run_dir) / CHECKPOINT_FILE)
-    return int(tree["round"])
-
-
-def load_checkpoint(run_dir: str | Path, types: Iterable[type] = ()) -> dict[str, Any]:
+def load_checkpoint(
+    run_dir: str | Path, types: Iterable[type] = (), attrs: Iterable[str] | None = None
+) -> dict[str, Any]:
     """The checkpoint of a run folder.
 
     Parameters
@@ -213,6 +203,10 @@ def load_checkpoint(run_dir: str | Path, types: Iterable[type] = ()) -> dict[str
     run_dir : str or Path
     types : iterable of type
         The classes the state may hold instances of (the strategy's ``checkpoint_types``).
+    attrs : iterable of str, optional
+        The attributes the state must hold, no more and no fewer (the strategy's
+        :meth:`~fedmf_app.federated.strategy.ViewFederationStrategy.checkpointed`): a checkpoint
+        that another version of the strategy wrote is refused, naming what it lacks.
 
     Returns
     -------
@@ -224,7 +218,8 @@ def load_checkpoint(run_dir: str | Path, types: Iterable[type] = ()) -> dict[str
     FileNotFoundError
         Naming the file.
     CheckpointError
-        When the file is not a checkpoint of this app, or names a class outside ``types``.
+        When the file is not a checkpoint of this app, names a class outside ``types``, or does
+        not hold ``attrs``.
     """
     path = Path(run_dir) / CHECKPOINT_FILE
     tree, arrays = _read_tree(path)
@@ -238,4 +233,10 @@ def load_checkpoint(run_dir: str | Path, types: Iterable[type] = ()) -> dict[str
         raise CheckpointError(f"{path}: malformed checkpoint: {exc}") from exc
     if not isinstance(broadcast, list) or not isinstance(state, dict):
         raise CheckpointError(f"{path}: malformed checkpoint (broadcast or state)")
+    if attrs is not None and set(state) != set(attrs):
+        lacks, extra = sorted(set(attrs) - set(state)), sorted(set(state) - set(attrs))
+        raise CheckpointError(
+            f"{path}: the checkpoint lacks {lacks} and holds {extra} that this code's strategy "
+            "does not keep: another version of the app wrote it, and this one cannot resume it"
+        )
     return {"round": tree["round"], "broadcast": broadcast, "state": state}

@@ -536,8 +536,13 @@ class ViewFederationStrategy(Strategy):
     def after_restore(self) -> None:
         """Rebuild what the checkpoint does not hold (default: nothing)."""
 
+    @classmethod
+    def checkpointed(cls) -> tuple[str, ...]:
+        """The attributes a checkpoint holds: :attr:`checkpoint_attrs` and the kept rounds' labels."""
+        return (*cls.checkpoint_attrs, "label_history")
+
     def _write_checkpoint(self, server_round: int, arrays: list[np.ndarray]) -> None:
-        state = {name: getattr(self, name) for name in (*self.checkpoint_attrs, "label_history")}
+        state = {name: getattr(self, name) for name in self.checkpointed()}
         write_checkpoint(self.recorder.run_dir, server_round, arrays, state, self.checkpoint_types)
 
     def configure_fit(

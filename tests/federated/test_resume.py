@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from flwr.common import Context
 
-from fedmf_app.federated.checkpoint import CHECKPOINT_FILE
+from fedmf_app.federated.checkpoint import CHECKPOINT_FILE, load_checkpoint, write_checkpoint
 from fedmf_app.federated.handshake import FederationError
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.in_process import InProcessFederation
@@ -160,6 +160,18 @@ def test_a_tampered_checkpoint_cannot_run_code_and_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"names class 'os.system'; allowed: [^o]"):
         _resumed(cfg, run_dir)
     assert not _Payload.marker.exists() and not (tmp_path / "code-ran").exists()
+
+
+def test_a_checkpoint_that_other_code_wrote_is_refused_naming_what_it_lacks(tmp_path):
+    cfg, run_dir = _interrupted(tmp_path)
+    types = strategy_class(cfg["algorithm"]).checkpoint_types
+    checkpoint = load_checkpoint(run_dir, types)
+    state = dict(checkpoint["state"])
+    state["v_old"] = state.pop("v")  # an attribute another version of the strategy kept
+    write_checkpoint(run_dir, checkpoint["round"], checkpoint["broadcast"], state, types)
+    with pytest.raises(ConfigError, match=r"lacks \['v'\] and holds \['v_old'\] .* cannot resume it"):
+        _resumed(cfg, run_dir)
+    assert resume_main([str(run_dir)]) == 2
 
 
 def test_resume_from_outside_the_runs_out_dir_is_refused(tmp_path):
