@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedmf_app.common.graphs import laplacian
+from fedmf_app.common.summation import add_up
 from fedmf_app.methods.imk.client_updates import (
     ClientState,
     client_round,
@@ -93,7 +94,7 @@ class IMKReference:
 
     def round(self) -> dict[str, float]:
         """One round: every client, then the server (20) from the sums, as the strategy reads them
-        (:func:`numpy.add.reduce` in client order); returns the round's objective parts."""
+        (added up in client order); returns the round's objective parts."""
         first = not self.history
         m = len(self.views)
         stats = []
@@ -102,7 +103,7 @@ class IMKReference:
             stats.append(st)
         if not first:
             self.phi_sum = multiplier_step(self.phi_sum, self.h_sum, m * self.h, self.params.rho)
-        h_sum = np.add.reduce(np.stack([s.h for s in self.states]), axis=0)
+        h_sum = add_up([s.h for s in self.states])
         self.h = self.solver.update(self.phi_sum, h_sum, self.h)
         self.h_sum = h_sum
         residual_sum = float(np.add.reduce(np.array([s.residual for s in stats])))
