@@ -86,7 +86,7 @@ class GAEParams:
     decoder_hidden : int
         Hidden width of the attribute decoder d_h -> 256 -> d_z and of the structure head.
     epochs : int
-        Full-batch epochs per round (20).
+        Epochs per round, one optimiser step each (20).
     warmup_epochs : int
         Epochs of the first training round, which has no target P (0: ``epochs``).
     lr : float
@@ -118,7 +118,8 @@ class GAEParams:
         "iai.epochs",
         20,
         Interval(int, 1, None, closed="left"),
-        "Full-batch GAE epochs per round ([A] 20; the reference settings say 100, 20 as in the measured "
+        "GAE epochs per round, one optimiser step each (on the whole graph, or above iai.subgraph-above "
+        "samples on a sampled subgraph) ([A] 20; the reference settings say 100, 20 as in the measured "
         "reference reconstruction, 5x cheaper).",
     )
     warmup_epochs: int = option(
