@@ -9,6 +9,7 @@ random state leaks in or out.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -16,6 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch_geometric.data import Data
+from torch_geometric.loader import RandomNodeLoader
 from torch_geometric.nn import GATConv
 from torch_geometric.utils import add_self_loops
 
@@ -288,6 +291,103 @@ class GAELosses:
     clustering: float
 
 
+@dataclass(frozen=True)
+class _TrainingGraph:
+    """What one epoch trains on: the whole graph A_g + I, or a sampled subgraph of it.
+
+    Attributes
+    ----------
+    x : Tensor, shape (n, d_z)
+        Imputed features of its nodes.
+    target : Tensor, shape (n, K), or None
+        Their rows of P.
+    graph : EdgePattern
+        The encoder's pattern (edges and self loops).
+    positives : EdgePattern
+        The scored positive pairs (the same edges).
+    forbidden : ndarray of int64
+        :func:`edge_keys` of the positives (no non-edge is drawn among them).
+    num_negatives : int
+        Non-edges drawn per epoch.
+    """
+
+    x: torch.Tensor
+    target: torch.Tensor | None
+    graph: EdgePattern
+    positives: EdgePattern
+    forbidden: np.ndarray
+    num_negatives: int
+
+    @classmethod
+    def build(
+        cls,
+        model: GraphAutoencoder,
+        x: torch.Tensor,
+        edges: torch.Tensor,
+        target: torch.Tensor | None,
+        params: GAEParams,
+    ) -> _TrainingGraph:
+        """The training graph of nodes ``x`` joined by ``edges``.
+
+        Parameters
+        ----------
+        model : GraphAutoencoder
+        x : Tensor, shape (n, d_z)
+        edges : Tensor of int64, shape (2, e)
+            Both directions of every edge, no self loops, on the CPU.
+        target : Tensor, shape (n, K), or None
+        params : GAEParams
+
+        Returns
+        -------
+        _TrainingGraph
+        """
+        n, device = x.shape[0], x.device
+        positives = add_self_loops(edges, num_nodes=n)[0]
+        return cls(
+            x=x,
+            target=target,
+            graph=model.graph(edges.to(device), n),
+            positives=EdgePattern.from_pairs(positives.to(device), n)[0],
+            forbidden=edge_keys(positives.numpy(), n),
+            num_negatives=int(params.negative_ratio * positives.shape[1]),
+        )
+
+
+def _sampled_subgraphs(
+    edges: torch.Tensor, n: int, nodes: int, seed: int
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Subgraphs induced by at most ``nodes`` samples drawn at random, one per call to ``next``.
+
+    Each is the first part of a fresh random split of the ``n`` nodes into ``ceil(n / nodes)``
+    parts of ``ceil(n / parts)`` nodes by torch-geometric's
+    :class:`~torch_geometric.loader.RandomNodeLoader` (a seeded generator), so every draw is a
+    uniform sample of the nodes without replacement (20,000 of 100,000 at the defaults).
+
+    Parameters
+    ----------
+    edges : Tensor of int64, shape (2, e)
+        Both directions of every edge, no self loops.
+    n : int
+    nodes : int
+        Most nodes of a subgraph.
+    seed : int
+
+    Yields
+    ------
+    node_ids : Tensor of int64, shape (n_s,)
+        The subgraph's nodes, in global indices.
+    edge_index : Tensor of int64, shape (2, e_s)
+        Its edges, in local indices (``node_ids[edge_index]`` are edges of ``edges``).
+    """
+    data = Data(edge_index=edges, num_nodes=n, node_ids=torch.arange(n))
+    generator = torch.Generator().manual_seed(seed)
+    loader = RandomNodeLoader(data, num_parts=math.ceil(n / nodes), shuffle=True, generator=generator)
+    while True:
+        part = next(iter(loader))
+        yield part.node_ids, part.edge_index
+
+
 def train_gae(
     model: GraphAutoencoder,
     z: np.ndarray,
@@ -306,6 +406,11 @@ def train_gae(
     by :func:`uniform_non_edges`.
     KL(P || Q) is the mean over samples of Σ_j p_ij log(p_ij / q_ij), Q from the centroids.
 
+    Up to ``params.subgraph_above`` samples every epoch is one step on the whole graph; above it,
+    one step on the subgraph induced by at most ``params.subgraph_nodes`` samples drawn at random
+    (:func:`_sampled_subgraphs`; the losses above on its nodes, its edges and non-edges drawn
+    among its nodes), so that an epoch's cost stops growing with ``n``.
+
     Parameters
     ----------
     model : GraphAutoencoder
@@ -318,7 +423,7 @@ def train_gae(
         The server's P; ``None`` (round 1) trains without the clustering loss.
     params : GAEParams
     seed : int
-        Seeds torch's stream and the numpy Generator of the negative sampling.
+        Seeds torch's stream, the numpy Generator of the negative sampling and the subgraphs' draws.
     device : str
         ``cpu`` or ``cuda``.
 
@@ -329,13 +434,11 @@ def train_gae(
     n = z.shape[0]
     x = torch.as_tensor(z, dtype=torch.float32, device=device)
     edges = torch.as_tensor(edge_index, dtype=torch.long)
-    positives = add_self_loops(edges, num_nodes=n)[0]
-    graph = model.graph(edges.to(device), n)
-    num_negatives = int(params.negative_ratio * positives.shape[1])
-    rng = np.random.default_rng(seed)
-    forbidden = edge_keys(positives.numpy(), n)
-    scored_positives = EdgePattern.from_pairs(positives.to(device), n)[0]
     p = None if target is None else torch.as_tensor(target, dtype=torch.float32, device=device)
+    sampled = n > params.subgraph_above
+    whole = None if sampled else _TrainingGraph.build(model, x, edges, p, params)
+    subgraphs = _sampled_subgraphs(edges, n, params.subgraph_nodes, seed) if sampled else None
+    rng = np.random.default_rng(seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=params.lr)
     attribute_scale = 1.0
     if params.attribute_scale == "variance":
@@ -346,22 +449,29 @@ def train_gae(
     epochs = params.warmup_epochs if p is None and params.warmup_epochs > 0 else params.epochs
     with seeded(seed):
         for _ in range(epochs):
-            h = model(x, graph)
-            attribute = (
-                F.mse_loss(model.attribute_decoder(h), x) / attribute_scale if params.attribute_loss else zero
-            )
+            g = whole
+            if subgraphs is not None:
+                ids, sub_edges = next(subgraphs)
+                g = _TrainingGraph.build(
+                    model, x[ids.to(device)], sub_edges, None if p is None else p[ids.to(device)], params
+                )
+            h = model(g.x, g.graph)
+            if params.attribute_loss:
+                attribute = F.mse_loss(model.attribute_decoder(h), g.x) / attribute_scale
             if params.structure_loss:
-                negatives = torch.as_tensor(uniform_non_edges(forbidden, n, num_negatives, rng))
-                negatives = EdgePattern.from_pairs(negatives.to(device), n)[0]
-                pos = model.edge_logits(h, scored_positives)
+                m = g.x.shape[0]
+                negatives = torch.as_tensor(uniform_non_edges(g.forbidden, m, g.num_negatives, rng))
+                negatives = EdgePattern.from_pairs(negatives.to(device), m)[0]
+                pos = model.edge_logits(h, g.positives)
                 neg = model.edge_logits(h, negatives)
                 structure = F.binary_cross_entropy_with_logits(
                     pos, torch.ones_like(pos)
                 ) + F.binary_cross_entropy_with_logits(neg, torch.zeros_like(neg))
-            if p is not None and params.alpha > 0:
+            if g.target is not None and params.alpha > 0:
                 q = soft_assignment(h, model.centroids)
+                t = g.target
                 clustering = (
-                    (p * (torch.log(p.clamp_min(1e-12)) - torch.log(q.clamp_min(1e-12)))).sum(dim=1).mean()
+                    (t * (torch.log(t.clamp_min(1e-12)) - torch.log(q.clamp_min(1e-12)))).sum(dim=1).mean()
                 )
             loss = attribute + structure + params.alpha * clustering
             if not loss.requires_grad:  # every term disabled: nothing to train

@@ -140,6 +140,26 @@ def start_target(labels: np.ndarray, params: IAIParams) -> np.ndarray | None:
     return target
 
 
+def _summed(arrays: list[np.ndarray]) -> np.ndarray:
+    """Their sum, added in order into one new array.
+
+    The same numbers as ``np.sum(arrays, axis=0)``, without its stacked copy of every array
+    (at n = 100,000 and r = 200, four distance matrices are 640 MB).
+
+    Parameters
+    ----------
+    arrays : list of ndarray, each of the same shape
+
+    Returns
+    -------
+    ndarray
+    """
+    total = np.array(arrays[0], dtype=np.result_type(*arrays), copy=True)
+    for a in arrays[1:]:
+        total += a
+    return total
+
+
 def server_round(
     state: ServerState,
     distances: list[np.ndarray],
@@ -177,7 +197,7 @@ def server_round(
         (:data:`~fedmf_app.methods.iai.global_assignment.RANK_SPECTRAL_CANDIDATES`), else empty.
     """
     n, k = distances[0].shape[0], params.num_clusters
-    total = np.sum(distances, axis=0)
+    total = _summed(distances)
     rule = params.fusion if emd is not None else "uniform"
     views = code_lists if code_lists is not None else anchor_graphs
     assert views is not None, "a training round needs the views' neighbour lists or anchor graphs"

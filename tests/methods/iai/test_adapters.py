@@ -45,8 +45,13 @@ def test_only_the_spec_arrays_travel(tmp_path):
     np.testing.assert_array_equal(strategy.final_labels(), broadcasts[-1][1])
 
 
-def test_a_flower_run_gives_the_in_process_reference_numbers(tmp_path):
-    cfg = validate_run_config({**SMALL, "out-dir": str(tmp_path)})
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"iai.subgraph-above": 100, "iai.subgraph-nodes": 50}],
+    ids=["whole-graph", "sampled-subgraphs"],
+)
+def test_a_flower_run_gives_the_in_process_reference_numbers(tmp_path, options):
+    cfg = validate_run_config({**SMALL, **options, "out-dir": str(tmp_path)})
     strategy, broadcasts = run_federation(tmp_path, cfg)
     m, n = cfg["num-clients"], 120
     views = [client_view(cfg, p).features for p in range(m)]

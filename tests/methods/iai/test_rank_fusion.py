@@ -58,6 +58,21 @@ def test_borda_scores_are_the_weighted_rank_votes_counted_one_by_one():
     np.testing.assert_allclose(borda_scores(lists, weights).toarray(), expected, atol=1e-12)
 
 
+def test_borda_scores_of_a_block_of_samples_are_those_rows_of_all_the_scores():
+    rng = np.random.default_rng(4)
+    n = 50
+    lists = [rng.integers(-1, n, size=(n, depth)) for depth in (6, 9, 9)]
+    lists[1][::4] = -1
+    weights = np.array([0.7, 1.8, 1.0])
+    scores = borda_scores(lists, weights)
+    for block in (slice(0, 50), slice(0, 1), slice(13, 29), slice(40, 60)):
+        part = borda_scores(lists, weights, block)
+        assert part.shape == (len(range(*block.indices(n))), n)
+        np.testing.assert_array_equal(part.indptr, scores[block].indptr)
+        np.testing.assert_array_equal(part.indices, scores[block].indices)
+        np.testing.assert_array_equal(part.data, scores[block].data)  # the same sums, bit for bit
+
+
 def test_rank_fusion_keeps_the_best_scored_candidates_with_ties_to_the_smaller_index():
     first = np.array([[1, 2, 3, 4]])
     second = np.array([[2, 1, 5, 6]])

@@ -200,3 +200,93 @@ def test_edge_keys_are_the_sorted_distinct_keys(num_edges):
     n = 40
     edges = np.random.default_rng(7).integers(0, n, size=(2, num_edges))
     np.testing.assert_array_equal(edge_keys(edges, n), np.unique(edges[0] * n + edges[1]))
+
+
+def _planted_graph(n, k, seed):
+    """Planted clusters in 8 dimensions and their symmetric 6-NN graph (both directions, no loops)."""
+    z, labels = _planted(n, k, 8, seed)
+    a = adjacency(knn_indices(z, 6), n).tocoo()
+    return z, labels, np.vstack([a.row, a.col]).astype(np.int64)
+
+
+def test_sampled_subgraphs_are_the_induced_subgraphs_of_uniform_node_samples():
+    from fedmf_app.methods.iai.graph_autoencoder import _sampled_subgraphs
+
+    n, nodes = 300, 100
+    _, _, edges = _planted_graph(n, 3, 0)
+    dense = np.zeros((n, n), dtype=bool)
+    dense[edges[0], edges[1]] = True
+    draws = _sampled_subgraphs(torch.as_tensor(edges), n, nodes, 0)
+    seen = np.zeros(n, dtype=int)
+    for _ in range(60):
+        ids, local = next(draws)
+        ids = ids.numpy()
+        assert ids.size == nodes and np.unique(ids).size == nodes
+        pairs = ids[local.numpy()]
+        assert dense[pairs[0], pairs[1]].all()  # edges of the graph...
+        assert pairs.shape[1] == dense[np.ix_(ids, ids)].sum()  # ...and every edge among the nodes
+        seen[ids] += 1
+    # each node is drawn with probability 1/3 per subgraph: 20 times in 60 draws on average
+    assert seen.min() > 5 and seen.max() < 40 and abs(seen.mean() - 20) < 1e-9
+
+
+def _count_forward_rows(model):
+    rows = []
+    original = model.forward
+    model.forward = lambda z, graph: rows.append(z.shape[0]) or original(z, graph)
+    return rows
+
+
+def test_the_whole_graph_is_trained_up_to_the_threshold_and_subgraphs_above_it():
+    from dataclasses import replace
+
+    from fedmf_app.methods.iai.graph_autoencoder import seeded, train_gae
+
+    n = 90
+    z, _, edges = _planted_graph(n, 3, 1)
+    base = GAEParams(hidden=4, heads=2, out_dim=4, decoder_hidden=8, epochs=3, subgraph_nodes=40)
+    states, counts = {}, {}
+    for above in (n, 10**9, n - 1):
+        with seeded(0):
+            model = GraphAutoencoder(8, 3, base)
+        counts[above] = _count_forward_rows(model)
+        train_gae(model, z, edges, None, replace(base, subgraph_above=above), 0)
+        states[above] = model.state_dict()
+    assert counts[n] == counts[10**9] == [n] * 3
+    assert counts[n - 1] == [30] * 3  # 90 nodes in ceil(90 / 40) = 3 parts of 30
+    for key, value in states[n].items():  # at the threshold: the whole-graph training, bit for bit
+        assert torch.equal(value, states[10**9][key]), key
+
+
+def test_subgraph_training_lowers_the_loss_as_the_whole_graph_does_and_keeps_the_planted_clusters():
+    from dataclasses import replace
+
+    from sklearn.cluster import KMeans
+
+    from fedmf_app.methods.iai.graph_autoencoder import seeded, train_gae
+
+    n, k = 600, 3
+    z, labels, edges = _planted_graph(n, k, 2)
+    params = GAEParams(
+        hidden=8, heads=2, out_dim=8, decoder_hidden=16, subgraph_above=100, subgraph_nodes=200
+    )
+    losses = {}
+    for above, epochs in [(100, 1), (100, 100), (n, 100)]:
+        with seeded(0):
+            model = GraphAutoencoder(8, k, params)
+        rows = _count_forward_rows(model)
+        losses[above, epochs] = train_gae(
+            model, z, edges, None, replace(params, epochs=epochs, subgraph_above=above), 0
+        )
+        assert rows == [200 if above < n else n] * epochs
+        if above < n:
+            sampled = model
+    first, trained, whole = losses[100, 1], losses[100, 100], losses[n, 100]
+    assert trained.attribute < 0.5 * first.attribute and trained.structure < 0.5 * first.structure
+    assert trained.attribute == pytest.approx(whole.attribute, rel=0.15)
+    assert trained.structure == pytest.approx(whole.structure, rel=0.15)
+    graph = sampled.graph(torch.as_tensor(edges), n)
+    with torch.no_grad():
+        h = sampled(torch.as_tensor(z, dtype=torch.float32), graph).numpy()
+    found = KMeans(k, n_init=10, random_state=0).fit_predict(h)
+    assert clustering_scores(labels, found)["acc"] > 0.95
