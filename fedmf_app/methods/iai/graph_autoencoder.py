@@ -406,8 +406,8 @@ def train_gae(
     by :func:`uniform_non_edges`.
     KL(P || Q) is the mean over samples of Σ_j p_ij log(p_ij / q_ij), Q from the centroids.
 
-    Up to ``params.subgraph_above`` samples every epoch is one step on the whole graph; above it,
-    one step on the subgraph induced by at most ``params.subgraph_nodes`` samples drawn at random
+    Up to ``params.subgraph_nodes`` samples every epoch is one step on the whole graph; above it,
+    one step on the subgraph induced by at most that many samples drawn at random
     (:func:`_sampled_subgraphs`; the losses above on its nodes, its edges and non-edges drawn
     among its nodes), so that an epoch's cost stops growing with ``n``.
 
@@ -435,7 +435,7 @@ def train_gae(
     x = torch.as_tensor(z, dtype=torch.float32, device=device)
     edges = torch.as_tensor(edge_index, dtype=torch.long)
     p = None if target is None else torch.as_tensor(target, dtype=torch.float32, device=device)
-    sampled = n > params.subgraph_above
+    sampled = n > params.subgraph_nodes
     whole = None if sampled else _TrainingGraph.build(model, x, edges, p, params)
     subgraphs = _sampled_subgraphs(edges, n, params.subgraph_nodes, seed) if sampled else None
     rng = np.random.default_rng(seed)

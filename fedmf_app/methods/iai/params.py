@@ -60,9 +60,9 @@ FEATURE_SCALINGS = ("auto", "standard", "row-l2", "none")
 DEVICES = ("cpu", "cuda")
 
 
-#: Default largest number of samples whose GAE epochs train on the whole graph, and default nodes
-#: of a sampled subgraph above it ([A]).
-SUBGRAPH_ABOVE = 20_000
+#: Default most samples a GAE epoch trains on: the largest n trained on the whole graph, and the
+#: nodes of a sampled subgraph above it ([A]).
+SUBGRAPH_NODES = 20_000
 
 
 def _widths(text: str) -> tuple[int, ...]:
@@ -102,12 +102,10 @@ class GAEParams:
         the mean squared deviation of Ẑ from its column means (1 for a decoder that outputs the mean).
     structure_loss : bool
         Include the BCE on edges and sampled non-edges (ablation M4 when false).
-    subgraph_above : int
-        Largest number of samples whose epochs train on the whole graph A_g + I (20,000); above it,
-        each epoch is one step on a sampled subgraph.
     subgraph_nodes : int
-        Most nodes of a sampled subgraph (20,000): the ``n`` samples are split at random into
-        ``ceil(n / subgraph_nodes)`` equal parts and an epoch trains on one.
+        Most nodes an epoch trains on (20,000): up to that many samples every epoch is one step
+        on the whole graph A_g + I; above it, the ``n`` samples are split at random into
+        ``ceil(n / subgraph_nodes)`` equal parts and an epoch steps on the subgraph one induces.
     """
 
     hidden: int = 64
@@ -118,7 +116,7 @@ class GAEParams:
         "iai.epochs",
         20,
         Interval(int, 1, None, closed="left"),
-        "GAE epochs per round, one optimiser step each (on the whole graph, or above iai.subgraph-above "
+        "GAE epochs per round, one optimiser step each (on the whole graph, or above iai.subgraph-nodes "
         "samples on a sampled subgraph) ([A] 20; the reference settings say 100, 20 as in the measured "
         "reference reconstruction, 5x cheaper).",
     )
@@ -138,22 +136,15 @@ class GAEParams:
     structure_loss: bool = option(
         "iai.structure-loss", True, Boolean(), "Structure reconstruction BCE (false: ablation M4)."
     )
-    subgraph_above: int = option(
-        "iai.subgraph-above",
-        SUBGRAPH_ABOVE,
-        Interval(int, 0, None, closed="left"),
-        "Largest number of samples n whose GAE epochs each take one step on the whole graph A_g + I "
-        "([A] 20,000: HW, NoisyMNIST and the development sets); above it, each epoch takes one step on "
-        "the subgraph induced by at most iai.subgraph-nodes samples drawn at random (torch-geometric's "
-        "RandomNodeLoader), so that an epoch's cost stops growing with n.",
-    )
     subgraph_nodes: int = option(
         "iai.subgraph-nodes",
-        SUBGRAPH_ABOVE,
+        SUBGRAPH_NODES,
         Interval(int, 2, None, closed="left"),
-        "Most samples of a sampled subgraph of the GAE's epochs above iai.subgraph-above samples: the n "
-        "samples are split at random into ceil(n / iai.subgraph-nodes) equal parts, and an epoch "
-        "trains on one ([A] 20,000).",
+        "Most samples a GAE epoch trains on ([A] 20,000: HW, NoisyMNIST and the development sets train "
+        "on the whole graph A_g + I). Above it the n samples are split at random into "
+        "ceil(n / iai.subgraph-nodes) equal parts (torch-geometric's RandomNodeLoader) and each epoch "
+        "takes its one step on the subgraph one part induces, so that an epoch's cost stops growing "
+        "with n.",
     )
 
 

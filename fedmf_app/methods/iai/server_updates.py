@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedmf_app.common.graphs import adjacency, num_components
+from fedmf_app.common.summation import add_up
 from fedmf_app.methods.iai.deep_clustering import (
     fuse,
     fusion_weights,
@@ -140,26 +141,6 @@ def start_target(labels: np.ndarray, params: IAIParams) -> np.ndarray | None:
     return target
 
 
-def _summed(arrays: list[np.ndarray]) -> np.ndarray:
-    """Their sum, added in order into one new array.
-
-    The same numbers as ``np.sum(arrays, axis=0)``, without its stacked copy of every array
-    (at n = 100,000 and r = 200, four distance matrices are 640 MB).
-
-    Parameters
-    ----------
-    arrays : list of ndarray, each of the same shape
-
-    Returns
-    -------
-    ndarray
-    """
-    total = np.array(arrays[0], dtype=np.result_type(*arrays), copy=True)
-    for a in arrays[1:]:
-        total += a
-    return total
-
-
 def server_round(
     state: ServerState,
     distances: list[np.ndarray],
@@ -197,7 +178,7 @@ def server_round(
         (:data:`~fedmf_app.methods.iai.global_assignment.RANK_SPECTRAL_CANDIDATES`), else empty.
     """
     n, k = distances[0].shape[0], params.num_clusters
-    total = _summed(distances)
+    total = add_up(distances)
     rule = params.fusion if emd is not None else "uniform"
     views = code_lists if code_lists is not None else anchor_graphs
     assert views is not None, "a training round needs the views' neighbour lists or anchor graphs"

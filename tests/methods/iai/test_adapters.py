@@ -47,7 +47,7 @@ def test_only_the_spec_arrays_travel(tmp_path):
 
 @pytest.mark.parametrize(
     "options",
-    [{}, {"iai.subgraph-above": 100, "iai.subgraph-nodes": 50}],
+    [{}, {"iai.subgraph-nodes": 50}],
     ids=["whole-graph", "sampled-subgraphs"],
 )
 def test_a_flower_run_gives_the_in_process_reference_numbers(tmp_path, options):

@@ -244,16 +244,16 @@ def test_the_whole_graph_is_trained_up_to_the_threshold_and_subgraphs_above_it()
 
     n = 90
     z, _, edges = _planted_graph(n, 3, 1)
-    base = GAEParams(hidden=4, heads=2, out_dim=4, decoder_hidden=8, epochs=3, subgraph_nodes=40)
+    base = GAEParams(hidden=4, heads=2, out_dim=4, decoder_hidden=8, epochs=3)
     states, counts = {}, {}
-    for above in (n, 10**9, n - 1):
+    for nodes in (n, 10**9, 40):
         with seeded(0):
             model = GraphAutoencoder(8, 3, base)
-        counts[above] = _count_forward_rows(model)
-        train_gae(model, z, edges, None, replace(base, subgraph_above=above), 0)
-        states[above] = model.state_dict()
+        counts[nodes] = _count_forward_rows(model)
+        train_gae(model, z, edges, None, replace(base, subgraph_nodes=nodes), 0)
+        states[nodes] = model.state_dict()
     assert counts[n] == counts[10**9] == [n] * 3
-    assert counts[n - 1] == [30] * 3  # 90 nodes in ceil(90 / 40) = 3 parts of 30
+    assert counts[40] == [30] * 3  # 90 nodes in ceil(90 / 40) = 3 parts of 30
     for key, value in states[n].items():  # at the threshold: the whole-graph training, bit for bit
         assert torch.equal(value, states[10**9][key]), key
 
@@ -267,21 +267,19 @@ def test_subgraph_training_lowers_the_loss_as_the_whole_graph_does_and_keeps_the
 
     n, k = 600, 3
     z, labels, edges = _planted_graph(n, k, 2)
-    params = GAEParams(
-        hidden=8, heads=2, out_dim=8, decoder_hidden=16, subgraph_above=100, subgraph_nodes=200
-    )
+    params = GAEParams(hidden=8, heads=2, out_dim=8, decoder_hidden=16)
     losses = {}
-    for above, epochs in [(100, 1), (100, 100), (n, 100)]:
+    for nodes, epochs in [(200, 1), (200, 100), (n, 100)]:
         with seeded(0):
             model = GraphAutoencoder(8, k, params)
         rows = _count_forward_rows(model)
-        losses[above, epochs] = train_gae(
-            model, z, edges, None, replace(params, epochs=epochs, subgraph_above=above), 0
+        losses[nodes, epochs] = train_gae(
+            model, z, edges, None, replace(params, epochs=epochs, subgraph_nodes=nodes), 0
         )
-        assert rows == [200 if above < n else n] * epochs
-        if above < n:
+        assert rows == [nodes] * epochs  # 600 nodes in 3 parts of 200, or the whole graph
+        if nodes < n:
             sampled = model
-    first, trained, whole = losses[100, 1], losses[100, 100], losses[n, 100]
+    first, trained, whole = losses[200, 1], losses[200, 100], losses[n, 100]
     assert trained.attribute < 0.5 * first.attribute and trained.structure < 0.5 * first.structure
     assert trained.attribute == pytest.approx(whole.attribute, rel=0.15)
     assert trained.structure == pytest.approx(whole.structure, rel=0.15)
