@@ -99,8 +99,9 @@ def _resumed_strategy(cfg: dict[str, Any]) -> Any:
     ------
     fedmf_app.options.ConfigError
         When the run folder is not inside ``out-dir``, has no checkpoint or one this app did not
-        write (a tampered file is refused before anything in it is used), its run config differs
-        (other than the keys a resume may change), or it already finished.
+        write (a tampered file is refused before anything in it is used) or that holds other state
+        than this code's strategy keeps (another version wrote it), its run config differs (other
+        than the keys a resume may change), or it already finished.
     """
     run_dir = Path(cfg["resume-from"]).expanduser().resolve()
     out_dir = Path(cfg["out-dir"]).expanduser().resolve()
