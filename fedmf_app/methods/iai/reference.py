@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.common.summation import add_up
 from fedmf_app.methods.iai.client_updates import ClientUpload, client_round, client_seed, client_setup
 from fedmf_app.methods.iai.params import IAIParams
 from fedmf_app.methods.iai.server_updates import ServerState, server_round, server_setup
@@ -145,7 +146,7 @@ class IAIReference:
         anchor_graphs = [(u.anchor_indices, u.anchor_values) for u in uploads]
         self.state, self.weights, self.info = server_round(
             self.state,
-            [u.distances for u in uploads],
+            add_up([u.distances for u in uploads]),
             anchor_graphs if self.params.uses_anchor_graphs else None,
             [u.code_neighbours for u in uploads] if self.params.graph_update == "rank" else None,
             emd,

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedmf_app.common.graphs import adjacency, num_components
-from fedmf_app.common.summation import add_up
 from fedmf_app.methods.iai.deep_clustering import (
     fuse,
     fusion_weights,
@@ -143,7 +142,7 @@ def start_target(labels: np.ndarray, params: IAIParams) -> np.ndarray | None:
 
 def server_round(
     state: ServerState,
-    distances: list[np.ndarray],
+    distance_sum: np.ndarray,
     anchor_graphs: list[tuple[np.ndarray, np.ndarray]] | None,
     code_lists: list[np.ndarray] | None,
     emd: list[float] | None,
@@ -156,8 +155,8 @@ def server_round(
     ----------
     state : ServerState
         State broadcast this round (its labels are the previous Y).
-    distances : list of ndarray, each (n, K), or (n, r) for the anchor-distance rules
-        E^(m), or D^(m) (only their sum is used: a list of one sum gives the same result).
+    distance_sum : ndarray, shape (n, K), or (n, r) for the anchor-distance rules
+        The sum over the clients of E^(m), or of D^(m) (all the server needs of them).
     anchor_graphs : list of (indices (n, s), values (n, s)), or None
         G^(m), row-sparse (``None`` when ``params.uses_anchor_graphs`` is false).
     code_lists : list of ndarray of int, each (n, L), or None
@@ -177,8 +176,7 @@ def server_round(
         ``{"assignment": candidate}`` with ``rank-spectral``
         (:data:`~fedmf_app.methods.iai.global_assignment.RANK_SPECTRAL_CANDIDATES`), else empty.
     """
-    n, k = distances[0].shape[0], params.num_clusters
-    total = add_up(distances)
+    n, k = distance_sum.shape[0], params.num_clusters
     rule = params.fusion if emd is not None else "uniform"
     views = code_lists if code_lists is not None else anchor_graphs
     assert views is not None, "a training round needs the views' neighbour lists or anchor graphs"
@@ -200,18 +198,19 @@ def server_round(
     graph = adjacency(neighbours, n)
     if params.pseudo_labels == "rank-spectral":
         assert code_lists is not None, "pseudo_labels = 'rank-spectral' needs the views' neighbour lists"
-        coords = landmark_mds(total, state.anchors, params.mds_dim)
+        coords = landmark_mds(distance_sum, state.anchors, params.mds_dim)
         labels, info["assignment"] = rank_spectral_labels(
             graph, code_lists, votes, coords, state.labels, k, params.knn, seed, params.exact_search_rows
         )
         target = coordinate_target(coords, labels, k)
     elif params.pseudo_labels == "anchor-kmeans":
-        labels, target = anchor_kmeans(total, state.anchors, k, np.random.default_rng(seed), params.mds_dim)
+        rng = np.random.default_rng(seed)
+        labels, target = anchor_kmeans(distance_sum, state.anchors, k, rng, params.mds_dim)
     elif params.pseudo_labels == "anchor-spectral":
         labels = anchor_spectral_labels(fused, k, np.random.default_rng(seed))
-        target = coordinate_target(landmark_mds(total, state.anchors, params.mds_dim), labels, k)
+        target = coordinate_target(landmark_mds(distance_sum, state.anchors, params.mds_dim), labels, k)
     else:
-        q = student_t(total)
+        q = student_t(distance_sum)
         target = target_distribution(q)
         if params.pseudo_labels == "spectral":
             labels = spectral_labels(graph, k, seed)

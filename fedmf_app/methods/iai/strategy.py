@@ -112,7 +112,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
             rank = self.params.graph_update == "rank"
             self.state, weights, info = iai_server.server_round(
                 self.state,
-                [sums["distances"]],
+                sums["distances"],
                 [(r.arrays[-2], r.arrays[-1]) for r in replies] if self.params.uses_anchor_graphs else None,
                 [r.arrays[1] for r in replies] if rank else None,
                 emd,

@@ -142,7 +142,7 @@ def test_the_server_round_labels_planted_clusters_from_summed_view_distances(rul
     state = ServerState(np.zeros((n, 5), np.int32), previous, None, anchors, 1)
     graphs = [anchor_graph(v, v[anchors], 4) for v in views]
     distances = [anchor_distances(v, anchors) for v in views]
-    new, _, _ = server_round(state, distances, graphs, None, None, params, 0)
+    new, _, _ = server_round(state, sum(distances), graphs, None, None, params, 0)
     assert clustering_scores(truth, new.labels)["acc"] == 1.0
     # P's columns follow Y's names after the alignment
     assert np.mean(new.target.argmax(axis=1) == new.labels) == 1.0
@@ -224,7 +224,8 @@ def test_fused_start_graph_update_keeps_every_start_edge_and_every_fused_edge():
     views = [rng.normal(size=(k, 4))[truth] * 5 + rng.normal(size=(n, 4)) for _ in range(m)]
     start = np.stack([rng.choice(n, 5, replace=False) for _ in range(n)]).astype(np.int32)  # random A_g⁰
     state = ServerState(start, truth, None, anchors, 1, start)
-    uploads = ([anchor_distances(v, anchors) for v in views], [anchor_graph(v, v[anchors], 4) for v in views])
+    distance_sum = sum(anchor_distances(v, anchors) for v in views)
+    uploads = (distance_sum, [anchor_graph(v, v[anchors], 4) for v in views])
     params = IAIParams(
         num_clusters=k, knn=5, anchors=20, anchor_neighbours=4, graph_update="fused",
         pseudo_labels="anchor-kmeans",

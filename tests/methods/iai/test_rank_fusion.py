@@ -209,9 +209,9 @@ def test_the_server_round_fuses_the_views_lists_into_a_g_with_equal_votes_by_def
     params = IAIParams(num_clusters=4, knn=k, anchors=20, anchor_neighbours=4, rank_depth=25)
     assert not params.uses_anchor_graphs
     state = ServerState(np.zeros((n, k), np.int32), labels, None, anchors, 1)
-    distances = [anchor_distances(v, anchors) for v in views]
+    distance_sum = sum(anchor_distances(v, anchors) for v in views)
     emd = [0.1, 0.2, 0.4]
-    new, weights, info = server_round(state, distances, None, lists, emd, params, 0)
+    new, weights, info = server_round(state, distance_sum, None, lists, emd, params, 0)
     np.testing.assert_allclose(weights, 1 / 3)  # iai.fusion = uniform
     np.testing.assert_array_equal(new.neighbours, rank_fusion(lists, k))
     assert info["assignment"] in RANK_SPECTRAL_CANDIDATES
@@ -221,7 +221,7 @@ def test_the_server_round_fuses_the_views_lists_into_a_g_with_equal_votes_by_def
     from dataclasses import replace
 
     paper_m2 = replace(params, fusion="inverse-emd")
-    weighted, weights, _ = server_round(state, distances, None, lists, emd, paper_m2, 0)
+    weighted, weights, _ = server_round(state, distance_sum, None, lists, emd, paper_m2, 0)
     np.testing.assert_allclose(weights, np.array([10, 5, 2.5]) / 17.5)
     np.testing.assert_array_equal(weighted.neighbours, rank_fusion(lists, k, 3 * weights))
 
