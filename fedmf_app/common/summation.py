@@ -1,4 +1,5 @@
-"""Adding arrays up in order, as ``np.sum`` over a stack does, without the stack."""
+"""Adding up the clients' values as ``np.sum`` does, so that a sum over ``m`` is ``np.mean``'s to the
+last bit: arrays in order without stacking them, scalars as one vector."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["add_up"]
+__all__ = ["add_up", "add_up_scalars"]
 
 
 def add_up(arrays: Sequence[np.ndarray]) -> np.ndarray:
@@ -30,3 +31,18 @@ def add_up(arrays: Sequence[np.ndarray]) -> np.ndarray:
     for array in arrays[1:]:
         total += array
     return total
+
+
+def add_up_scalars(values: Sequence[float]) -> float:
+    """The sum of numbers as ``np.sum`` of their vector gives it (pairwise from eight on), so that
+    the sum divided by their count is ``np.mean`` of them to the last bit.
+
+    Parameters
+    ----------
+    values : sequence of float, shape (m,)
+
+    Returns
+    -------
+    float
+    """
+    return float(np.add.reduce(np.asarray(values, dtype=np.float64)))

@@ -56,7 +56,7 @@ from flwr.server.client_proxy import ClientProxy
 from flwr.server.strategy import Strategy
 
 from fedmf_app.common.metrics import clustering_scores
-from fedmf_app.common.summation import add_up
+from fedmf_app.common.summation import add_up, add_up_scalars
 from fedmf_app.federated.alignment import align_samples
 from fedmf_app.federated.checkpoint import write_checkpoint
 from fedmf_app.federated.handshake import (
@@ -327,9 +327,9 @@ class ViewFederationStrategy(Strategy):
         are decoded from every reply's masked vector (its first array; :meth:`decode_sum`, against
         the round's broadcast), and the round's record gets the cost: ``secagg_server_s`` (the
         decoding) and ``secagg_client_s_max`` (the slowest client's masking). In the clear, the
-        parts are added up in partition order (:func:`~fedmf_app.common.summation.add_up`, and
-        ``np.add.reduce`` for the scalars), so that a sum divided by ``m`` is, bit for bit,
-        ``np.mean`` of the parts.
+        parts are added up in partition order (:func:`~fedmf_app.common.summation.add_up` and
+        :func:`~fedmf_app.common.summation.add_up_scalars`), so that a sum divided by ``m`` is,
+        bit for bit, ``np.mean`` of the parts.
 
         Parameters
         ----------
@@ -361,8 +361,7 @@ class ViewFederationStrategy(Strategy):
                 sums[part.name] = add_up([r.arrays[index] for r in replies])
         for part in scalars:
             if part.summed:
-                values = np.array([float(r.metrics[part.name]) for r in replies])
-                sums[part.name] = float(np.add.reduce(values))
+                sums[part.name] = add_up_scalars([float(r.metrics[part.name]) for r in replies])
         return sums
 
     @abstractmethod

@@ -53,7 +53,7 @@ from fedmf_app.common.secure_sum_math import (
     upper_from_values,
     upper_values,
 )
-from fedmf_app.common.summation import add_up
+from fedmf_app.common.summation import add_up, add_up_scalars
 from fedmf_app.methods.imk.client_updates import client_round, init_client, preprocess_view, view_anchor_graph
 from fedmf_app.methods.imk.model import anchor_indices, client_rng, multiplier_step, server_rng
 from fedmf_app.methods.imk.params import IMKParams
@@ -216,7 +216,8 @@ def bench(
         h_sum = add_up([s.h for s in states])
         h = solver.update(phi_sum, h_sum, h)
         t2 = time.perf_counter()
-        residual_sum, ortho_sum = sum(s.residual for s in stats), sum(s.ortho for s in stats)
+        residual_sum = add_up_scalars([s.residual for s in stats])
+        ortho_sum = add_up_scalars([s.ortho for s in stats])
         objectives.append(objective(residual_sum, ortho_sum, h, lap, params)["objective"])
         round_s.append(t2 - t0)
         round_cpu_s.append(time.process_time() - c0)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fedmf_app.common.summation import add_up
+from fedmf_app.common.summation import add_up, add_up_scalars
 
 
 @pytest.mark.parametrize("m", [1, 2, 3, 7, 8, 9, 17])
@@ -14,6 +14,8 @@ def test_the_sum_is_np_sums_over_the_stack_bit_for_bit(m):
     assert np.array_equal(total, np.sum(np.stack(arrays), axis=0))
     assert np.array_equal(total / m, np.mean(arrays, axis=0))
     assert not any(np.shares_memory(total, a) for a in arrays)  # a new array, inputs untouched
+    values = [float(rng.standard_normal()) * 10.0 ** rng.integers(-4, 5) for _ in range(m)]
+    assert add_up_scalars(values) / m == float(np.mean(values))  # also with eight or more (pairwise)
 
 
 def test_mixed_dtypes_sum_in_their_common_dtype():

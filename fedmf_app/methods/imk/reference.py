@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedmf_app.common.graphs import laplacian
-from fedmf_app.common.summation import add_up
+from fedmf_app.common.summation import add_up, add_up_scalars
 from fedmf_app.methods.imk.client_updates import (
     ClientState,
     client_round,
@@ -74,20 +74,19 @@ class IMKReference:
         seed: int = 0,
         observed: np.ndarray | None = None,
     ) -> None:
-        options, k = params, num_clusters
         self.views = views
-        self.options = options
+        self.options = params
         self.seed = seed
-        self.params = params = options.steps
-        m = len(views)
+        self.params = steps = params.steps
+        m, k = len(views), num_clusters
         self.states: list[ClientState] = [
-            init_client(x, k, k, m, options.client_init, params, client_rng(seed, i))
+            init_client(x, k, k, m, params.client_init, steps, client_rng(seed, i))
             for i, x in enumerate(views)
         ]
-        self.laplacian = graph_laplacian(views, options, seed, observed)
-        self.solver = make_solver(self.laplacian, m, params, options.server_solver)
+        self.laplacian = graph_laplacian(views, params, seed, observed)
+        self.solver = make_solver(self.laplacian, m, steps, params.server_solver)
         self.rng = server_rng(seed)
-        self.h = initial_global_h([s.h for s in self.states], options.server_init, self.rng)
+        self.h = initial_global_h([s.h for s in self.states], params.server_init, self.rng)
         self.phi_sum = np.zeros_like(self.h)
         self.h_sum: np.ndarray | None = None
         self.history: list[dict[str, float]] = []
@@ -106,10 +105,10 @@ class IMKReference:
         h_sum = add_up([s.h for s in self.states])
         self.h = self.solver.update(self.phi_sum, h_sum, self.h)
         self.h_sum = h_sum
-        residual_sum = float(np.add.reduce(np.array([s.residual for s in stats])))
-        ortho_sum = float(np.add.reduce(np.array([s.ortho for s in stats])))
+        residual_sum = add_up_scalars([s.residual for s in stats])
+        ortho_sum = add_up_scalars([s.ortho for s in stats])
         record = objective(residual_sum, ortho_sum, self.h, self.laplacian, self.params)
-        h_squared_norm_sum = float(np.add.reduce(np.array([np.sum(s.h**2) for s in self.states])))
+        h_squared_norm_sum = add_up_scalars([np.sum(s.h**2) for s in self.states])
         record["consensus"] = consensus_gap(h_squared_norm_sum, h_sum, self.h, m)
         self.history.append(record)
         return record
