@@ -37,8 +37,7 @@ import numpy as np
 from flwr.common.config import parse_config_args
 
 from fedmf_app.deployment.federation import LocalFederation, with_deployment_defaults
-from fedmf_app.deployment.superlink import LocalSuperLink
-from fedmf_app.deployment.supernode import DEFAULT_TASK_POLL_INTERVAL
+from fedmf_app.deployment.superlink import DEFAULT_TASK_POLL_INTERVAL, LocalSuperLink
 from fedmf_app.federated.results import load_result
 
 ROOT = Path(__file__).resolve().parents[1]

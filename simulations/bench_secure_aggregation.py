@@ -4,7 +4,8 @@ Runs each method twice in this process (the real Strategy and NumPyClients, mess
 Flower's ``Parameters``, no engine: what is timed is the methods' and the masking's work), with
 ``secure-aggregation`` off and on (with signed keys), and reports per round the median wall time,
 the clients' masking time (max over clients), the server's decoding time and the bytes each
-client uploads (the serialised arrays), plus the key agreement, the final residual or objective
+client uploads (the serialised arrays), plus the bytes of the key agreement (the peers' keys each
+client receives; it has no message of its own), the final residual or objective
 and the clustering scores. Prints a Markdown table and writes it with the raw numbers as JSON.
 
 Usage::
@@ -94,7 +95,7 @@ def run_once(overrides: dict[str, Any], out: Path, name: str, keys: Path) -> dic
         "upload_bytes_per_client": statistics.median(uploads[1:] or uploads),
         "client_mask_s": statistics.median(r.get("secagg_client_s_max", 0.0) for r in records),
         "server_decode_s": statistics.median(r.get("secagg_server_s", 0.0) for r in records),
-        "key_agreement_s": strategy.key_agreement.get("key_agreement_s", 0.0),
+        "key_agreement_bytes_per_client": strategy.key_agreement.get("key_agreement_bytes_per_client", 0),
         "final": {k: v for k, v in (data.get("final") or {}).items() if k in ("acc", "nmi", "purity", "ari")},
     }
     for key in ("residual", "residual_ratio", "objective"):
@@ -129,7 +130,8 @@ def main() -> None:
                 rows.append(row)
     lines = [
         "| case | secure aggregation | round, median (s) | client masking, max (s) | server decoding (s) | "
-        "upload per client (bytes) | key agreement (s) | final residual / objective | scores |",
+        "upload per client (bytes) | key agreement, down per client (bytes) | final residual / objective | "
+        "scores |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -138,7 +140,8 @@ def main() -> None:
         lines.append(
             f"| {r['case']} | {'on' if r['secure'] else 'off'} | {r['round_s']:.3f} | "
             f"{r['client_mask_s']:.4f} | "
-            f"{r['server_decode_s']:.4f} | {r['upload_bytes_per_client']:.0f} | {r['key_agreement_s']:.3f} | "
+            f"{r['server_decode_s']:.4f} | {r['upload_bytes_per_client']:.0f} | "
+            f"{r['key_agreement_bytes_per_client']} | "
             f"{'' if final is None else f'{final:.6e}'} | {scores} |"
         )
     table = "\n".join(lines)

@@ -43,12 +43,12 @@ from flwr.common.logger import log
 from fedmf_app.data import DataError, dataset_view_count, load_client_view
 from fedmf_app.data.view_files import absolute_dataset
 from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys, pin_lines
-from fedmf_app.deployment.superlink import LocalSuperLink
-from fedmf_app.deployment.supernode import (
+from fedmf_app.deployment.superlink import (
     DEFAULT_TASK_POLL_INTERVAL,
     TASK_POLL_INTERVAL_RANGE,
-    LocalSuperNode,
+    LocalSuperLink,
 )
+from fedmf_app.deployment.supernode import LocalSuperNode
 from fedmf_app.federated.node_policy import STRICT_NODE_POLICY
 from fedmf_app.options import ConfigError
 from fedmf_app.registry import ALGORITHM_NAMES, data_needs, defaults, family_of, validate_run_config
@@ -305,7 +305,7 @@ class LocalFederation:
     task_poll_interval : float
         Seconds between a SuperNode's SuperExec checks for new ClientApp tasks
         (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, within
-        :data:`~fedmf_app.deployment.supernode.TASK_POLL_INTERVAL_RANGE`; Flower's
+        :data:`~fedmf_app.deployment.superlink.TASK_POLL_INTERVAL_RANGE`; Flower's
         default is 1 s, this federation's 0.1 s).
     node_policy : mapping
         Node-config policy keys every SuperNode gets (:mod:`fedmf_app.federated.node_policy`);
@@ -507,12 +507,14 @@ class LocalFederation:
                     log(WARNING, "%s", exits[-1])
 
     def stop(self) -> None:
-        """Stop every SuperNode (side by side), then the SuperLink (idempotent)."""
-        if self.supernodes:
-            with concurrent.futures.ThreadPoolExecutor(len(self.supernodes)) as pool:
-                list(pool.map(LocalSuperNode.stop, self.supernodes))
+        """Stop every SuperNode and the SuperLink, side by side (idempotent)."""
+        stops = [node.stop for node in self.supernodes]
         if self.superlink is not None:
-            self.superlink.stop()
+            stops.append(self.superlink.stop)
+        if stops:
+            with concurrent.futures.ThreadPoolExecutor(len(stops)) as pool:
+                for done in [pool.submit(stop) for stop in stops]:
+                    done.result()
 
     def __enter__(self) -> LocalFederation:
         return self.start()

@@ -26,7 +26,22 @@ from fedmf_app.deployment.app_folder import stage_app
 from fedmf_app.deployment.certificates import TlsFiles
 from fedmf_app.deployment.processes import OwnedProcess
 
-__all__ = ["LocalSuperLink", "flower_env", "format_config", "free_port"]
+__all__ = [
+    "DEFAULT_TASK_POLL_INTERVAL",
+    "TASK_POLL_INTERVAL_RANGE",
+    "LocalSuperLink",
+    "flower_env",
+    "format_config",
+    "free_port",
+]
+
+#: Seconds between a SuperExec's checks for a new task (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``;
+#: Flower's own default is 1 s): the local SuperNodes' (a ClientApp per message) and the local
+#: SuperLink's (the ServerApp of each run).
+DEFAULT_TASK_POLL_INTERVAL = 0.1
+
+#: The values Flower 1.42's SuperExec accepts for it (``flwr/supercore/superexec/run_superexec.py``).
+TASK_POLL_INTERVAL_RANGE = (0.01, 60.0)
 
 _CONNECTION = "fedmf-local"
 
@@ -156,8 +171,10 @@ class LocalSuperLink:
 
     @property
     def env(self) -> dict[str, str]:
-        """Environment for Flower commands talking to this SuperLink."""
-        return {**flower_env(self.flwr_home), **self.extra_env}
+        """Environment for Flower commands talking to this SuperLink (and for the SuperLink itself,
+        whose SuperExec starts each run's ServerApp within :data:`DEFAULT_TASK_POLL_INTERVAL` s)."""
+        poll = {"FLWR_SUPEREXEC_TASK_POLL_INTERVAL": str(DEFAULT_TASK_POLL_INTERVAL)}
+        return {**flower_env(self.flwr_home), **poll, **self.extra_env}
 
     def start(self) -> LocalSuperLink:
         """Start the SuperLink and wait until it is healthy.

@@ -7,16 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from fedmf_app.deployment.processes import OwnedProcess
-from fedmf_app.deployment.superlink import flower_env, format_config, free_port
+from fedmf_app.deployment.superlink import (
+    DEFAULT_TASK_POLL_INTERVAL,
+    flower_env,
+    format_config,
+    free_port,
+)
 
-__all__ = ["DEFAULT_TASK_POLL_INTERVAL", "TASK_POLL_INTERVAL_RANGE", "LocalSuperNode"]
-
-#: Seconds between the SuperExec's checks for a new ClientApp task on the local SuperNodes
-#: (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``; Flower's own default is 1 s).
-DEFAULT_TASK_POLL_INTERVAL = 0.1
-
-#: The values Flower 1.42's SuperExec accepts for it (``flwr/supercore/superexec/run_superexec.py``).
-TASK_POLL_INTERVAL_RANGE = (0.01, 60.0)
+__all__ = ["LocalSuperNode"]
 
 
 class LocalSuperNode:
@@ -40,8 +38,8 @@ class LocalSuperNode:
         This SuperNode's authentication key (needs ``root_certificates``).
     task_poll_interval : float
         Seconds between the SuperNode's SuperExec looking for new ClientApp tasks
-        (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, within :data:`TASK_POLL_INTERVAL_RANGE`; Flower's
-        default is 1 s).
+        (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, within
+        :data:`~fedmf_app.deployment.superlink.TASK_POLL_INTERVAL_RANGE`; Flower's default is 1 s).
     """
 
     def __init__(

@@ -5,7 +5,9 @@ A client holds one view and answers only what its family's protocol declares
 client checks the stage against the declaration (is it part of this run, does its config and do its
 arrays have the declared keys, shapes and dtypes), pins the run's facts and checks them and the
 sizes they imply against its node's caps, and admits the request against its ledger of what it has
-answered in the run (:mod:`fedmf_app.federated.saved_state`). It lays its reply out as declared
+answered in the run (:mod:`fedmf_app.federated.saved_state`); a stage riding with the request (the
+peers' keys, :attr:`~fedmf_app.federated.protocol.Stage.rides`) is taken out of it and answered
+first, through the same checks. It lays its reply out as declared
 (:meth:`ViewClient.reply`: the summed parts masked into one vector when the stage masks, each
 bounded part checked first against the model's bound), checks it, records the answer and only
 then lets it leave the node. A refusal or failure reaches the server as a
@@ -43,6 +45,7 @@ from fedmf_app.federated.protocol import (
     check_request,
     check_sum,
     reply_layout,
+    split_rider,
 )
 from fedmf_app.federated.saved_state import (
     ClientStateError,
@@ -54,9 +57,10 @@ from fedmf_app.federated.saved_state import (
 )
 from fedmf_app.federated.secure_sum_flower import (
     SecureAggregationError,
-    answer_key_stage,
+    answer_peers,
     key_transcript,
     masked_upload,
+    own_key,
 )
 from fedmf_app.options import Family
 from fedmf_app.options.shared import shared_params
@@ -215,12 +219,19 @@ class ViewClient(NumPyClient):
 
     # ------------------------------------------------------------------------ the protocol
     def _admit(
-        self, message: str, config: Mapping[str, Scalar], arrays: NDArrays
+        self, message: str | None, config: Mapping[str, Scalar], arrays: NDArrays
     ) -> tuple[Stage, Ledger, str, int]:
-        """Check a request against the declaration, the facts, the caps and the ledger."""
+        """Check a request against the declaration, the facts, the caps and the ledger (``message``
+        ``None``: a riding stage's keys, taken out of the request they travel with)."""
         name = str(config.get("stage", ""))
         stage = self.protocol.stage(name)
-        if stage.message != message:
+        if stage.rides != (message is None):
+            raise ProtocolError(
+                f"stage {name!r} travels only inside another request"
+                if stage.rides
+                else f"stage {name!r} cannot ride inside another request"
+            )
+        if message is not None and stage.message != message:
             raise ProtocolError(f"stage {name!r} is declared for {stage.message}, not {message}")
         ledger = load_ledger(self.context, self.cfg, self.me)
         self._facts = dict(ledger.facts)
@@ -281,18 +292,27 @@ class ViewClient(NumPyClient):
     ) -> Any:
         """Admit, compute, check and record one answer; any failure reaches the server as a
         :class:`~fedmf_app.federated.node_errors.NodeError`."""
-        stage_name = str(config.get("stage", "?"))
+        own, rider = split_rider(self.protocol, config)
+        stage_name = str(rider.get("stage", own.get("stage", "?")))
         try:
-            stage, ledger, digest, server_round = self._admit(message, config, arrays)
+            if rider:
+                self._answer_rider(rider)
+                stage_name = str(own.get("stage", "?"))
+            stage, ledger, digest, server_round = self._admit(message, own, arrays)
             sent_arrays, sent_scalars, result = compute(stage)
             check_reply(stage, self.sizes(), sent_arrays, sent_scalars)
-            if stage.name == "peers":
-                self._bind_keys(ledger, config)
             ledger.facts = dict(self._facts)
             record_answer(self.context, self.cfg, ledger, stage, server_round, digest)
             return result
         except Exception as exc:
             raise refusal(self.me, stage_name, exc) from exc
+
+    def _answer_rider(self, rider: dict[str, Scalar]) -> None:
+        """Answer the stage riding with a request (the peers' keys), before the request's own stage."""
+        stage, ledger, digest, server_round = self._admit(None, rider, [])
+        answer_peers(self.context, self.cfg, self.partition_id, rider)
+        self._bind_keys(ledger, rider)
+        record_answer(self.context, self.cfg, ledger, stage, server_round, digest)
 
     def _bind_keys(self, ledger: Ledger, config: Mapping[str, Scalar]) -> None:
         """Bind the ledger to this run's key agreement; refuse a second one under the same run id."""
@@ -369,16 +389,17 @@ class ViewClient(NumPyClient):
 
     # -------------------------------------------------------------------------- the messages
     def get_properties(self, config: dict[str, Scalar]) -> dict[str, Scalar]:
-        """Answer a ``get_properties`` stage: the handshake (:meth:`handshake_properties`), the key
-        agreement (:func:`~fedmf_app.federated.secure_sum_flower.answer_key_stage`), the sample-ID
-        alignment (:func:`~fedmf_app.federated.alignment.answer_psi_stage`; after its last stage this
-        client's view holds only the aligned rows) or a family stage (:meth:`answer_properties`)."""
+        """Answer a ``get_properties`` stage: the handshake (:meth:`handshake_properties`; with this
+        client's key for the run when it masks sums,
+        :func:`~fedmf_app.federated.secure_sum_flower.own_key`), the sample-ID alignment
+        (:func:`~fedmf_app.federated.alignment.answer_psi_stage`; after its last stage this client's
+        view holds only the aligned rows) or a family stage (:meth:`answer_properties`)."""
 
         def compute(stage: Stage) -> tuple[NDArrays, dict[str, Scalar], dict[str, Scalar]]:
             if stage.name == "handshake":
                 answer = self.handshake_properties()
-            elif stage.name in ("keys", "peers"):
-                answer = answer_key_stage(self.context, self.cfg, self.partition_id, stage.name, config)
+                if self.protocol.masks(self.cfg):
+                    answer.update(own_key(self.context, self.cfg, self.partition_id))
             elif stage.name.startswith("psi-"):
                 answer = answer_psi_stage(
                     self.context, self.cfg, self.partition_id, self.view, stage.name, config

@@ -53,6 +53,7 @@ __all__ = [
     "protocol_table",
     "reply_layout",
     "shared_table",
+    "split_rider",
 ]
 
 #: Check words appended to every masked upload (:mod:`fedmf_app.common.secure_sum_math`).
@@ -235,7 +236,8 @@ class Stage:
     ----------
     name : str
         Sent as config ``stage`` with every request.
-    message : {"get_properties", "fit", "evaluate"}
+    message : {"get_properties", "fit", "evaluate", "any"}
+        The message that carries it (``"any"``: a riding stage, below).
     when : callable
         ``cfg -> bool``: whether a run with this run config has the stage.
     times : int or callable
@@ -263,6 +265,10 @@ class Stage:
         The scalar that reports the client's masking time (when the stage declares it).
     states_facts : bool
         Whether the request states the run's facts (a family's own stages).
+    rides : bool
+        The stage has no message of its own: its config keys travel inside the first request after
+        the handshake, whatever that request's stage, and the client answers it (with no reply of
+        its own) before that stage; :func:`split_rider` takes them apart.
     doc : str
         When and why the stage runs, for docs.
     """
@@ -281,6 +287,7 @@ class Stage:
     tag: str = ""
     mask_time: str = "secagg_s"
     states_facts: bool = False
+    rides: bool = False
     doc: str = ""
 
     def max_times(self, cfg: Mapping[str, Any]) -> int:
@@ -453,6 +460,34 @@ def check_request(
         problem = _array_problem(part, array, sizes)
         if problem:
             raise ProtocolError(f"stage {stage.name!r}: the request's array {part.name!r} {problem}")
+
+
+def split_rider(protocol: Protocol, config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Take a riding stage's keys out of a request (:attr:`Stage.rides`).
+
+    Parameters
+    ----------
+    protocol : Protocol
+    config : mapping
+        A request's config.
+
+    Returns
+    -------
+    own : dict
+        The request's config without the rider's keys.
+    rider : dict
+        The rider's keys with its ``stage``; empty when the request carries none.
+    """
+    for stage in protocol.stages:
+        if not stage.rides or config.get("stage") == stage.name:
+            continue
+        exact = {k for k in stage.request_config if not k.endswith("*")}
+        prefixes = tuple(k[:-1] for k in stage.request_config if k.endswith("*"))
+        keys = [k for k in config if k in exact or (prefixes and k.startswith(prefixes))]
+        if keys:
+            own = {k: v for k, v in config.items() if k not in keys}
+            return own, {"stage": stage.name, **{k: config[k] for k in keys}}
+    return dict(config), {}
 
 
 def _check_count(stage: Stage, what: str, arrays: Sequence[Any], declared: Sequence[Part]) -> None:
@@ -655,7 +690,7 @@ def protocol_table(protocol: Protocol) -> str:
 
 
 #: Stages every family shares, documented once (:func:`shared_table`), not in each family's table.
-_SHARED_IN_DOCS = ("handshake", "psi-blind", "psi-relay", "psi-keep", "keys", "peers", "evaluate")
+_SHARED_IN_DOCS = ("handshake", "psi-blind", "psi-relay", "psi-keep", "peers", "evaluate")
 
 
 def shared_table(protocol: Protocol) -> str:
@@ -664,7 +699,7 @@ def shared_table(protocol: Protocol) -> str:
     for stage in protocol.stages:
         if stage.name not in _SHARED_IN_DOCS:
             continue
-        parts = "; ".join(f"{p.name}: {p.learns}" for p in stage.reply)
+        parts = "; ".join(f"{p.name}: {p.learns}" for p in stage.reply) or "nothing of its own"
         down = "".join(f" (down: {p.name}: {p.learns})" for p in stage.request)
         lines.append(f"| `{stage.name}` | {_cell(stage.doc)} | {_how_often(stage)} | {_cell(parts + down)} |")
     return "\n".join(lines)

@@ -2,20 +2,21 @@
 
 The maths is :mod:`fedmf_app.common.secure_sum_math`. When a run masks sums (its family's protocol
 says so, :attr:`~fedmf_app.federated.protocol.Protocol.masks`: run config
-``secure-aggregation = true``; always for fmvc-imk's graph sum and paper A's sketch start) the base
-strategy runs,
-after the handshake and before round 1 (:func:`agree_keys`), the one key stage of the run:
+``secure-aggregation = true``; always for fmvc-imk's graph sum and paper A's sketch start), the
+clients agree keys before round 1 in two steps that cost no message of their own:
 
-1. ``get_properties(stage = "keys")`` to every client: each draws an X25519 key pair for
-   this run (once: a second request is refused), keeps the private key in ``context.state`` and
-   answers the public key, signed with its long-term key when
+1. in the handshake, each client draws an X25519 key pair for this run (:func:`own_key`; once: the
+   handshake after a sample-ID alignment answers the same key), keeps the private key in
+   ``context.state`` and answers the public key, signed with its long-term key when
    ``secure-aggregation-signed-keys = true`` or its node config has a ``signing-key``
    (:func:`signs`, :mod:`fedmf_app.common.key_signing`);
-2. ``get_properties(stage = "peers")`` with every public key (and signature) and a fresh
-   16-byte context: each client checks that its own key came back unchanged, that no key appears
-   twice and (signed keys) every peer's signature against that peer's long-term public key from
-   its node config, then derives and keeps its pair keys. Any failure stops the run before
-   round 1 with a message naming the SuperNode and the partition whose key is wrong.
+2. the server relays every public key (and signature) and a fresh 16-byte context with the first
+   request after the handshake (:func:`peers_rider`; the ``peers`` stage rides with it,
+   :attr:`~fedmf_app.federated.protocol.Stage.rides`). Before it answers that request, each client
+   checks that its own key came back unchanged, that no key appears twice and (signed keys) every
+   peer's signature against that peer's long-term public key from its node config, then derives
+   and keeps its pair keys (:func:`answer_peers`). Any failure stops the run at that request, with
+   a message naming the SuperNode and the partition whose key is wrong.
 
 A method's client then sends, in place of the arrays its server only needs summed, one
 :func:`masked_upload` (uint64 words, :mod:`fedmf_app.common.secure_sum_math`; laid out as the protocol
@@ -34,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,6 @@ from typing import Any
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from flwr.common import ConfigRecord, Context, Scalar
-from flwr.server.client_proxy import ClientProxy
 
 from fedmf_app.common.key_signing import (
     KeyFileError,
@@ -69,18 +68,19 @@ from fedmf_app.common.secure_sum_math import (
     sum_words,
 )
 from fedmf_app.common.seeding import Stream, rng_for
-from fedmf_app.federated.handshake import FederationError, ask_all
+from fedmf_app.federated.handshake import FederationError
 
 __all__ = [
     "SecureAggregationError",
-    "agree_keys",
-    "answer_key_stage",
+    "answer_peers",
     "key_transcript",
-    "node_key_path",
     "masked_upload",
     "message_keys",
+    "node_key_path",
+    "own_key",
     "pair_keys",
     "peer_public_key",
+    "peers_rider",
     "signs",
     "summed_arrays",
 ]
@@ -147,27 +147,78 @@ def signs(context: Context, cfg: dict[str, Any]) -> bool:
     return bool(cfg["secure-aggregation-signed-keys"]) or bool(context.node_config.get("signing-key"))
 
 
-def answer_key_stage(
-    context: Context, cfg: dict[str, Any], partition_id: int, stage: str, config: dict[str, Scalar]
-) -> dict[str, Scalar]:
-    """A client's answer to one key-agreement message (see the module docstring).
+def own_key(context: Context, cfg: dict[str, Any], partition_id: int) -> dict[str, Scalar]:
+    """A client's key for the run, for its handshake reply (see the module docstring).
+
+    The first call draws the X25519 key pair (kept in ``context.state``); a later call in the same
+    run (the handshake after a sample-ID alignment) answers the same key: one key per run.
 
     Parameters
     ----------
     context : Context
-        This node's context; the keys go into ``context.state``.
+        This node's context; the key goes into ``context.state``.
     cfg : dict
         Validated run config.
     partition_id : int
-    stage : {"keys", "peers"}
-    config : dict
-        The message; for ``"peers"``: ``secagg-context``, ``secagg-public-key-<j>`` and
-        ``secagg-signature-<j>``.
 
     Returns
     -------
     dict
-        ``"keys"``: ``secagg-public-key`` (and ``secagg-signature``); ``"peers"``: ``secagg-ready``.
+        ``secagg-public-key`` (32 bytes) and, with signed keys, ``secagg-signature``.
+
+    Raises
+    ------
+    SecureAggregationError
+        Over one client, or without the node's signing key where it signs.
+    """
+    m = int(cfg["num-clients"])
+    me = f"partition {partition_id}"
+    if m < 2:
+        raise SecureAggregationError(
+            f"{me}: secure aggregation over num-clients = {m} is refused (a sum over one client "
+            "is that client's upload)"
+        )
+    records = context.state.config_records
+    stored = records.get(_STATE)
+    if stored is None or int(stored["run-id"]) != int(context.run_id):
+        private = generate_private_key()
+        public = public_key_bytes(private)
+        signature = b""
+        if signs(context, cfg):
+            try:
+                signing_key = load_private_key(node_key_path(context, "signing-key", partition_id))
+            except KeyFileError as exc:
+                raise SecureAggregationError(f"{me}: node config 'signing-key': {exc}") from exc
+            signature = sign(signing_key, key_statement(context.run_id, partition_id, m, public))
+        stored = ConfigRecord(
+            {
+                "run-id": int(context.run_id),
+                "private-key": private.private_bytes_raw(),
+                "public-key": public,
+                "signature": signature,
+            }
+        )
+        records[_STATE] = stored
+    answer: dict[str, Scalar] = {"secagg-public-key": bytes(stored["public-key"])}
+    if stored["signature"]:
+        answer["secagg-signature"] = bytes(stored["signature"])
+    return answer
+
+
+def answer_peers(context: Context, cfg: dict[str, Any], partition_id: int, config: dict[str, Scalar]) -> None:
+    """Check the peers' keys relayed with the first request after the handshake, then derive and keep
+    the pair keys (see the module docstring).
+
+    Parameters
+    ----------
+    context : Context
+        This node's context, holding its key (:func:`own_key`); the pair keys go into
+        ``context.state``.
+    cfg : dict
+        Validated run config.
+    partition_id : int
+    config : dict
+        ``secagg-context``, ``secagg-public-key-<j>`` and ``secagg-signature-<j>``.
 
     Raises
     ------
@@ -175,37 +226,11 @@ def answer_key_stage(
         Naming this partition and, for a bad key, the partition it claims to be from.
     """
     m = int(cfg["num-clients"])
-    signed = signs(context, cfg)
     records = context.state.config_records
     me = f"partition {partition_id}"
-    if stage == "keys":
-        if m < 2:
-            raise SecureAggregationError(
-                f"{me}: secure aggregation over num-clients = {m} is refused (a sum over one client "
-                "is that client's upload)"
-            )
-        if _STATE in records:
-            raise SecureAggregationError(
-                f"{me}: asked for a second key-agreement key in this run; refused (one key per run)"
-            )
-        private = generate_private_key()
-        public = public_key_bytes(private)
-        answer: dict[str, Scalar] = {"secagg-public-key": public}
-        if signed:
-            try:
-                signing_key = load_private_key(node_key_path(context, "signing-key", partition_id))
-            except KeyFileError as exc:
-                raise SecureAggregationError(f"{me}: node config 'signing-key': {exc}") from exc
-            answer["secagg-signature"] = sign(
-                signing_key, key_statement(context.run_id, partition_id, m, public)
-            )
-        records[_STATE] = ConfigRecord({"private-key": private.private_bytes_raw(), "public-key": public})
-        return answer
-    if stage != "peers":
-        raise SecureAggregationError(f"{me}: unknown key-agreement stage {stage!r}")
     stored = records.get(_STATE)
-    if stored is None:
-        raise SecureAggregationError(f"{me}: sent the peers' keys before drawing its own key; refused")
+    if stored is None or int(stored["run-id"]) != int(context.run_id):
+        raise SecureAggregationError(f"{me}: sent the peers' keys before it sent its own key; refused")
     if _KEYS in records:
         raise SecureAggregationError(f"{me}: sent the peers' keys a second time in this run; refused")
     publics = [bytes(config[f"secagg-public-key-{j}"]) for j in range(m)]
@@ -221,7 +246,7 @@ def answer_key_stage(
                 "(a replayed key); refused"
             )
         seen[public] = j
-    if signed:
+    if signs(context, cfg):
         folder = node_key_path(context, "peer-keys", partition_id)
         for j in range(m):
             if j == partition_id:
@@ -243,17 +268,16 @@ def answer_key_stage(
         {str(j): derive_pair_key(private, publics[j], salt) for j in range(m) if j != partition_id}
     )
     records[_USED] = ConfigRecord({"messages": [""]})
-    return {"secagg-ready": 1}
 
 
 def key_transcript(config: dict[str, Scalar], num_clients: int) -> str:
-    """SHA-256 of a run's key agreement as the ``"peers"`` message relays it: the context and every
+    """SHA-256 of a run's key agreement as the peers' rider relays it: the context and every
     client's public key, in partition order (what binds a client's saved state to the run's keys).
 
     Parameters
     ----------
     config : dict
-        The ``"peers"`` message.
+        The peers' rider (:func:`peers_rider`).
     num_clients : int
 
     Returns
@@ -411,38 +435,27 @@ def summed_arrays(
     return out
 
 
-def agree_keys(proxies: list[ClientProxy], cfg: dict[str, Any]) -> dict[str, Any]:
-    """Run the two key-agreement stages with every client (partition order).
+def peers_rider(info: list[dict[str, Scalar]]) -> tuple[dict[str, Scalar], dict[str, Any]]:
+    """The peers' keys, from the handshake replies, to ride with the first request after the handshake.
 
     Parameters
     ----------
-    proxies : list of ClientProxy
-        In partition order.
-    cfg : dict
-        Validated run config.
+    info : list of dict
+        Every client's handshake reply, in partition order (each holds its ``secagg-public-key``
+        and, with signed keys, ``secagg-signature``).
 
     Returns
     -------
-    dict
-        ``key_agreement_s`` and ``key_agreement_bytes_per_client`` (what one client receives).
-
-    Raises
-    ------
-    FederationError
-        Naming the SuperNode and its partition, with the client's reason.
+    rider : dict
+        ``secagg-context`` (16 fresh bytes) and every client's ``secagg-public-key-<j>`` (and
+        ``secagg-signature-<j>``).
+    record : dict
+        ``key_agreement_bytes_per_client``: the bytes of the rider (what one client receives).
     """
-    started = time.perf_counter()
-    timeout = float(cfg["round-timeout-s"])
-
-    def stage(config_of) -> list[dict[str, Scalar]]:
-        return ask_all(proxies, config_of, timeout, "secure-aggregation key agreement")
-
-    keys = stage(lambda p: {"stage": "keys"})
-    relay: dict[str, Scalar] = {"stage": "peers", "secagg-context": os.urandom(16)}
-    for j, answer in enumerate(keys):
-        relay[f"secagg-public-key-{j}"] = bytes(answer["secagg-public-key"])
+    rider: dict[str, Scalar] = {"secagg-context": os.urandom(16)}
+    for j, answer in enumerate(info):
+        rider[f"secagg-public-key-{j}"] = bytes(answer["secagg-public-key"])
         if "secagg-signature" in answer:
-            relay[f"secagg-signature-{j}"] = bytes(answer["secagg-signature"])
-    stage(lambda p: relay)
-    relayed = sum(len(v) for v in relay.values() if isinstance(v, bytes))
-    return {"key_agreement_s": time.perf_counter() - started, "key_agreement_bytes_per_client": relayed}
+            rider[f"secagg-signature-{j}"] = bytes(answer["secagg-signature"])
+    relayed = sum(len(v) for v in rider.values() if isinstance(v, bytes))
+    return rider, {"key_agreement_bytes_per_client": relayed}

@@ -1,11 +1,13 @@
 """The stages every family's protocol shares, and the one way to build a family's protocol (no Flower).
 
 Before a family's own stages, every run has the handshake (and, when the clients' data has sample IDs,
-the three stages of the sample-ID alignment, after which the handshake is asked once more); when the run
-sends masked sums, the two stages of the key agreement; after the last round, the end of run. Each is
-answered at most as often as declared per run, a resumed run included (it agrees fresh keys and aligns
-again). :func:`family_protocol` puts a family's stages, facts and caps between them, so that a family
-declares its protocol in one place (its ``protocol.py``).
+the three stages of the sample-ID alignment, after which the handshake is asked once more); after the
+last round, the end of run. When the run sends masked sums, the key agreement costs no message of its
+own: each client's handshake reply carries its key for the run, and the peers' keys ride with the first
+request after the handshake (:attr:`~fedmf_app.federated.protocol.Stage.rides`). Each is answered at
+most as often as declared per run, a resumed run included (it agrees fresh keys and aligns again).
+:func:`family_protocol` puts a family's stages, facts and caps between them, so that a family declares
+its protocol in one place (its ``protocol.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fedmf_app.federated.protocol import Cap, Fact, Part, Protocol, Stage
+from fedmf_app.federated.protocol import Cap, Fact, Part, Protocol, Sizes, Stage
 
 __all__ = ["CLUSTERS", "HANDSHAKE_PARTS", "MAX_CLUSTERS", "family_protocol", "shared_stages"]
 
@@ -57,16 +59,37 @@ def shared_stages(
     Returns
     -------
     before : tuple of Stage
-        Handshake, alignment, key agreement.
+        Handshake (with the client's key when the run masks), alignment, the peers' keys.
     after : tuple of Stage
         The end of run.
     """
+
+    def with_keys(sizes: Sizes) -> bool:
+        return masks(sizes.cfg)
+
+    key_parts = (
+        Part(
+            "secagg-public-key",
+            kinds="b",
+            present=with_keys,
+            learns=(
+                "when the run sends masked sums: its X25519 public key for this run (the same key both times)"
+            ),
+        ),
+        Part(
+            "secagg-signature",
+            kinds="b",
+            optional=True,
+            present=with_keys,
+            learns="when the run sends masked sums: its signature of that key",
+        ),
+    )
     before = (
         Stage(
             "handshake",
             "get_properties",
             times=2,
-            reply=HANDSHAKE_PARTS + handshake_extra,
+            reply=HANDSHAKE_PARTS + handshake_extra + key_parts,
             doc="before round 1 (once more after a sample-ID alignment)",
         ),
         Stage(
@@ -105,22 +128,15 @@ def shared_stages(
             doc="sample-ID alignment: keep the common samples",
         ),
         Stage(
-            "keys",
-            "get_properties",
-            when=masks,
-            reply=(
-                Part("secagg-public-key", kinds="b", learns="its X25519 public key for this run"),
-                Part("secagg-signature", kinds="b", optional=True, learns="its signature of that key"),
-            ),
-            doc="key agreement, when the run sends masked sums",
-        ),
-        Stage(
             "peers",
-            "get_properties",
+            "any",
             when=masks,
+            rides=True,
             request_config=("secagg-context", "secagg-public-key-*", "secagg-signature-*"),
-            reply=(Part("secagg-ready", kinds="i", learns="that the pair keys are derived"),),
-            doc="key agreement: the peers' keys",
+            doc=(
+                "key agreement, when the run sends masked sums: every client's key and a fresh context, "
+                "with the first request after the handshake (answered before that request's stage)"
+            ),
         ),
     )
     after = (

@@ -80,7 +80,7 @@ from fedmf_app.federated.protocol import (
 )
 from fedmf_app.federated.replies import ReplyError, check_arrays, check_finite_state, check_metrics
 from fedmf_app.federated.results import RunRecorder
-from fedmf_app.federated.secure_sum_flower import agree_keys, summed_arrays
+from fedmf_app.federated.secure_sum_flower import peers_rider, summed_arrays
 from fedmf_app.federated.timeouts import timeout_advice
 from fedmf_app.options.shared import shared_params
 
@@ -122,7 +122,8 @@ class ViewFederationStrategy(Strategy):
         (when that is 0) the number of ground-truth classes the clients report, else ``None``.
     key_agreement : dict
         When the run masks sums (its protocol's ``masks``): the cost of the key agreement before round 1
-        (:func:`~fedmf_app.federated.secure_sum_flower.agree_keys`); else empty.
+        (:func:`~fedmf_app.federated.secure_sum_flower.peers_rider`: the bytes each client receives;
+        it takes no message of its own); else empty.
     alignment : dict
         When the clients' data has sample IDs: the outcome and cost of the sample-ID alignment
         before round 1 (:func:`~fedmf_app.federated.alignment.align_samples`); else empty.
@@ -159,6 +160,8 @@ class ViewFederationStrategy(Strategy):
         self.client_info: list[dict[str, Scalar]] = []
         self.num_clusters: int | None = None
         self.key_agreement: dict[str, Any] = {}
+        self._peers_rider: dict[str, Scalar] = {}
+        self._rider_request: tuple[str, int] | None = None
         self.alignment: dict[str, Any] = {}
         self.round_offset = 0
         self._resume: dict[str, Any] | None = None
@@ -222,11 +225,19 @@ class ViewFederationStrategy(Strategy):
         )
 
     def stage_config(self, stage: str, **extra: Scalar) -> dict[str, Scalar]:
-        """A request's config: its ``stage``, the run's facts (for a stage that states them) and ``extra``."""
+        """A request's config: its ``stage``, the run's facts (for a stage that states them) and ``extra``.
+
+        When the run masks sums, every request of the first stage and round asked after the handshake
+        also carries the peers' keys (:func:`~fedmf_app.federated.secure_sum_flower.peers_rider`)."""
         config: dict[str, Scalar] = {"stage": stage}
         if self.protocol.stage(stage).states_facts:
             config.update({f"fact-{k}": v for k, v in self.run_facts().items()})
         config.update(extra)
+        if self._peers_rider:
+            request = (stage, int(extra.get("server-round", 0)))
+            self._rider_request = self._rider_request or request
+            if request == self._rider_request:
+                config.update(self._peers_rider)
         return config
 
     def check_replies(
@@ -437,14 +448,21 @@ class ViewFederationStrategy(Strategy):
             self.num_clusters = resolve_num_clusters(int(self.cfg["num-clusters"]), self.client_info)
             self.check_clients(self.client_info)
             if self.protocol.masks(self.cfg):
-                self.key_agreement = agree_keys(self.clients, self.cfg)
-                log(INFO, "secure aggregation: keys agreed (%s)", self.key_agreement)
+                self._peers_rider, self.key_agreement = peers_rider(self.client_info)
+                log(
+                    INFO,
+                    "secure aggregation: every client sent its key in the handshake; the peers' keys "
+                    "(%d bytes) go with the first request",
+                    self.key_agreement["key_agreement_bytes_per_client"],
+                )
             arrays = self.initial_arrays() if self._resume is None else self._restore()
             self.broadcast = list(arrays)
         except Exception as exc:
             log(ERROR, "run stopped before round %d: %s", self.round_offset + 1, exc)
             raise
-        self.recorder.start([dict(i) for i in self.client_info])
+        # the clients as result.json lists them (their keys for the run are bytes, not recorded)
+        listed = [{k: v for k, v in i.items() if not isinstance(v, bytes)} for i in self.client_info]
+        self.recorder.start(listed)
         log(INFO, "run folder: %s", self.recorder.run_dir)
         return to_parameters(arrays)
 

@@ -119,7 +119,7 @@ class SharedParams:
         Boolean(),
         "Each client signs its key-agreement key with its long-term key (node config "
         "signing-key) and checks every peer's signature (node config peer-keys: a folder of "
-        "supernode-<partition>.pub); a substituted or replayed key stops the run before round 1. "
+        "supernode-<partition>.pub); a substituted or replayed key stops the run before any masked sum. "
         "The local federation turns it on.",
     )
     resume_from: str = option(

@@ -92,7 +92,7 @@ def test_tls_authentication_and_signed_secure_aggregation_give_the_in_process_nu
     assert "--enable-supernode-auth" in federation.superlink.command
     assert outcome.status == "completed", outcome.error
     assert outcome.result_path == tmp_path / "deployed" / "result.json"
-    assert "secure aggregation: keys agreed" in outcome.log
+    assert "secure aggregation: every client sent its key in the handshake" in outcome.log
     assert "[fedsonmf] round 3/3" in outcome.log
     assert not outcome.node_exits
     result = json.loads(outcome.result_path.read_text())

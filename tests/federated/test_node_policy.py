@@ -118,6 +118,6 @@ def test_a_node_with_a_signing_key_signs_fmvc_imks_graph_keys_too(tmp_path):
     def node(p):
         return signed[p]
 
-    # the graph sum's keys are the run's one key stage: signed by every node that holds a key
+    # the graph sum's keys are the run's one key agreement: signed by every node that holds a key
     run = run_in_process({**IMK_BASE, "num-server-rounds": 1}, tmp_path / "out", node_config=node)
     assert run.recorder.data["status"] == "completed"

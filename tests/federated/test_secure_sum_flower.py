@@ -4,7 +4,7 @@ without it."""
 
 import numpy as np
 import pytest
-from flwr.common import GetPropertiesIns, ndarrays_to_parameters, parameters_to_ndarrays
+from flwr.common import FitIns, GetPropertiesIns, ndarrays_to_parameters, parameters_to_ndarrays
 from scipy import stats
 
 from fedmf_app.common.graphs import knn_similarity
@@ -44,7 +44,7 @@ from fedmf_app.methods.imk.params import imk_options
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
 from fedmf_app.registry import client_class, validate_run_config
 
-from support.data import IMK_BASE, client_view
+from support.data import IMK_BASE, SMALL_RUNS, client_view
 from support.federation import federation, node_context, run_federation, signed_node_configs
 
 SONMF = {
@@ -138,21 +138,38 @@ def _graph(cfg, p):
     return matrix_values(view_anchor_graph(x, anchors, cfg["imk.neighbours"]))
 
 
-class _SubstitutingProxy(InProcessProxy):
+class _RelayProxy(InProcessProxy):
+    """A server that changes the peers' keys it relays to this client (:meth:`relay`): they ride with
+    the first request after the handshake, whatever its message."""
+
+    def relay(self, config: dict) -> None:
+        """Change the rider in place."""
+
+    def _changed(self, config):
+        config = dict(config)
+        if "secagg-context" in config:
+            self.relay(config)
+        return config
+
+    def get_properties(self, ins, timeout, group_id):
+        return super().get_properties(GetPropertiesIns(config=self._changed(ins.config)), timeout, group_id)
+
+    def fit(self, ins, timeout, group_id):
+        return super().fit(FitIns(ins.parameters, self._changed(ins.config)), timeout, group_id)
+
+
+class _SubstitutingProxy(_RelayProxy):
     """A server that relays its own key-agreement keys to this client in place of the peers'."""
 
     attacker = {j: generate_private_key() for j in (1, 2)}
     signatures: dict = {}
 
-    def get_properties(self, ins, timeout, group_id):
-        config = dict(ins.config)
-        if config.get("stage") == "peers":
-            for j, key in self.attacker.items():
-                config[f"secagg-public-key-{j}"] = public_key_bytes(key)
-                if j in self.signatures:
-                    config[f"secagg-signature-{j}"] = self.signatures[j]
-            _SubstitutingProxy.relayed = config
-        return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
+    def relay(self, config):
+        for j, key in self.attacker.items():
+            config[f"secagg-public-key-{j}"] = public_key_bytes(key)
+            if j in self.signatures:
+                config[f"secagg-signature-{j}"] = self.signatures[j]
+        _SubstitutingProxy.relayed = config
 
 
 @pytest.mark.parametrize("graph", ["anchor", "knn"])
@@ -187,7 +204,7 @@ def test_key_substitution_also_works_on_later_sums(tmp_path):
     cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1, "secure-aggregation": True})
     strategy, manager, clients = _imk_federation(tmp_path, cfg, {0: _SubstitutingProxy})
     with pytest.raises(FederationError, match="masked graph: the sum is refused"):
-        strategy.initialize_parameters(client_manager=manager)  # the first sum fails, after the key stage
+        strategy.initialize_parameters(client_manager=manager)  # the first sum fails
     relayed = _SubstitutingProxy.relayed
     victim = clients[0]
     upload = masked_upload(victim.context, cfg, 0, [np.arange(4.0)], 7, "probe")
@@ -210,7 +227,8 @@ def test_signed_keys_stop_the_key_substitution_before_round_one_naming_the_node(
     with pytest.raises(FederationError) as err:
         strategy.initialize_parameters(client_manager=manager)
     message = str(err.value)
-    assert "SuperNode node-0 (partition 0)" in message
+    assert "SuperNode node-0 failed the setup" in message  # the request the peers' keys rode with
+    assert "(partition 0) refused stage 'peers'" in message
     assert "relayed for partition 1 is not signed by partition 1's long-term key" in message
     assert not (tmp_path / "run").exists()  # before round 1: no run folder
 
@@ -234,44 +252,75 @@ def test_a_replayed_key_is_refused(tmp_path, earlier_run_id, match):
     # an earlier run: record partition 1's signed key
     earlier = client_class("fmvc-imk")(node_context(cfg, 1, 3, nodes[1]), cfg, 1, 3, client_view(cfg, 1))
     earlier.context.run_id = earlier_run_id
-    old = earlier.get_properties({"stage": "keys"})
+    old = earlier.get_properties({"stage": "handshake"})
 
-    class Replaying(InProcessProxy):
+    class Replaying(_RelayProxy):
         """This run's server relays the earlier run's key of partition 1, with its valid signature."""
 
-        def get_properties(self, ins, timeout, group_id):
-            config = dict(ins.config)
-            if config.get("stage") == "peers":
-                config["secagg-public-key-1"] = old["secagg-public-key"]
-                config["secagg-signature-1"] = old["secagg-signature"]
-            return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
+        def relay(self, config):
+            config["secagg-public-key-1"] = old["secagg-public-key"]
+            config["secagg-signature-1"] = old["secagg-signature"]
 
     with pytest.raises(FederationError, match=match):
         run_federation(tmp_path, cfg, node_configs=nodes, proxy_class={0: Replaying})
+
+
+@pytest.mark.parametrize("family", sorted(SMALL_RUNS))
+def test_the_key_agreement_takes_no_message_of_its_own(tmp_path, family):
+    """Each client's key travels in its handshake reply and the peers' keys with the first request
+    after the handshake (every client's, whatever its stage), never in a message of their own."""
+    cfg = validate_run_config({**SMALL_RUNS[family], "num-server-rounds": 3, "secure-aggregation": True})
+    sent: list[tuple[str, str, bool]] = []  # (client, stage, carries the peers' keys)
+
+    class Watching(_RelayProxy):
+        def relay(self, config):
+            pass
+
+        def _changed(self, config):
+            sent.append((self.cid, str(config["stage"]), "secagg-context" in config))
+            return super()._changed(config)
+
+        def evaluate(self, ins, timeout, group_id):
+            sent.append((self.cid, str(ins.config["stage"]), "secagg-context" in ins.config))
+            return super().evaluate(ins, timeout, group_id)
+
+    strategy, _ = run_federation(tmp_path, cfg, proxy_class={p: Watching for p in range(3)})
+    assert strategy.recorder.data["status"] == "completed"
+    for cid in {c for c, _, _ in sent}:
+        stages = [(stage, rides) for c, stage, rides in sent if c == cid]
+        assert stages[0] == ("handshake", False)
+        assert stages[1][1] and not any(rides for _, rides in stages[2:])  # the first request after it
+        assert {"keys", "peers"}.isdisjoint(stage for stage, _ in stages)
+    replies = strategy.client_info
+    assert all(len(bytes(info["secagg-public-key"])) == 32 for info in replies)
+    assert "secagg-public-key" not in strategy.recorder.data["clients"][0]  # not written to result.json
 
 
 def test_a_client_draws_one_key_per_run_and_masks_each_message_once(tmp_path):
     cfg = validate_run_config({**SONMF, "secure-aggregation": True})
     strategy, _ = run_federation(tmp_path, cfg)
     client = client_class("fedsonmf")(node_context(cfg, 0, 3), cfg, 0, 3, client_view(cfg, 0))
-    first = client.get_properties({"stage": "keys"})
-    with pytest.raises(NodeError, match=r"stage 'keys' is answered at most 1 time\(s\) per run"):
-        client.get_properties({"stage": "keys"})
+    first = client.get_properties({"stage": "handshake"})  # the key rides in the handshake reply
     other = [public_key_bytes(generate_private_key()) for _ in range(2)]
     peers = {
-        "stage": "peers",
         "secagg-context": b"c",
         "secagg-public-key-0": first["secagg-public-key"],
         "secagg-public-key-1": other[0],
         "secagg-public-key-2": other[1],
     }
+    with pytest.raises(NodeError, match="'peers' travels only inside another request"):
+        client.get_properties({"stage": "peers", **peers})
+    # the peers' keys ride with the next request (here the handshake after an alignment)
+    handshake = {"stage": "handshake", **peers}
     with pytest.raises(NodeError, match="not the key it sent"):
-        client.get_properties({**peers, "secagg-public-key-0": other[0]})
+        client.get_properties({**handshake, "secagg-public-key-0": other[0]})
     with pytest.raises(NodeError, match="the same key-agreement key"):
-        client.get_properties({**peers, "secagg-public-key-2": other[0]})
-    assert client.get_properties(peers) == {"secagg-ready": 1}
+        client.get_properties({**handshake, "secagg-public-key-2": other[0]})
+    assert client.get_properties(handshake) == first  # one key per run: the same key again
     with pytest.raises(NodeError, match=r"stage 'peers' is answered at most 1 time\(s\) per run"):
-        client.get_properties(peers)
+        client.get_properties(handshake)
+    with pytest.raises(NodeError, match=r"stage 'handshake' is answered at most 2 time\(s\) per run"):
+        client.get_properties({"stage": "handshake"})
     masked_upload(client.context, cfg, 0, [np.ones(3)], 1, "upload")
     with pytest.raises(SecureAggregationError, match="a mask is used once"):
         masked_upload(client.context, cfg, 0, [np.zeros(3)], 1, "upload")
@@ -323,7 +372,7 @@ def test_imks_setup_is_answered_once_and_without_keys_refused(tmp_path):
     cfg = validate_run_config({**IMK_BASE, "num-server-rounds": 1})
     strategy, manager, clients = _imk_federation(tmp_path, cfg)
     strategy.initialize_parameters(client_manager=manager)
-    assert strategy.key_agreement["key_agreement_bytes_per_client"] > 0  # the run's one key stage
+    assert strategy.key_agreement["key_agreement_bytes_per_client"] > 0  # the run's one key agreement
     with pytest.raises(NodeError, match=r"stage 'setup' is answered at most 1 time\(s\) per run"):
         clients[0].fit([], {"stage": "setup", "fact-clusters": 3})
     fresh = client_class("fmvc-imk")(node_context(cfg, 0, 3), cfg, 0, 3, client_view(cfg, 0))
@@ -395,12 +444,9 @@ def test_a_client_sending_random_words_fails_the_round_naming_the_sum(tmp_path):
 
 
 def test_a_different_key_agreement_context_for_one_client_fails_round_one(tmp_path):
-    class OtherContext(InProcessProxy):
-        def get_properties(self, ins, timeout, group_id):
-            config = dict(ins.config)
-            if config.get("stage") == "peers":
-                config["secagg-context"] = bytes(16)
-            return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
+    class OtherContext(_RelayProxy):
+        def relay(self, config):
+            config["secagg-context"] = bytes(16)
 
     cfg = {**SONMF, "secure-aggregation": True}
     _fails_naming(tmp_path, cfg, {2: OtherContext}, r"secure aggregation, round 1, masked 'upload'")
@@ -465,16 +511,11 @@ def test_coordinator_supplied_keys_are_refused_against_the_pinned_fingerprints(t
     )
     attacker = generate_private_key()
 
-    class Coordinator(InProcessProxy):
-        def get_properties(self, ins, timeout, group_id):
-            config = dict(ins.config)
-            if config.get("stage") == "peers":
-                public = public_key_bytes(attacker)
-                config["secagg-public-key-1"] = public
-                config["secagg-signature-1"] = sign(
-                    load_private_key(fake_key), key_statement(1, 1, 3, public)
-                )
-            return super().get_properties(GetPropertiesIns(config=config), timeout, group_id)
+    class Coordinator(_RelayProxy):
+        def relay(self, config):
+            public = public_key_bytes(attacker)
+            config["secagg-public-key-1"] = public
+            config["secagg-signature-1"] = sign(load_private_key(fake_key), key_statement(1, 1, 3, public))
 
     def nodes(pinned):
         own = {

@@ -32,7 +32,7 @@ def test_the_run_completes_and_records_every_round(run):
     )
     assert [r["round"] for r in result["rounds"]] == [1, 2]
     assert all(r["wall_s"] > 0 and r["client_kernel_s_max"] > 0 for r in result["rounds"])
-    assert "secure aggregation: keys agreed" in run.log
+    assert "secure aggregation: every client sent its key in the handshake" in run.log
     assert "[fedsonmf] round 2/2" in run.log
     assert result["summary"]["plots"] == ["residuals.png"]
     assert (run.run_dir / "residuals.png").stat().st_size > 0
