@@ -129,20 +129,21 @@ def main() -> None:
                 log.info("%s", json.dumps(row))
                 rows.append(row)
     lines = [
-        "| case | secure aggregation | round, median (s) | client masking, max (s) | server decoding (s) | "
-        "upload per client (bytes) | key agreement, down per client (bytes) | final residual / objective | "
-        "scores |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| case | round, median, off / on (s) | client masking, max (s) | server decoding (s) | "
+        "upload per client, off / on (bytes) | key agreement, down per client (bytes) | "
+        "final residual / objective, off / on | scores, off / on |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        final = r.get("residual", r.get("objective"))
-        scores = ", ".join(f"{k} {v:.4f}" for k, v in r["final"].items())
+    for label in dict.fromkeys(r["case"] for r in rows):
+        off, on = (next(r for r in rows if r["case"] == label and r["secure"] is s) for s in (False, True))
+        finals = [r.get("residual", r.get("objective")) for r in (off, on)]
+        final = "-" if None in finals else " / ".join(f"{v:.6e}" for v in finals)
+        scores = ", ".join(f"{k} {off['final'][k]:.4f} / {on['final'][k]:.4f}" for k in off["final"]) or "-"
         lines.append(
-            f"| {r['case']} | {'on' if r['secure'] else 'off'} | {r['round_s']:.3f} | "
-            f"{r['client_mask_s']:.4f} | "
-            f"{r['server_decode_s']:.4f} | {r['upload_bytes_per_client']:.0f} | "
-            f"{r['key_agreement_bytes_per_client']} | "
-            f"{'' if final is None else f'{final:.6e}'} | {scores} |"
+            f"| {label} | {off['round_s']:.3f} / {on['round_s']:.3f} | {on['client_mask_s']:.4f} | "
+            f"{on['server_decode_s']:.4f} | {off['upload_bytes_per_client']:.0f} / "
+            f"{on['upload_bytes_per_client']:.0f} | {on['key_agreement_bytes_per_client']} | {final} | "
+            f"{scores} |"
         )
     table = "\n".join(lines)
     log.info("%s", table)
