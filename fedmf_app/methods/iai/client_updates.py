@@ -132,6 +132,7 @@ def client_setup(
         params.ae_hidden,
         params.embed_dim,
         params.ae_epochs,
+        params.ae_steps,
         params.ae_lr,
         params.ae_batch_size,
         seed,

@@ -9,6 +9,7 @@ random state leaks in or out.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ __all__ = [
     "seeded",
     "soft_assignment",
     "train_gae",
+    "BITMAP_MAX_PAIRS",
+    "PairSet",
     "edge_keys",
     "uniform_non_edges",
 ]
@@ -92,11 +95,13 @@ def pretrain_autoencoder(
     hidden: tuple[int, ...],
     embed_dim: int,
     epochs: int,
+    max_steps: int,
     lr: float,
     batch_size: int,
     seed: int,
 ) -> nn.ModuleDict:
-    """Train the autoencoder with MSE reconstruction on the observed rows (Adam, mini-batches).
+    """Train the autoencoder with MSE reconstruction on the observed rows (Adam, mini-batches), for
+    ``epochs`` passes or ``max_steps`` steps, whichever ends first.
 
     Parameters
     ----------
@@ -106,6 +111,8 @@ def pretrain_autoencoder(
     hidden, embed_dim
         See :func:`autoencoder`.
     epochs : int
+    max_steps : int
+        The most Adam steps (one per mini-batch); the last epoch may stop part-way.
     lr : float
     batch_size : int
     seed : int
@@ -120,13 +127,13 @@ def pretrain_autoencoder(
     with seeded(seed):
         model = autoencoder(x.shape[1], hidden, embed_dim)
         optimiser = torch.optim.Adam(model.parameters(), lr=lr)
-        for _ in range(epochs):
-            for batch in torch.randperm(x.shape[0]).split(batch_size):
-                xb = data[batch] if dense else torch.as_tensor(x[batch.numpy()], dtype=torch.float32)
-                loss = F.mse_loss(model["decoder"](model["encoder"](xb)), xb)
-                optimiser.zero_grad()
-                loss.backward()
-                optimiser.step()
+        batches = (b for _ in range(epochs) for b in torch.randperm(x.shape[0]).split(batch_size))
+        for batch in itertools.islice(batches, max_steps):
+            xb = data[batch] if dense else torch.as_tensor(x[batch.numpy()], dtype=torch.float32)
+            loss = F.mse_loss(model["decoder"](model["encoder"](xb)), xb)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
     return model.eval()
 
 
@@ -217,7 +224,7 @@ class GraphAutoencoder(nn.Module):
 
 
 def edge_keys(edges: np.ndarray, n: int) -> np.ndarray:
-    """Sorted unique keys ``i · n + j`` of the pairs ``(i, j)`` (the input of :func:`uniform_non_edges`).
+    """Sorted unique keys ``i · n + j`` of the pairs ``(i, j)`` (those of a :class:`PairSet`).
 
     Parameters
     ----------
@@ -234,7 +241,63 @@ def edge_keys(edges: np.ndarray, n: int) -> np.ndarray:
     return keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.size else keys
 
 
-def uniform_non_edges(forbidden: np.ndarray, n: int, count: int, rng: np.random.Generator) -> np.ndarray:
+#: Graphs of at most this many possible pairs ``n · n`` (23,170 nodes) keep a bitmap of every pair
+#: (``n² / 8`` bytes, 50 MB at 20,000 nodes) to test drawn pairs against; larger ones search their
+#: sorted edge keys.
+BITMAP_MAX_PAIRS = 2**29
+
+
+@dataclass(frozen=True)
+class PairSet:
+    """The pairs ``(i, j)`` of a graph on ``n`` nodes, for membership tests of drawn pairs.
+
+    Attributes
+    ----------
+    keys : ndarray of int64
+        :func:`edge_keys` of the pairs.
+    n : int
+    bits : ndarray of uint8, shape (ceil(n² / 8),), or None
+        Bit ``k`` set for every key ``k`` (little-endian within a byte); ``None`` above
+        :data:`BITMAP_MAX_PAIRS` possible pairs.
+    """
+
+    keys: np.ndarray
+    n: int
+    bits: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, edges: np.ndarray, n: int, bitmap_max_pairs: int = BITMAP_MAX_PAIRS) -> PairSet:
+        """The pair set of ``edges``.
+
+        Parameters
+        ----------
+        edges : ndarray of int, shape (2, E)
+        n : int
+        bitmap_max_pairs : int
+            The most possible pairs ``n · n`` for which a bitmap is kept.
+
+        Returns
+        -------
+        PairSet
+        """
+        keys = edge_keys(edges, n)
+        if n * n > bitmap_max_pairs:
+            return cls(keys, n)
+        bits = np.zeros((n * n + 7) // 8, dtype=np.uint8)
+        if keys.size:
+            byte = keys >> 3
+            starts = np.flatnonzero(np.concatenate([[True], byte[1:] != byte[:-1]]))
+            bits[byte[starts]] = np.bitwise_or.reduceat(np.left_shift(1, keys & 7).astype(np.uint8), starts)
+        return cls(keys, n, bits)
+
+    def contains(self, keys: np.ndarray) -> np.ndarray:
+        """Which of ``keys`` (int64 ``i · n + j``) are pairs of the set, shape of ``keys``, bool."""
+        if self.bits is not None:
+            return ((self.bits[keys >> 3] >> (keys & 7).astype(np.uint8)) & 1).astype(bool)
+        return _sorted_member(keys, self.keys)
+
+
+def uniform_non_edges(forbidden: PairSet, count: int, rng: np.random.Generator) -> np.ndarray:
     """``count`` ordered pairs drawn uniformly, with replacement, from the non-edges of a graph.
 
     Rejection sampling: draw ``(i, j)`` uniformly from ``n x n`` and keep the pairs that are not
@@ -244,9 +307,8 @@ def uniform_non_edges(forbidden: np.ndarray, n: int, count: int, rng: np.random.
 
     Parameters
     ----------
-    forbidden : ndarray of int64
-        :func:`edge_keys` of the edges.
-    n : int
+    forbidden : PairSet
+        The edges, on ``forbidden.n`` nodes.
     count : int
     rng : numpy.random.Generator
 
@@ -259,12 +321,13 @@ def uniform_non_edges(forbidden: np.ndarray, n: int, count: int, rng: np.random.
     ValueError
         When the graph has no non-edge.
     """
-    if forbidden.size >= n * n:
+    n = forbidden.n
+    if forbidden.keys.size >= n * n:
         raise ValueError(f"a graph on {n} nodes with every pair an edge has no non-edge to sample")
     out = np.empty(0, dtype=np.int64)
     while out.size < count:
         keys = rng.integers(0, n * n, size=count - out.size, dtype=np.int64)
-        out = np.concatenate([out, keys[~_sorted_member(keys, forbidden)]])
+        out = np.concatenate([out, keys[~forbidden.contains(keys)]])
     return np.vstack([out // n, out % n])
 
 
@@ -305,8 +368,8 @@ class _TrainingGraph:
         The encoder's pattern (edges and self loops).
     positives : EdgePattern
         The scored positive pairs (the same edges).
-    forbidden : ndarray of int64
-        :func:`edge_keys` of the positives (no non-edge is drawn among them).
+    forbidden : PairSet
+        The positives (no non-edge is drawn among them).
     num_negatives : int
         Non-edges drawn per epoch.
     """
@@ -315,7 +378,7 @@ class _TrainingGraph:
     target: torch.Tensor | None
     graph: EdgePattern
     positives: EdgePattern
-    forbidden: np.ndarray
+    forbidden: PairSet
     num_negatives: int
 
     @classmethod
@@ -349,7 +412,7 @@ class _TrainingGraph:
             target=target,
             graph=model.graph(edges.to(device), n),
             positives=EdgePattern.from_pairs(positives.to(device), n)[0],
-            forbidden=edge_keys(positives.numpy(), n),
+            forbidden=PairSet.of(positives.numpy(), n),
             num_negatives=int(params.negative_ratio * positives.shape[1]),
         )
 
@@ -460,7 +523,7 @@ def train_gae(
                 attribute = F.mse_loss(model.attribute_decoder(h), g.x) / attribute_scale
             if params.structure_loss:
                 m = g.x.shape[0]
-                negatives = torch.as_tensor(uniform_non_edges(g.forbidden, m, g.num_negatives, rng))
+                negatives = torch.as_tensor(uniform_non_edges(g.forbidden, g.num_negatives, rng))
                 negatives = EdgePattern.from_pairs(negatives.to(device), m)[0]
                 pos = model.edge_logits(h, g.positives)
                 neg = model.edge_logits(h, negatives)

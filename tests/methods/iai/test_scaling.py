@@ -14,7 +14,7 @@ from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.methods.iai.client_updates import client_round, client_setup
 from fedmf_app.methods.iai.deep_clustering import fuse, spectral_labels
 from fedmf_app.methods.iai.edge_kernels import EdgePattern, edge_dot
-from fedmf_app.methods.iai.graph_autoencoder import GraphAutoencoder, edge_keys, uniform_non_edges
+from fedmf_app.methods.iai.graph_autoencoder import GraphAutoencoder, PairSet, edge_keys, uniform_non_edges
 from fedmf_app.methods.iai.params import GAEParams, IAIParams
 from fedmf_app.methods.iai.sample_graphs import anchor_graph, anchor_knn, anchor_matrix
 from fedmf_app.methods.iai.view_scaling import scale_features
@@ -85,7 +85,7 @@ def test_sampled_non_edge_loss_is_an_unbiased_estimate_of_the_full_one():
     non_edge = np.ones((n, n), dtype=bool)
     non_edge[edges[0], edges[1]] = False
     full = bce[non_edge].mean()  # the N^2 loss's non-edge term
-    draws = uniform_non_edges(edge_keys(edges, n), n, 200_000, np.random.default_rng(4))
+    draws = uniform_non_edges(PairSet.of(edges, n), 200_000, np.random.default_rng(4))
     assert non_edge[draws[0], draws[1]].all()  # never an edge, never a self loop
     sampled = bce[draws[0], draws[1]]
     assert abs(sampled.mean() - full) < 4 * sampled.std() / np.sqrt(sampled.size)
@@ -182,13 +182,16 @@ def test_a_sparse_view_gives_the_dense_client_results():
     np.testing.assert_array_equal(u1.anchor_values, u0.anchor_values)
 
 
-def test_non_edges_are_those_of_the_plain_rejection_loop():
-    # the same draws, in the same order, as testing each key against the sorted edge keys in turn
+@pytest.mark.parametrize("bitmap", [True, False], ids=["bitmap", "sorted-keys"])
+def test_non_edges_are_those_of_the_plain_rejection_loop(bitmap):
+    # the same draws, in the same order, as testing each key against the edge keys in turn, whether
+    # the pairs are looked up in a bitmap or by binary search
     n, rng = 300, np.random.default_rng(5)
     edges = rng.integers(0, n, size=(2, 20_000))
-    forbidden = edge_keys(edges, n)
-    draws = uniform_non_edges(forbidden, n, 50_000, np.random.default_rng(6))
-    plain, stream, edge_set = [], np.random.default_rng(6), set(forbidden.tolist())
+    forbidden = PairSet.of(edges, n, bitmap_max_pairs=n * n if bitmap else n * n - 1)
+    assert (forbidden.bits is not None) == bitmap
+    draws = uniform_non_edges(forbidden, 50_000, np.random.default_rng(6))
+    plain, stream, edge_set = [], np.random.default_rng(6), set(forbidden.keys.tolist())
     while len(plain) < 50_000:
         keys = stream.integers(0, n * n, size=50_000 - len(plain), dtype=np.int64)
         plain += [k for k in keys.tolist() if k not in edge_set]

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import torch
 
 from fedmf_app.common.graphs import adjacency, knn_indices
 from fedmf_app.data.missing_views import missing_view_mask
@@ -16,6 +17,7 @@ from fedmf_app.methods.iai.deep_clustering import (
     total_variation_emd,
 )
 from fedmf_app.methods.iai.feature_propagation import feature_propagation, normalised_adjacency
+from fedmf_app.methods.iai.graph_autoencoder import pretrain_autoencoder
 from fedmf_app.methods.iai.sample_graphs import anchor_graph, observed_knn, start_graph
 
 
@@ -236,3 +238,31 @@ def test_warmup_epochs_run_only_in_the_round_without_a_target():
     assert count(replace(base, warmup_epochs=5), None) == 5
     assert count(replace(base, warmup_epochs=5), target) == 2
     assert count(base, None) == 2  # 0: the per-round epochs
+
+
+def test_autoencoder_pretraining_stops_after_max_steps_at_the_same_weights_as_fewer_epochs(monkeypatch):
+    x = np.random.default_rng(0).normal(size=(100, 12))  # 4 batches of 32 (the last one 4 rows)
+    steps = []
+    original = torch.optim.Adam.step
+
+    def counted(self, *args, **kwargs):
+        steps.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", counted)
+
+    def weights(epochs, max_steps):
+        steps.clear()
+        model = pretrain_autoencoder(x, (8,), 3, epochs, max_steps, 1e-3, 32, seed=4)
+        return len(steps), [p.detach().clone() for p in model.parameters()]
+
+    taken, capped = weights(epochs=5, max_steps=8)  # stops after 2 of the 5 epochs
+    assert taken == 8
+    two_epochs = weights(epochs=2, max_steps=1000)
+    assert two_epochs[0] == 8
+    assert all(torch.equal(a, b) for a, b in zip(capped, two_epochs[1]))
+    taken, uncapped = weights(epochs=5, max_steps=20)  # a cap at or above the epochs' steps: no effect
+    assert taken == 20
+    assert all(torch.equal(a, b) for a, b in zip(uncapped, weights(epochs=5, max_steps=10**6)[1]))
+    taken, part = weights(epochs=5, max_steps=7)  # part-way through the second epoch
+    assert taken == 7 and not all(torch.equal(a, b) for a, b in zip(part, capped))
