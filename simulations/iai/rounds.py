@@ -136,15 +136,11 @@ def _load(paths: list[str]) -> list[dict[str, Any]]:
 
 def _variant(config: dict[str, Any]) -> str:
     """The ``iai.`` options of a run that differ from today's defaults (``defaults`` when none);
-    keys today's run config no longer has are left out, and keys it has that the run did not have
-    yet are named (``before iai.x``)."""
+    keys today's run config no longer has are left out."""
     base = defaults()
     changed = [
         f"{k}={v}" for k, v in sorted(config.items()) if k.startswith("iai.") and k in base and base[k] != v
     ]
-    newer = sorted(k for k in base if k.startswith("iai.") and k not in config)
-    if newer:
-        changed.append(f"(before {', '.join(newer)})")
     return " ".join(changed) or "defaults"
 
 
