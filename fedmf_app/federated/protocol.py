@@ -294,6 +294,11 @@ class Stage:
         """Answers per run for this run config."""
         return int(self.times(cfg) if callable(self.times) else self.times)
 
+    def declares_config(self, key: str) -> bool:
+        """Whether :attr:`request_config` names the config key ``key`` (a trailing ``*`` standing
+        for any ending)."""
+        return any(key == k or (k.endswith("*") and key.startswith(k[:-1])) for k in self.request_config)
+
     def in_round(self, server_round: int) -> bool:
         """Whether this training-round stage serves ``server_round``."""
         if self.rounds is None:
@@ -449,9 +454,7 @@ def check_request(
     if not stage.when(sizes.cfg):
         raise ProtocolError(f"stage {stage.name!r} is not part of this run's {protocol.family} protocol")
     allowed = {"stage", "server-round", *(f"fact-{f.name}" for f in protocol.facts)}
-    exact = allowed | {k for k in stage.request_config if not k.endswith("*")}
-    prefixes = tuple(k[:-1] for k in stage.request_config if k.endswith("*"))
-    extra = sorted(k for k in config if k not in exact and not (prefixes and k.startswith(prefixes)))
+    extra = sorted(k for k in config if k not in allowed and not stage.declares_config(k))
     if extra:
         raise ProtocolError(f"stage {stage.name!r}: the request holds undeclared key(s) {extra}")
     declared = [p for p in stage.request if p.present(sizes)]
@@ -481,9 +484,7 @@ def split_rider(protocol: Protocol, config: Mapping[str, Any]) -> tuple[dict[str
     for stage in protocol.stages:
         if not stage.rides or config.get("stage") == stage.name:
             continue
-        exact = {k for k in stage.request_config if not k.endswith("*")}
-        prefixes = tuple(k[:-1] for k in stage.request_config if k.endswith("*"))
-        keys = [k for k in config if k in exact or (prefixes and k.startswith(prefixes))]
+        keys = [k for k in config if stage.declares_config(k)]
         if keys:
             own = {k: v for k, v in config.items() if k not in keys}
             return own, {"stage": stage.name, **{k: config[k] for k in keys}}

@@ -147,6 +147,13 @@ def signs(context: Context, cfg: dict[str, Any]) -> bool:
     return bool(cfg["secure-aggregation-signed-keys"]) or bool(context.node_config.get("signing-key"))
 
 
+def _run_key(context: Context) -> ConfigRecord | None:
+    """This client's key record for the run it is in (``None`` before :func:`own_key`, or when the
+    record is another run's)."""
+    stored = context.state.config_records.get(_STATE)
+    return stored if stored is not None and int(stored["run-id"]) == int(context.run_id) else None
+
+
 def own_key(context: Context, cfg: dict[str, Any], partition_id: int) -> dict[str, Scalar]:
     """A client's key for the run, for its handshake reply (see the module docstring).
 
@@ -178,9 +185,8 @@ def own_key(context: Context, cfg: dict[str, Any], partition_id: int) -> dict[st
             f"{me}: secure aggregation over num-clients = {m} is refused (a sum over one client "
             "is that client's upload)"
         )
-    records = context.state.config_records
-    stored = records.get(_STATE)
-    if stored is None or int(stored["run-id"]) != int(context.run_id):
+    stored = _run_key(context)
+    if stored is None:
         private = generate_private_key()
         public = public_key_bytes(private)
         signature = b""
@@ -198,7 +204,7 @@ def own_key(context: Context, cfg: dict[str, Any], partition_id: int) -> dict[st
                 "signature": signature,
             }
         )
-        records[_STATE] = stored
+        context.state.config_records[_STATE] = stored
     answer: dict[str, Scalar] = {"secagg-public-key": bytes(stored["public-key"])}
     if stored["signature"]:
         answer["secagg-signature"] = bytes(stored["signature"])
@@ -228,8 +234,8 @@ def answer_peers(context: Context, cfg: dict[str, Any], partition_id: int, confi
     m = int(cfg["num-clients"])
     records = context.state.config_records
     me = f"partition {partition_id}"
-    stored = records.get(_STATE)
-    if stored is None or int(stored["run-id"]) != int(context.run_id):
+    stored = _run_key(context)
+    if stored is None:
         raise SecureAggregationError(f"{me}: sent the peers' keys before it sent its own key; refused")
     if _KEYS in records:
         raise SecureAggregationError(f"{me}: sent the peers' keys a second time in this run; refused")

@@ -238,7 +238,12 @@ def edge_keys(edges: np.ndarray, n: int) -> np.ndarray:
     keys = np.sort(edges[0].astype(np.int64) * n + edges[1])
     # np.unique's result, by a sort and one comparison (numpy 2.4's np.unique hashes first and
     # takes 20 times as long on millions of keys)
-    return keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.size else keys
+    return keys[_first_of_runs(keys)]
+
+
+def _first_of_runs(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of a sorted array starts, shape of ``values``, bool."""
+    return np.concatenate([[True], values[1:] != values[:-1]]) if values.size else np.zeros(0, dtype=bool)
 
 
 #: Graphs of at most this many possible pairs ``n · n`` (23,170 nodes) keep a bitmap of every pair
@@ -286,7 +291,7 @@ class PairSet:
         bits = np.zeros((n * n + 7) // 8, dtype=np.uint8)
         if keys.size:
             byte = keys >> 3
-            starts = np.flatnonzero(np.concatenate([[True], byte[1:] != byte[:-1]]))
+            starts = np.flatnonzero(_first_of_runs(byte))
             bits[byte[starts]] = np.bitwise_or.reduceat(np.left_shift(1, keys & 7).astype(np.uint8), starts)
         return cls(keys, n, bits)
 
