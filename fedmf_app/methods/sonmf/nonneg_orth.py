@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedmf_app.common.feasible_basis import project_oblique_nonneg, random_feasible_basis, round_to_feasible
-from fedmf_app.methods.sonmf.assignment_kernel import assignment_ascent, compiled_assignment_ascent
+from fedmf_app.methods.sonmf.assignment_kernel import compiled_assignment_ascent, vectorised_assignment_ascent
 from fedmf_app.methods.sonmf.penalty_kernel import compiled_penalty_loop, penalty_loop
 from fedmf_app.methods.sonmf.residual_products import residual_times_vt, squared_norm, squared_residual
 from fedmf_app.options.constraints import OneOf
@@ -485,7 +485,8 @@ def _assignment(u0, a, max_passes, kernel, cost=None):
         Maximum passes of each ascent.
     kernel : {"compiled", "numpy"}
         :func:`~fedmf_app.methods.sonmf.assignment_kernel.assignment_ascent` compiled by numba, or
-        as plain Python (same moves, no numba import and no compilation).
+        :func:`~fedmf_app.methods.sonmf.assignment_kernel.vectorised_assignment_ascent` (same
+        moves, no numba import and no compilation).
     cost : ndarray, shape (r,), optional
         Cost of an active column where columns may be zero (``d < r``,
         :func:`polish_on_supports`); None: every column a unit vector.
@@ -497,7 +498,7 @@ def _assignment(u0, a, max_passes, kernel, cost=None):
     passes : int
         Passes of the ascent that gave it.
     """
-    ascent = assignment_ascent if kernel == "numpy" else compiled_assignment_ascent()
+    ascent = vectorised_assignment_ascent if kernel == "numpy" else compiled_assignment_ascent()
 
     d, r = u0.shape
     positive = np.maximum(a, 0.0)

@@ -242,6 +242,31 @@ def test_the_numpy_and_the_compiled_assignment_ascent_make_the_same_moves(seed):
     assert not np.array_equal(compiled_owner, owner)  # the ascent moved rows
 
 
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("keep_one", [True, False])
+def test_the_vectorised_assignment_ascent_makes_the_loops_moves(seed, keep_one):
+    # The federation's kernel ("numpy") scores blocks of rows at once: it must still move the
+    # rows one at a time in the loop's order, so the owners, the value and the passes are the
+    # loop's bit for bit, with or without column costs, unowned rows and ties.
+    from fedmf_app.methods.sonmf.assignment_kernel import assignment_ascent, vectorised_assignment_ascent
+
+    rng = np.random.default_rng(700 + seed)
+    d, r = int(rng.integers(3, 120)), int(rng.integers(2, 12))
+    sq = np.maximum(rng.normal(size=(d, r)), 0.0) ** 2
+    if seed % 2:
+        sq = np.round(sq, 1)  # equal gains: the first column must win, as in the loop
+    cost = np.zeros(r) if keep_one else rng.uniform(0.0, 1.0, size=r)
+    owner = rng.integers(-1 if not keep_one else 0, r, size=d).astype(np.int64)
+    if keep_one:
+        owner[: min(r, d)] = np.arange(min(r, d))  # every column owns a row
+    loop_owner, vector_owner = owner.copy(), owner.copy()
+    expected = assignment_ascent(sq, loop_owner, 50, cost, keep_one)
+    got = vectorised_assignment_ascent(sq, vector_owner, 50, cost, keep_one)
+    np.testing.assert_array_equal(vector_owner, loop_owner)
+    assert got == expected
+    assert not np.array_equal(loop_owner, owner)  # the ascent moved rows
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_the_assignment_solver_gives_the_same_basis_with_either_kernel(seed):
     rng = np.random.default_rng(400 + seed)
