@@ -33,7 +33,6 @@ component it correlates with most.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cholesky, solve_triangular, svd
 
 from fedmf_app.common.clustering import kmeans_labels
 from fedmf_app.common.scaling import normalise_rows
@@ -129,6 +128,10 @@ def coefficients_from_sketch(
     ``y`` moves the core by at most :math:`\\|\\Omega\\|_2 e\\sqrt{nl}`, which the shift's
     :math:`\\nu\\,\\sigma_{min}(\\Omega)^2` must exceed: :math:`\\nu` is the larger of the two.
     """
+    # only the server reads the sketch: a deployed ClientApp (a new process per message) imports
+    # this module for its share of the sketch and skips scipy.linalg's import
+    from scipy.linalg import cholesky, solve_triangular, svd
+
     if reading not in SKETCH_READINGS:
         raise ValueError(f"reading must be one of {SKETCH_READINGS}, got {reading!r}")
     n = y.shape[0]
