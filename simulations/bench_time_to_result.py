@@ -4,12 +4,14 @@ Runs ``python -m fedmf_app.deployment.federation`` once per method, as a user ty
 SuperNodes; by default HW's views fac, fou and kar, seed 7, every other key at its default), and
 records the whole command's wall time, the rounds run and their summed wall time (the rest is
 starting and stopping the processes, the handshake and the set-up before round 1, the end of
-run), why the run stopped and the final ACC. ``--compare`` puts earlier records beside each row.
-Runs on one machine share its cores: time them with nothing else running.
+run), why the run stopped and the final ACC. ``--repeat N`` runs the methods in turn N times and
+the table gives each method's medians (a run's time moves by several seconds between runs of the
+same code on a shared machine). ``--compare`` puts earlier records beside each row. Runs on one
+machine share its cores: time them with nothing else running.
 
 Usage::
 
-    python -m simulations.bench_time_to_result --out docs/deployment/time_to_result
+    python -m simulations.bench_time_to_result --out docs/deployment/time_to_result --repeat 3
     python -m simulations.bench_time_to_result --table-only --out docs/deployment/time_to_result \
         --compare docs/deployment/time_to_result/before.jsonl
 """
@@ -20,6 +22,7 @@ import argparse
 import json
 import logging
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -87,8 +90,37 @@ def time_one(method: str, job: str, workdir: Path) -> dict[str, Any]:
     return record
 
 
+def _median(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
+def _grouped(records: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault((r["method"], r["job"]), []).append(r)
+    return groups
+
+
+def _cells(runs: list[dict[str, Any]]) -> tuple[str, ...]:
+    """One method's cells: the medians over its runs (with the range of the whole command when there
+    are several), its rounds and its ACC (each as a range when the runs differ)."""
+    done = [r for r in runs if "rounds" in r] or runs
+    walls = [r["wall_s"] for r in done]
+    wall = f"{_median(walls):.1f}"
+    if len(walls) > 1:
+        wall += f" ({min(walls):.1f}-{max(walls):.1f})"
+    rounds = sorted({r.get("rounds", "-") for r in done}, key=str)
+    accs = sorted({"-" if r.get("acc") is None else f"{100 * r['acc']:.2f}" for r in done})
+    rounds_s = _median([r.get("rounds_s", float("nan")) for r in done])
+    rest = _median([r["wall_s"] - r.get("rounds_s", 0.0) for r in done])
+    return (wall, "/".join(map(str, rounds)), f"{rounds_s:.1f}", f"{rest:.1f}", "/".join(accs))
+
+
 def table(records: list[dict[str, Any]], before: list[dict[str, Any]] | None = None) -> str:
-    """The Markdown table of the records (and, with ``before``, the earlier record of each method).
+    """The Markdown table of the records (and, with ``before``, the earlier records of each method).
+
+    A method run several times (``--repeat``) gets the median of its runs, and the range of the
+    whole command in brackets.
 
     Parameters
     ----------
@@ -101,30 +133,31 @@ def table(records: list[dict[str, Any]], before: list[dict[str, Any]] | None = N
     -------
     str
     """
-    earlier = {(r["method"], r["job"]): r for r in before or []}
+    earlier = _grouped(before or [])
     arrow = ", before → after" if before else ""
-    head = f"| method | whole command (s){arrow} | rounds | rounds (s) | the rest (s) | ACC % | stopped |"
-    lines = [head, "|---|---|---|---|---|---|---|"]
-
-    def cells(r: dict[str, Any]) -> tuple[str, ...]:
-        return (
-            f"{r['wall_s']:.1f}",
-            str(r.get("rounds", "-")),
-            f"{r.get('rounds_s', float('nan')):.1f}",
-            f"{r['wall_s'] - r.get('rounds_s', 0.0):.1f}",
-            "-" if r.get("acc") is None else f"{100 * r['acc']:.2f}",
-        )
-
-    for r in records:
-        now = cells(r)
+    runs = max((len(v) for v in _grouped(records).values()), default=1)
+    median = " (median, range)" if runs > 1 else ""
+    head = (
+        f"| method | runs | whole command (s){median}{arrow} | rounds | rounds (s) | the rest (s) "
+        "| ACC % | stopped |"
+    )
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    for (method, job), group in _grouped(records).items():
+        now = _cells(group)
+        last = group[-1]
         stopped = (
-            (r.get("stopped") or {}).get("reason", "the last round") if "rounds" in r else r.get("error", "")
+            (last.get("stopped") or {}).get("reason", "the last round")
+            if "rounds" in last
+            else last.get("error", "")
         )
-        old = earlier.get((r["method"], r["job"]))
+        count = str(len(group))
+        old = earlier.get((method, job))
         if old is not None:
-            was = cells(old)
+            was = _cells(old)
             now = tuple(a if a == b else f"{a} → {b}" for a, b in zip(was, now))
-        lines.append(f"| {r['method']} | " + " | ".join(now) + f" | {stopped} |")
+            if len(old) != len(group):
+                count = f"{len(old)} → {len(group)}"
+        lines.append(f"| {method} | {count} | " + " | ".join(now) + f" | {stopped} |")
     return "\n".join(lines)
 
 
@@ -132,6 +165,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--methods", nargs="+", default=["fedsonmf", "fmvc-imk", "fmvc-iai"])
     parser.add_argument("--job", default=DEFAULT_JOB, help="run-config overrides besides algorithm")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs of each method, in turn (the table gives their median)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="folder for runs.jsonl and table.md")
     parser.add_argument("--compare", type=Path, default=None, help="earlier runs.jsonl to show beside")
     parser.add_argument("--table-only", action="store_true", help="only rewrite table.md from runs.jsonl")
@@ -143,10 +179,12 @@ def main() -> None:
         version = code_version()
         with tempfile.TemporaryDirectory(prefix="fedmf-time-") as tmp:
             records = []
-            for method in args.methods:
-                record = {**time_one(method, args.job, Path(tmp) / method), "code_version": version}
-                log.info("%s", json.dumps(record))
-                records.append(record)
+            for repeat in range(args.repeat):
+                for method in args.methods:
+                    workdir = Path(tmp) / f"{method}-{repeat}"
+                    record = {**time_one(method, args.job, workdir), "code_version": version}
+                    log.info("%s", json.dumps(record))
+                    records.append(record)
         runs.write_text("".join(json.dumps(r) + "\n" for r in records))
     records = [json.loads(line) for line in runs.read_text().splitlines() if line.strip()]
     before = None
