@@ -141,15 +141,12 @@ def vectorised_assignment_ascent(sq, owner, max_passes, cost, keep_one):
     Parameters
     ----------
     sq : ndarray, shape (d, r)
-        Squared positive part of the linear term, :math:`(A^+_{ij})^2`.
     owner : ndarray of int64, shape (d,)
-        Owner column of every row (``-1``: none); updated in place.
+        Updated in place.
     max_passes : int
-        Maximum number of passes over the rows.
     cost : ndarray, shape (r,)
-        :math:`c_j \\ge 0` (:func:`assignment_ascent`).
     keep_one : bool
-        A column's last row never leaves it.
+        As :func:`assignment_ascent`.
 
     Returns
     -------
