@@ -26,6 +26,7 @@ import time
 
 import numpy as np
 
+import fedmf_app.methods.sonmf.nonneg_orth as nonneg_orth
 import fedmf_app.methods.sonmf.updates as sonmf
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view
@@ -42,7 +43,7 @@ def run(h: float, rounds: int, clients: int, tau: int, seed: int, kernel: str) -
     v_bar = np.abs(rng_for(seed, Stream.SERVER_INIT).standard_normal((6, spec.num_samples)))
     v = prox_l21_nonneg(v_bar, params.effective_lr * params.mu)
     state = [(None, None)] * clients
-    solver = sonmf.solve_basis
+    solver = nonneg_orth.solve_basis  # what every U step (BasisStep) calls
     solver_s = 0.0
 
     def timed_solver(*args, **kwargs):
@@ -52,7 +53,7 @@ def run(h: float, rounds: int, clients: int, tau: int, seed: int, kernel: str) -
         solver_s += time.perf_counter() - t
         return out
 
-    sonmf.solve_basis = timed_solver
+    nonneg_orth.solve_basis = timed_solver
     try:
         started = time.perf_counter()
         for _ in range(rounds):
@@ -64,7 +65,7 @@ def run(h: float, rounds: int, clients: int, tau: int, seed: int, kernel: str) -
             v_bar, v = sonmf.server_step(v, outs, params)
         total = time.perf_counter() - started
     finally:
-        sonmf.solve_basis = solver
+        nonneg_orth.solve_basis = solver
     return {
         "h": h,
         "s_per_round": total / rounds,
