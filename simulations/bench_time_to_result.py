@@ -94,6 +94,11 @@ def _median(values: list[float]) -> float:
     return float(statistics.median(values))
 
 
+def _read_runs(path: Path) -> list[dict[str, Any]]:
+    """Every record of a ``runs.jsonl`` (repeated runs included)."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def _grouped(records: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in records:
@@ -134,15 +139,16 @@ def table(records: list[dict[str, Any]], before: list[dict[str, Any]] | None = N
     str
     """
     earlier = _grouped(before or [])
+    groups = _grouped(records)
     arrow = ", before → after" if before else ""
-    runs = max((len(v) for v in _grouped(records).values()), default=1)
+    runs = max((len(v) for v in groups.values()), default=1)
     median = " (median, range)" if runs > 1 else ""
     head = (
         f"| method | runs | whole command (s){median}{arrow} | rounds | rounds (s) | the rest (s) "
         "| ACC % | stopped |"
     )
     lines = [head, "|---|---|---|---|---|---|---|---|"]
-    for (method, job), group in _grouped(records).items():
+    for (method, job), group in groups.items():
         now = _cells(group)
         last = group[-1]
         stopped = (
@@ -186,11 +192,8 @@ def main() -> None:
                     log.info("%s", json.dumps(record))
                     records.append(record)
         runs.write_text("".join(json.dumps(r) + "\n" for r in records))
-    records = [json.loads(line) for line in runs.read_text().splitlines() if line.strip()]
-    before = None
-    if args.compare is not None:
-        before = [json.loads(line) for line in args.compare.read_text().splitlines() if line.strip()]
-    text = table(records, before)
+    before = None if args.compare is None else _read_runs(args.compare)
+    text = table(_read_runs(runs), before)
     (args.out / "table.md").write_text(text + "\n")
     log.info("%s", text)
 
