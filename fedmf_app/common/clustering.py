@@ -13,9 +13,9 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from fedmf_app.common.scaling import normalise_rows
+from fedmf_app.common.sparse import issparse
 
 __all__ = ["KMEANS_MAX_ITER", "KMEANS_REPLICATES", "kmeans_basis", "kmeans_labels"]
 
@@ -50,7 +50,9 @@ def kmeans_labels(points: np.ndarray, k: int, rng: np.random.Generator) -> np.nd
         max_iter=KMEANS_MAX_ITER,
         random_state=int(rng.integers(2**31 - 1)),
     )
-    if sp.issparse(points):  # scikit-learn's k-means takes CSR as it is
+    if issparse(points):  # scikit-learn's k-means takes CSR as it is
+        import scipy.sparse as sp
+
         return model.fit_predict(sp.csr_matrix(points, dtype=np.float64)).astype(np.int64)
     return model.fit_predict(np.asarray(points, dtype=np.float64)).astype(np.int64)
 

@@ -21,11 +21,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from fedmf_app.common.neighbour_search import ivf_neighbours, without_queries
+from fedmf_app.common.sparse import issparse
 
 if TYPE_CHECKING:
+    import scipy.sparse as sp
     from sklearn.neighbors import NearestNeighbors
 
 __all__ = [
@@ -95,6 +96,8 @@ def laplacian(s: sp.spmatrix) -> sp.csr_matrix:
     csr_matrix, shape (N, N)
         Symmetric positive semi-definite; rows sum to zero.
     """
+    import scipy.sparse as sp
+
     degree = np.asarray(s.sum(axis=1)).ravel()
     return (sp.diags(degree) - s).tocsr()
 
@@ -127,7 +130,7 @@ def knn_indices(
     k = min(k, n - 1)
     if k < 1:
         return np.empty((n if rows is None else len(rows), 0), dtype=np.int64)
-    if exact_rows is not None and n > exact_rows and not sp.issparse(x):
+    if exact_rows is not None and n > exact_rows and not issparse(x):
         return ivf_neighbours(x, k, rows)
     if rows is None:
         return _search(x, k).kneighbors(return_distance=False).astype(np.int64)
@@ -160,6 +163,8 @@ def adjacency(neighbours: np.ndarray, n: int | None = None) -> sp.csr_matrix:
     -------
     scipy.sparse.csr_matrix of float64, shape (n, n)
     """
+    import scipy.sparse as sp
+
     n = neighbours.shape[0] if n is None else n
     rows = np.repeat(np.arange(neighbours.shape[0]), neighbours.shape[1])
     cols = neighbours.ravel()
@@ -206,6 +211,8 @@ def modularity(a: sp.spmatrix, labels: np.ndarray) -> float:
     float
         In ``[-1/2, 1)``; 0 for a graph without edges.
     """
+    import scipy.sparse as sp
+
     a = sp.csr_matrix(a, dtype=np.float64)
     degree = np.asarray(a.sum(axis=1)).ravel()
     total = degree.sum()
@@ -253,14 +260,14 @@ def anchor_graph(
     r, s = anchors.shape[0], neighbours
     if r < s + 1:
         raise ValueError(f"an anchor graph with s = {s} neighbours needs at least {s + 1} anchors, got {r}")
-    anchors = anchors.toarray() if sp.issparse(anchors) else np.asarray(anchors)
+    anchors = anchors.toarray() if issparse(anchors) else np.asarray(anchors)
     anchor_sq = (anchors**2).sum(1)[None, :]
     n = embedding.shape[0]
     indices = np.empty((n, s), dtype=np.int64)
     values = np.empty((n, s))
     for start in range(0, n, ANCHOR_BLOCK_ROWS):
         block = embedding[start : start + ANCHOR_BLOCK_ROWS]
-        if sp.issparse(block):
+        if issparse(block):
             block_sq = np.asarray(block.multiply(block).sum(1))
         else:
             block_sq = (block**2).sum(1)[:, None]
@@ -293,6 +300,8 @@ def anchor_matrix(indices: np.ndarray, values: np.ndarray, num_anchors: int) -> 
     -------
     scipy.sparse.csr_matrix, shape (n, r)
     """
+    import scipy.sparse as sp
+
     n, s = indices.shape
     rows = np.repeat(np.arange(n), s)
     return sp.csr_matrix((values.ravel(), (rows, indices.ravel())), shape=(n, num_anchors))

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
+
+from fedmf_app.common.sparse import issparse
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["normalise_rows"]
 
@@ -20,7 +26,9 @@ def normalise_rows(x: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
     ndarray or scipy.sparse.csr_matrix, shape (n, d), float64
         Sparse when ``x`` is.
     """
-    if sp.issparse(x):
+    if issparse(x):
+        import scipy.sparse as sp
+
         out = sp.csr_matrix(x, dtype=np.float64, copy=True)
         norms = np.sqrt(np.asarray(out.multiply(out).sum(axis=1)).ravel())
         out.data /= np.repeat(np.where(norms > 0, norms, 1.0), np.diff(out.indptr))

@@ -50,13 +50,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = [
     "CHECK_WORDS",
@@ -398,6 +401,8 @@ def upper_values(s: sp.spmatrix) -> np.ndarray:
     -------
     ndarray of float64, shape (N(N-1)/2,)
     """
+    import scipy.sparse as sp
+
     n = s.shape[0]
     upper = sp.triu(s, k=1).tocoo()
     _check_unit_interval(upper.data)
@@ -421,6 +426,8 @@ def upper_from_values(total: np.ndarray, n: int) -> sp.csr_matrix:
     csr_matrix, shape (N, N)
         :math:`\\sum_m S^{(m)}` (up to the fixed-point rounding of each entry).
     """
+    import scipy.sparse as sp
+
     if total.shape != (triu_size(n),):
         raise ValueError(f"summed graph has shape {total.shape}, expected ({triu_size(n)},)")
     pos = np.flatnonzero(total)
@@ -443,6 +450,8 @@ def matrix_values(z: sp.spmatrix) -> np.ndarray:
     -------
     ndarray of float64, shape (N a,)
     """
+    import scipy.sparse as sp
+
     coo = sp.csr_matrix(z).tocoo()  # CSR sums duplicate coordinates
     _check_unit_interval(coo.data)
     out = np.zeros(coo.shape[0] * coo.shape[1])
@@ -464,6 +473,8 @@ def matrix_from_values(total: np.ndarray, shape: tuple[int, int]) -> sp.csr_matr
     csr_matrix, shape (N, a)
         :math:`\\sum_m Z^{(m)}` (up to the fixed-point rounding of each entry).
     """
+    import scipy.sparse as sp
+
     if total.shape != (shape[0] * shape[1],):
         raise ValueError(f"summed graph has shape {total.shape}, expected ({shape[0] * shape[1]},)")
     pos = np.flatnonzero(total)

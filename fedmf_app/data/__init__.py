@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse
 
+from fedmf_app.common.sparse import issparse
 from fedmf_app.data.errors import DataError
 from fedmf_app.data.missing_views import fill_missing_rows, missing_view_mask
 from fedmf_app.data.multiview import VIEW_FILES, load_multiview, load_single_view
@@ -22,6 +22,9 @@ from fedmf_app.data.preprocess import prepare_view
 from fedmf_app.data.sample_ids import id_origin, read_id_array, sample_id_key
 from fedmf_app.data.synthetic import SyntheticSpec, make_synthetic_view
 from fedmf_app.data.view_files import names_view_files, view_file_count, view_files
+
+if TYPE_CHECKING:
+    import scipy.sparse
 
 __all__ = [
     "ClientView",
@@ -303,7 +306,7 @@ def load_client_view(
     prepared = prepare_view(
         features, cfg["negative-values"], cfg["view-normalisation"], source, cfg["sample-normalisation"]
     )
-    if scipy.sparse.issparse(prepared) and not _keeps_sparse(prepared.shape, cfg, needs):
+    if issparse(prepared) and not _keeps_sparse(prepared.shape, cfg, needs):
         prepared = prepared.toarray()
     return ClientView(features=prepared, source=source, labels=labels, ids=ids, rows=rows)
 

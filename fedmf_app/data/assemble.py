@@ -10,12 +10,15 @@ naming the source and the view.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse
 
+from fedmf_app.common.sparse import issparse
 from fedmf_app.data.errors import DataError
+
+if TYPE_CHECKING:
+    import scipy.sparse
 
 __all__ = ["MultiViewData", "assemble_views"]
 
@@ -99,7 +102,7 @@ def assemble_views(
     n = _sample_count(shapes, labels, raw_labels, [w for w, _ in raw_views], source, orient)
     views = []
     for (where, raw), shape in zip(raw_views, shapes):
-        x = _sparse_view(where, raw, shape[0] == n, source) if scipy.sparse.issparse(raw) else None
+        x = _sparse_view(where, raw, shape[0] == n, source) if issparse(raw) else None
         if x is None:
             dense = np.asarray(raw)
             if dense.dtype.kind not in "biuf":
@@ -126,6 +129,8 @@ def assemble_views(
 
 def _sparse_view(where: str, raw: Any, rows_are_samples: bool, source: str) -> scipy.sparse.csr_matrix:
     """A view stored sparse, kept sparse: float64 CSR, samples x features, read-only values."""
+    import scipy.sparse
+
     if raw.dtype.kind not in "biuf":
         raise DataError(f"{source}: {where} has non-numeric type {raw.dtype}")
     x = scipy.sparse.csr_matrix(raw if rows_are_samples else raw.T, dtype=np.float64)
@@ -155,7 +160,7 @@ def _check_finite(where: str, x: np.ndarray, source: str) -> None:
 
 
 def _shape(where: str, raw: Any, source: str) -> tuple[int, int]:
-    shape = raw.shape if scipy.sparse.issparse(raw) else np.shape(raw)
+    shape = raw.shape if issparse(raw) else np.shape(raw)
     if len(shape) != 2:
         raise DataError(f"{source}: {where} must be a 2-D matrix, got shape {tuple(shape)}")
     if 0 in shape:
@@ -175,7 +180,7 @@ def _label_vector(raw_labels: tuple[str, Any], source: str) -> np.ndarray:
                 "that differ; expected identical copies"
             )
         return vectors[0]
-    if scipy.sparse.issparse(value):
+    if issparse(value):
         value = value.toarray()
     labels = np.asarray(value)
     if labels.ndim not in (1, 2) or (labels.ndim == 2 and min(labels.shape) != 1):

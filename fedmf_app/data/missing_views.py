@@ -15,9 +15,9 @@ views"), never all of them, so every sample keeps at least one view (with two vi
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.common.sparse import issparse
 
 __all__ = ["MISSING_FILLS", "fill_missing_rows", "missing_view_mask", "views_dropped"]
 
@@ -132,7 +132,9 @@ def fill_missing_rows(features: np.ndarray, observed: np.ndarray, fill: str = "m
         raise ValueError(f"mask of shape {observed.shape} does not fit a view of {features.shape[0]} rows")
     if not observed.any():
         raise ValueError("the view has no observed row to fill from")
-    if sp.issparse(features):
+    if issparse(features):
+        import scipy.sparse as sp
+
         x = sp.csr_matrix(features, dtype=np.float64)
         kept = sp.diags(observed.astype(np.float64)) @ x
         if fill == "zeros":

@@ -26,12 +26,17 @@ dense.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 
 from fedmf_app.common.scaling import normalise_rows
+from fedmf_app.common.sparse import issparse
 from fedmf_app.common.threads import one_blas_thread
 from fedmf_app.data.errors import DataError
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = [
     "NEGATIVE_VALUES",
@@ -67,7 +72,7 @@ def is_sparse_nonnegative(x: np.ndarray | sp.spmatrix) -> bool:
         ``True`` when ``x >= 0`` everywhere and at least :data:`SPARSE_ZERO_FRACTION` of its
         entries are zero.
     """
-    if sp.issparse(x):
+    if issparse(x):
         size = x.shape[0] * x.shape[1]
         data = x.tocsr().data
         nonneg = data.size == 0 or bool(data.min() >= 0)
@@ -109,7 +114,12 @@ def prepare_view(
         When the view has negative entries and ``negative_values = "error"``, or is all zeros
         under Frobenius normalisation.
     """
-    out = sp.csr_matrix(x, dtype=np.float64, copy=True) if sp.issparse(x) else np.array(x, dtype=np.float64)
+    if issparse(x):
+        import scipy.sparse as sp
+
+        out = sp.csr_matrix(x, dtype=np.float64, copy=True)
+    else:
+        out = np.array(x, dtype=np.float64)
     rows_l2 = sample_normalisation == "l2" or (sample_normalisation == "auto" and is_sparse_nonnegative(out))
     low = _minimum(out)
     if low < 0.0:
@@ -118,7 +128,7 @@ def prepare_view(
                 f"{where} has negative values (minimum {low:.4g}) but the method needs nonnegative "
                 'input; set run config \'negative-values\' to "min-max" or "shift"'
             )
-        if sp.issparse(out):
+        if issparse(out):
             out = out.toarray()
         if negative_values == "min-max":
             col_min = out.min(axis=0)
@@ -129,7 +139,7 @@ def prepare_view(
     if rows_l2:
         out = normalise_rows(out)
     if normalisation == "frobenius":
-        values = out.data if sp.issparse(out) else out
+        values = out.data if issparse(out) else out
         # one BLAS thread: a threaded dot sums in another order, and the view's scale (hence
         # every number of the run) would follow the machine's cores
         with one_blas_thread():
@@ -142,7 +152,7 @@ def prepare_view(
 
 def _minimum(x: np.ndarray | sp.csr_matrix) -> float:
     """Smallest entry, implicit zeros of a sparse matrix included."""
-    if not sp.issparse(x):
+    if not issparse(x):
         return float(x.min())
     low = float(x.data.min()) if x.data.size else 0.0
     return min(low, 0.0) if x.nnz < x.shape[0] * x.shape[1] else low

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.io
-import scipy.sparse
 
+from fedmf_app.common.sparse import issparse
 from fedmf_app.data.errors import DataError
 
 __all__ = [
@@ -237,7 +236,7 @@ def _check_numbers(file: Path, numbered: list[tuple[int, str]]) -> None:
 def _share_sample_count(values: list[Any], raw_labels: RawLabels) -> bool:
     """Whether matrices (not vectors) could be views of the same samples: one dimension common to
     all of them (the label length, when there are labels)."""
-    shapes = [v.shape if scipy.sparse.issparse(v) else np.shape(v) for v in values]
+    shapes = [v.shape if issparse(v) else np.shape(v) for v in values]
     if any(len(s) != 2 or min(s) < 2 for s in shapes):
         return False
     common = set(shapes[0]).intersection(*map(set, shapes[1:]))
@@ -251,7 +250,7 @@ def _holds_matrices(cells: list[Any]) -> bool:
     """Whether a cell could hold views: nonempty, every element a numeric matrix (not a vector)."""
 
     def matrix(c: Any) -> bool:
-        if scipy.sparse.issparse(c):
+        if issparse(c):
             return min(c.shape) >= 2
         return isinstance(c, np.ndarray) and c.ndim == 2 and min(c.shape) >= 2 and c.dtype.kind in "biuf"
 
@@ -262,6 +261,7 @@ def read_mat(file: Path, views: str = "") -> tuple[RawViews, tuple[str, ...], Ra
     """Views, their names and labels of a MATLAB file (v7.3 files go to :func:`read_mat_v73`);
     ``views`` as :func:`locate_views`."""
     import h5py
+    import scipy.io
 
     if h5py.is_hdf5(file):
         return read_mat_v73(file, views)
@@ -289,7 +289,7 @@ def _kind(value: Any) -> str:
         return CELL
     if isinstance(value, dict):
         return STRUCT
-    if scipy.sparse.issparse(value) or (isinstance(value, np.ndarray) and value.dtype.kind in "biuf"):
+    if issparse(value) or (isinstance(value, np.ndarray) and value.dtype.kind in "biuf"):
         return ARRAY
     return OTHER
 
@@ -343,6 +343,8 @@ def _h5_value(f: Any, node: Any) -> Any:
             jc = node["jc"][()]
             ir = node["ir"][()] if "ir" in node else np.zeros(0, dtype=np.int64)
             data = node["data"][()] if "data" in node else np.ones(len(ir))
+            import scipy.sparse
+
             return scipy.sparse.csc_matrix((data, ir, jc), shape=(nrows, len(jc) - 1))
         if "MATLAB_fields" in node.attrs:
             names = [b"".join(np.asarray(c, dtype="S1")).decode() for c in node.attrs["MATLAB_fields"]]
@@ -365,6 +367,8 @@ def read_npz(file: Path, views: str = "") -> tuple[RawViews, tuple[str, ...], Ra
         with np.load(file, allow_pickle=False) as contents:
             arrays = {k: contents[k] for k in contents.files}
         if set(arrays) in (SPARSE_NPZ_KEYS, SPARSE_NPZ_KEYS - {"indices", "indptr"} | {"row", "col"}):
+            import scipy.sparse
+
             return [("sparse matrix", scipy.sparse.load_npz(file))], ("sparse matrix",), None
     except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:  # corrupt or truncated
         raise DataError(f"{file}: not a readable .npz archive ({exc})") from exc

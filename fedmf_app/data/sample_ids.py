@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.io
 
 from fedmf_app.data.errors import DataError
 
@@ -154,6 +153,8 @@ def _mat_ids(file: Path, key: str) -> tuple[Any, list[str]]:
             if node.attrs.get("MATLAB_class", b"") in (b"char", "char"):
                 value = np.array(["".join(map(chr, row)) for row in np.atleast_2d(value)])
             return value, keys
+    import scipy.io
+
     contents = scipy.io.loadmat(str(file))
     keys = [k for k in contents if not k.startswith("__")]
     if key not in keys:

@@ -183,13 +183,15 @@ def test_command_line_stops_everything_it_started_on_sigterm(tmp_path):
 
 def test_clientapp_message_path_does_not_import_torch():
     # a deployed SuperNode starts a fresh ClientApp process for every message: an import of
-    # torch there (several seconds), numba or scipy.optimize (tenths) would be paid by every node
-    # in every round (paper A's and B's clients; the numpy U kernel, the federation's default)
+    # torch there (several seconds), numba, scipy.optimize or scipy.sparse (tenths) would be paid
+    # by every node in every round (paper A's and B's clients; the numpy U kernel, the
+    # federation's default); scipy.sparse and scipy.io are imported where a sparse view or a
+    # MATLAB file needs them
     code = (
         "import sys, fedmf_app.client_app; from fedmf_app.registry import client_class; "
         "client_class('fedsonmf'); client_class('fmvc-imk'); "
         "print(sorted(set(sys.modules) & {'torch', 'torch_geometric', 'sklearn', 'matplotlib', "
-        "'numba', 'scipy.optimize', 'scipy.sparse.csgraph'}))"
+        "'numba', 'scipy.optimize', 'scipy.sparse', 'scipy.sparse.csgraph', 'scipy.io'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

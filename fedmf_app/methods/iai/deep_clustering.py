@@ -4,8 +4,12 @@ weighted anchor-graph fusion and pseudo-labels. numpy / scipy / scikit-learn onl
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = [
     "FUSION_WEIGHTS",
@@ -169,6 +173,8 @@ def fuse(graphs: list[sp.spmatrix], weights: np.ndarray) -> sp.csr_matrix:
     -------
     scipy.sparse.csr_matrix, shape (n, r)
     """
+    import scipy.sparse as sp
+
     total = sp.csr_matrix(graphs[0].shape)
     for g, w in zip(graphs, weights):
         total = total + float(w) * sp.csr_matrix(g)
@@ -222,6 +228,7 @@ def spectral_labels(affinity: sp.spmatrix, num_clusters: int, seed: int) -> np.n
     -------
     ndarray of int64, shape (n,)
     """
+    import scipy.sparse as sp
     from scipy.linalg import qr, svd
     from scipy.sparse.linalg import eigsh
 

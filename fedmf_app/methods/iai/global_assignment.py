@@ -33,8 +33,9 @@ graph sizes (:func:`adaptive_knn`, :func:`adaptive_anchor_neighbours`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 
 from fedmf_app.common.clustering import kmeans_labels
 from fedmf_app.common.graphs import adjacency, knn_indices, modularity
@@ -46,6 +47,9 @@ from fedmf_app.methods.iai.deep_clustering import (
     target_distribution,
 )
 from fedmf_app.methods.iai.rank_fusion import rank_fusion
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = [
     "RANK_SPECTRAL_CANDIDATES",
@@ -289,6 +293,8 @@ def anchor_spectral_embedding(fused: sp.spmatrix, num_clusters: int) -> np.ndarr
     ndarray, shape (n, min(K, r'))
         Orthonormal columns, ``r'`` the anchors with weight.
     """
+    import scipy.sparse as sp
+
     g = sp.csr_matrix(fused, dtype=np.float64)
     anchor_degree = np.asarray(g.sum(axis=0)).ravel()
     g = g[:, anchor_degree > 0]

@@ -15,8 +15,12 @@ so views with different scales and distance distributions vote on equal terms.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["RANK_DEPTH_FACTOR", "adaptive_rank_depth", "borda_scores", "rank_fusion"]
 
@@ -67,6 +71,8 @@ def borda_scores(
         Entry ``(i, j)``: ``sum_m w_m (1 - t_m(i, j) / L_m)`` over the voters that list ``j`` for
         ``i`` at rank ``t_m(i, j)``; no other entry is stored (a self vote is dropped).
     """
+    import scipy.sparse as sp
+
     n = lists[0].shape[0]
     first, stop, _ = rows.indices(n)
     weights = np.ones(len(lists)) if weights is None else np.asarray(weights, dtype=np.float64)

@@ -10,11 +10,15 @@ fewer neighbours, e.g. a sample the client does not observe);
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 
 from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_indices
 from fedmf_app.methods.iai.rank_fusion import rank_fusion
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 #: Largest distance block (queries x candidates) :func:`anchor_knn` holds at once.
 _BLOCK = 1 << 22
@@ -178,6 +182,8 @@ def anchor_knn(graph: sp.spmatrix, k: int, probes: int) -> np.ndarray:
     ndarray of int64, shape (n, min(k, n - 1))
         Nearest first (ties: the smaller index); a row never lists itself.
     """
+    import scipy.sparse as sp
+
     n, r = graph.shape
     k, probes = min(k, n - 1), min(max(probes, 1), r)
     if k < 1:

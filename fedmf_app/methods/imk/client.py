@@ -32,10 +32,10 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from flwr.common import ArrayRecord, ConfigRecord, NDArrays, Scalar
 
 from fedmf_app.common.secure_sum_math import CHECK_WORDS, matrix_values, upper_values
+from fedmf_app.common.sparse import issparse
 from fedmf_app.federated.client import ViewClient
 from fedmf_app.federated.npy import array_record
 from fedmf_app.federated.protocol import ProtocolError, Stage
@@ -79,7 +79,7 @@ def _view_key(cfg: dict[str, Any], features: View) -> str:
 
 def _pack_view(x: View) -> ArrayRecord:
     """The prepared view as an ``ArrayRecord`` (a CSR view as its three arrays and its shape)."""
-    if sp.issparse(x):
+    if issparse(x):
         parts = {"data": x.data, "indices": x.indices, "indptr": x.indptr, "shape": np.array(x.shape)}
     else:
         parts = {"x": x}
@@ -90,6 +90,8 @@ def _unpack_view(record: ArrayRecord) -> View:
     """The inverse of :func:`_pack_view`."""
     if "x" in record:
         return record["x"].numpy()
+    import scipy.sparse as sp
+
     parts = {key: record[key].numpy() for key in ("data", "indices", "indptr", "shape")}
     return sp.csr_matrix((parts["data"], parts["indices"], parts["indptr"]), shape=tuple(parts["shape"]))
 

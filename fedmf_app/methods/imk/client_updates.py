@@ -41,16 +41,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from fedmf_app.common.clustering import kmeans_labels
 from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_similarity
 from fedmf_app.common.scaling import normalise_rows
+from fedmf_app.common.sparse import issparse
 from fedmf_app.data.preprocess import SPARSE_ZERO_FRACTION, is_sparse_nonnegative
 from fedmf_app.methods.imk.model import View, multiplier_step, normalised_indicator, ortho_penalty
 from fedmf_app.methods.imk.params import CLIENT_INITS, STANDARDISATIONS, IMKParams
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = [
     "ClientState",
@@ -134,7 +138,9 @@ def preprocess_view(x: View, standardise: str, unit_norm: bool) -> View:
         sparse view is made dense first (logged; ``auto`` never picks zscore for a view with at
         least 90 % zeros that is nonnegative).
     """
-    if sp.issparse(x):
+    if issparse(x):
+        import scipy.sparse as sp
+
         return _preprocess_sparse(sp.csr_matrix(x, dtype=np.float64), standardise, unit_norm)
     x = np.asarray(x, dtype=np.float64)
     if standardise == "auto":
@@ -155,6 +161,8 @@ def preprocess_view(x: View, standardise: str, unit_norm: bool) -> View:
 
 def _preprocess_sparse(x: sp.csr_matrix, standardise: str, unit_norm: bool) -> View:
     """:func:`preprocess_view` of a CSR view, staying sparse except under ``zscore``."""
+    import scipy.sparse as sp
+
     if standardise == "auto":
         size = x.shape[0] * x.shape[1]
         nonneg = x.nnz == 0 or x.data.min() >= 0
@@ -215,6 +223,8 @@ def view_anchor_graph(
         With ``observed``, when it is not a boolean mask of ``N`` rows or the view observes fewer
         than ``s + 1`` of the anchors.
     """
+    import scipy.sparse as sp
+
     if observed is None:
         indices, values = anchor_graph(x, x[anchors], neighbours)
         return anchor_matrix(indices, values, anchors.size)
@@ -274,6 +284,8 @@ def view_knn_graph(
         When the view has (observes) at most ``p`` rows, or ``observed`` is not a boolean mask
         of ``N`` rows.
     """
+    import scipy.sparse as sp
+
     if observed is None:
         return knn_similarity(x, neighbours, similarity)
     rows = _observed_rows(observed, x.shape[0])
@@ -330,7 +342,7 @@ def residual_norm(x: View, h: np.ndarray, w: np.ndarray, f: np.ndarray) -> float
     For a sparse ``x`` from :math:`\\|X\\|^2 - 2\\langle (HW)^\\top X, F\\rangle + \\langle
     (HW)^\\top HW, FF^\\top\\rangle` (never the dense ``N x d`` residual).
     """
-    if sp.issparse(x):
+    if issparse(x):
         hw = h @ w
         cross = float(np.sum((hw.T @ x) * f))
         square = float(np.sum(x.data**2)) - 2.0 * cross + float(np.sum((hw.T @ hw) * (f @ f.T)))

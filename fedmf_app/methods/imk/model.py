@@ -8,10 +8,14 @@ server's :mod:`fedmf_app.methods.imk.server_updates`; neither imports the other.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeAlias
+
 import numpy as np
-import scipy.sparse as sp
 
 from fedmf_app.common.seeding import Stream, rng_for
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = [
     "View",
@@ -25,7 +29,7 @@ __all__ = [
 ]
 
 #: A view as the client holds it: dense, or sparse (CSR) when its file stores it sparse.
-View = np.ndarray | sp.csr_matrix
+View: TypeAlias = "np.ndarray | sp.csr_matrix"
 
 
 def ortho_penalty(h: np.ndarray) -> float:

@@ -15,8 +15,14 @@ of samples at a time so that it stays in cache. A caller that already holds ``X 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
+
+from fedmf_app.common.sparse import issparse
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["squared_norm", "squared_residual", "residual_times_vt", "ut_times_residual"]
 
@@ -40,7 +46,7 @@ def squared_norm(x: np.ndarray | sp.spmatrix) -> float:
     -------
     float
     """
-    data = x.data if sp.issparse(x) else x.ravel(order="K")  # a view in either memory order
+    data = x.data if issparse(x) else x.ravel(order="K")  # a view in either memory order
     return float(np.vdot(data, data))
 
 
@@ -58,7 +64,7 @@ def squared_residual(x: np.ndarray | sp.spmatrix, u: np.ndarray, v: np.ndarray) 
     float
         Nonnegative (the sparse expansion is clipped at 0 against rounding).
     """
-    if not sp.issparse(x):
+    if not issparse(x):
         total = 0.0
         width = _block_width(x.shape[0])
         for start in range(0, x.shape[1], width):
@@ -105,7 +111,7 @@ def ut_times_residual(x: np.ndarray | sp.spmatrix, u: np.ndarray, v: np.ndarray)
     ndarray, shape (r, n)
     """
     out = (u.T @ u) @ v
-    if sp.issparse(x):
+    if issparse(x):
         out -= np.asarray(x.T @ u).T
     else:
         out -= u.T @ x  # (r, n) in the layout of ``out``: no strided pass over a transposed product

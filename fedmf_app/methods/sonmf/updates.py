@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-import scipy.sparse as sp
 
+from fedmf_app.common.sparse import issparse
 from fedmf_app.methods.sonmf.nonneg_orth import BasisSolverOptions, BasisStep, basis_residual
 from fedmf_app.methods.sonmf.prox import l21_norm, l21_row_scale, prox_l21_nonneg
 from fedmf_app.methods.sonmf.residual_products import squared_norm, squared_residual, ut_times_residual
@@ -327,7 +327,7 @@ def local_round(
         corr = drift_correction(v_prev, v_bar, grad_prev, eta)
     else:
         corr = np.zeros_like(v_bar)
-    if not sp.issparse(x):
+    if not issparse(x):
         v_hat, u, grad_sum, xvt_start = _dense_steps(x, u, v, corr, params)
         return LocalRoundResult(v_hat=v_hat, u=u, grad_avg=grad_sum, v=v, correction=corr, xvt=xvt_start)
     alpha, mu = params.local_lr, params.mu
