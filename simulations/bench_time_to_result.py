@@ -6,8 +6,10 @@ records the whole command's wall time, the rounds run and their summed wall time
 starting and stopping the processes, the handshake and the set-up before round 1, the end of
 run), why the run stopped and the final ACC. ``--repeat N`` runs the methods in turn N times and
 the table gives each method's medians (a run's time moves by several seconds between runs of the
-same code on a shared machine). ``--compare`` puts earlier records beside each row. Runs on one
-machine share its cores: time them with nothing else running.
+same code on a shared machine). ``--append`` adds the new runs to ``runs.jsonl`` instead of replacing
+it, so that two codes can be run in turn (``--repeat 1 --append`` on each, alternately, into two
+folders). ``--compare`` puts earlier records beside each row. Runs on one machine share its cores:
+time them with nothing else running.
 
 Usage::
 
@@ -177,6 +179,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="folder for runs.jsonl and table.md")
     parser.add_argument("--compare", type=Path, default=None, help="earlier runs.jsonl to show beside")
     parser.add_argument("--table-only", action="store_true", help="only rewrite table.md from runs.jsonl")
+    parser.add_argument(
+        "--append",
+        action="store_true",
+        help="add the new runs to runs.jsonl instead of replacing it (to alternate two codes' runs)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -191,7 +198,8 @@ def main() -> None:
                     record = {**time_one(method, args.job, workdir), "code_version": version}
                     log.info("%s", json.dumps(record))
                     records.append(record)
-        runs.write_text("".join(json.dumps(r) + "\n" for r in records))
+        kept = _read_runs(runs) if args.append and runs.exists() else []
+        runs.write_text("".join(json.dumps(r) + "\n" for r in kept + records))
     before = None if args.compare is None else _read_runs(args.compare)
     text = table(_read_runs(runs), before)
     (args.out / "table.md").write_text(text + "\n")
