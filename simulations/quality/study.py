@@ -186,7 +186,6 @@ def run_study(
             "dataset": dataset,
             "num-clients": len(data.views),
             "seed": seed,
-            **({"sonmf.diagnostics": False} if family == "sonmf" else {}),
             **config,
         }
         with tempfile.TemporaryDirectory() as tmp:

@@ -49,3 +49,17 @@ def test_a_convergence_stop_says_how_many_rounds_ran_and_flowers_summary_counts_
     assert 1 < ran < 25
     assert federation.server.rounds_config.num_rounds == ran
     assert f"stopped early: ran {ran} of 25 rounds" in [r.getMessage() for r in caplog.records]
+
+
+def test_without_diagnostics_the_run_says_its_stop_rules_cannot_fire_and_runs_every_round(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="flwr")
+    cfg = {**BASE, "num-server-rounds": 6, "sonmf.diagnostics": False, "sonmf.stop-ratio": 0.9}
+    federation = InProcessFederation(cfg, tmp_path)
+    federation.run()
+    assert len(federation.strategy.recorder.data["rounds"]) == 6
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("sonmf.diagnostics = false" in w and "runs all 6 rounds" in w for w in warnings)
+    # with diagnostics the same residual stop ends the run early (the rule itself works)
+    stopped = InProcessFederation({**cfg, "sonmf.diagnostics": True}, tmp_path / "on")
+    stopped.run()
+    assert len(stopped.strategy.recorder.data["rounds"]) < 6

@@ -70,10 +70,12 @@ from __future__ import annotations
 import time
 from abc import abstractmethod
 from dataclasses import dataclass
+from logging import WARNING
 from typing import Any
 
 import numpy as np
 from flwr.common import Scalar
+from flwr.common.logger import log
 
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.common.stopping import plateau
@@ -172,6 +174,13 @@ class SparseONMFStrategy(ViewFederationStrategy):
         self._residuals: list[float] = []
         self.upload_bounds: UploadBounds | None = None
         self._sketch_bound: float | None = None
+        if not self.options.diagnostics and (self.options.stop_ratio > 0 or self.options.stop_change > 0):
+            log(
+                WARNING,
+                "sonmf.diagnostics = false: the clients send no objective or residual, so the stop rules "
+                "(sonmf.stop-ratio, sonmf.stop-change) cannot end the run; it runs all %d rounds",
+                self.num_rounds,
+            )
 
     # ----------------------------------------------------------------- hooks for the methods
     def make_params(self) -> SONMFParams:

@@ -9,7 +9,7 @@ from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.common.references import REFERENCES
 from fedmf_app.in_process import run_in_process
 from fedmf_app.registry import defaults
-from simulations.quality.report import mean_ranks, render_family
+from simulations.quality.report import NMF_RANK_K, mean_ranks, render_family, render_goal
 from simulations.quality.study import canonical, grid_configs, run_study
 
 GRID = {"imk.lambda": [0.01, 0.1, 1.0], "imk.mu": [0.1, 1.0], "imk.labels": ["kmeans", "argmax"]}
@@ -125,3 +125,29 @@ def test_report_ranks_configurations_and_sets_defaults_beside_best_of_grid_and_r
     assert "| Sonar | 60.0 / 60.0 / 60.0 | 70.0 / 70.0 / 70.0 (imk.mu=1.0) |" in text
     assert "| Yale | 50.0 / 50.0 / 50.0 | 50.0 / 50.0 / 50.0 (defaults) |" in text
     assert text.count("| yes |") == 3 and "| no (55.0) |" in text
+
+
+def test_goal_table_bolds_exactly_the_sets_where_the_defaults_reach_their_target():
+    def record(dataset, acc, seed, **config):
+        return {"dataset": dataset, "seed": seed, "config": config, "acc": acc, "nmi": acc, "ari": acc}
+
+    def refs(target_acc):
+        return {ref: [{"acc": target_acc, "nmi": 0.0, "ari": 0.0}] for ref in (*REFERENCES, NMF_RANK_K)}
+
+    imk = [
+        record("HW", 0.9, 0),
+        record("HW", 0.8, 1),
+        record("Sonar", 0.5, 0),
+        record("HW", 0.1, 0, **{"imk.mu": 9.0}),
+    ]
+    sonmf = [record("Sonar", 0.7, 0)]
+    text = render_goal(
+        {
+            "sonmf": (sonmf, {"Sonar": refs(0.7)}),
+            "imk": (imk, {"HW": refs(0.85), "Sonar": refs(0.6)}),
+        }
+    )
+    # the defaults' mean over the seeds (85.0) against the target reaches it; a grid run is left out
+    assert f"| fmvc-imk ({REFERENCES[0]}) | **85.0** (85.0) | 50.0 (60.0) |" in text
+    assert f"| fedsonmf ({NMF_RANK_K}) | n/a | **70.0** (70.0) |" in text
+    assert "| method (target) | HW | Sonar |" in text and "[0, 1]" in text
