@@ -1,4 +1,9 @@
-"""The defaults study's table on constructed run records."""
+"""The defaults study's table on constructed run records, and the published tables from theirs."""
+
+import json
+from pathlib import Path
+
+import pytest
 
 from simulations.sonmf.defaults_study import NMF_REFERENCE_ACC, table
 from simulations.spread import SPREAD
@@ -31,3 +36,23 @@ def test_table_gives_mean_and_std_over_seeds_per_read_beside_the_reference():
     assert cells[11] == "40.0 ± 0.0"  # ACC hellinger
     assert SPREAD in text  # the table names its statistic
     assert cells[-1] == str(NMF_REFERENCE_ACC["Sonar"])
+
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "sonmf"
+
+
+@pytest.mark.parametrize(
+    "folder",
+    [
+        "defaults_study",
+        "defaults_study/before_objective_stop",
+        "table1",
+        "table1/before_objective_stop",
+    ],
+)
+def test_the_published_tables_are_what_the_committed_records_give(folder):
+    unique: dict[tuple, dict] = {}
+    for line in (DOCS / folder / "runs.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        unique.setdefault((record["set"], record["name"], record["seed"]), record)
+    assert (DOCS / folder / "table.md").read_text() == table(list(unique.values()))
