@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 
 from fedmf_app.common.references import REFERENCES, reference_scores
-from fedmf_app.data import load_client_view
 from fedmf_app.data.embedded import EMBEDDED
 from fedmf_app.data.multiview import load_multiview, require_labels
 from fedmf_app.methods.sonmf.params import resolve_rank, sonmf_options
-from fedmf_app.registry import data_needs, family_of, validate_run_config
+from fedmf_app.registry import family_of, validate_run_config
+from simulations.client_views import client_views
 from simulations.quality.datasets import DEVELOPMENT_SETS
 from simulations.spread import header, mean_spread
 
@@ -109,10 +109,7 @@ def references_for(dataset: str, cfg: dict[str, Any], seeds: list[int]) -> dict[
     data = load_multiview(dataset)
     m = len(data.views)
     base = validate_run_config({k: v for k, v in _own(cfg).items() if k not in ("out-dir", "run-name")})
-    views = [
-        load_client_view(base, p, {"partition-id": p, "num-partitions": m}, needs=data_needs(base)).features
-        for p in range(m)
-    ]
+    views = client_views(base, m)
     truth = require_labels(data)
     k = base["num-clusters"] or int(np.unique(truth).size)
     rank = resolve_rank(sonmf_options(base), k, [v.shape[1] for v in views])

@@ -34,14 +34,14 @@ from sklearn.decomposition import PCA
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.common.stopping import plateau
 from fedmf_app.common.threads import single_threaded
-from fedmf_app.data import load_client_view
 from fedmf_app.data.multiview import load_multiview
 from fedmf_app.methods.imk.client_updates import preprocess_view
 from fedmf_app.methods.imk.model import label_rng
 from fedmf_app.methods.imk.params import imk_options
 from fedmf_app.methods.imk.reference import IMKReference
 from fedmf_app.methods.imk.server_updates import extract_labels
-from fedmf_app.registry import data_needs, validate_run_config
+from fedmf_app.registry import validate_run_config
+from simulations.client_views import client_views
 from simulations.imk.figures import GRID, describe, grid_figure
 from simulations.spread import header, mean_spread
 
@@ -79,17 +79,7 @@ def _run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
         {"algorithm": "fmvc-imk", "dataset": name, "num-clients": m, "seed": seed, **overrides}
     )
     options = imk_options(cfg)
-    # each view as its client reads it (through the app's data layer)
-    views = [
-        preprocess_view(
-            load_client_view(
-                cfg, p, {"partition-id": p, "num-partitions": m}, needs=data_needs(cfg)
-            ).features,
-            options.standardise,
-            options.unit_norm,
-        )
-        for p in range(m)
-    ]
+    views = [preprocess_view(x, options.standardise, options.unit_norm) for x in client_views(cfg, m)]
     k = cfg["num-clusters"] or int(np.unique(data.labels).size)
     ref = IMKReference(views, options, k, seed)
     objectives: list[float] = []

@@ -29,10 +29,10 @@ from scipy.stats import rankdata
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.common.references import REFERENCES, pooled_nmf_kmeans, reference_scores
 from fedmf_app.common.sparse import issparse
-from fedmf_app.data import load_client_view
 from fedmf_app.data.multiview import load_multiview, require_labels
 from fedmf_app.methods.sonmf.params import resolve_rank, sonmf_options
-from fedmf_app.registry import between_markers, data_needs, defaults, validate_run_config
+from fedmf_app.registry import between_markers, defaults, validate_run_config
+from simulations.client_views import client_views
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
 from simulations.quality.study import ALGORITHMS, line_key
 from simulations.spread import header, mean_spread
@@ -97,11 +97,12 @@ def mean_ranks(acc: dict[str, dict[str, float]], sets: list[str]) -> dict[str, f
     return ranks
 
 
-def reference_points(dataset: str, algorithm: str, seeds: list[int]) -> dict[str, list[dict[str, float]]]:
+def reference_points(
+    dataset: str, algorithm: str, seeds: list[int], rank_k: bool = False
+) -> dict[str, list[dict[str, float]]]:
     """The reference points on the views exactly as the clients of ``algorithm`` receive them.
 
-    The NMF has fedsonmf's rank (three components per cluster, capped at the smallest view);
-    :data:`NMF_RANK_K` is the NMF at rank ``k``, the number of classes (fedsonmf's goal).
+    The NMF has fedsonmf's rank (three components per cluster, capped at the smallest view).
 
     Parameters
     ----------
@@ -109,28 +110,29 @@ def reference_points(dataset: str, algorithm: str, seeds: list[int]) -> dict[str
         Run-config ``dataset``.
     algorithm : str
     seeds : list of int
+    rank_k : bool
+        Also :data:`NMF_RANK_K`, the NMF at rank ``k``, the number of classes (fedsonmf's goal).
 
     Returns
     -------
     dict
-        See :func:`fedmf_app.common.references.reference_scores`, and :data:`NMF_RANK_K`.
+        See :func:`fedmf_app.common.references.reference_scores`; with ``rank_k``, also
+        :data:`NMF_RANK_K`.
     """
     data = load_multiview(dataset)
     m = len(data.views)
     cfg = validate_run_config({"algorithm": algorithm, "dataset": dataset, "num-clients": m})
-    views = [
-        load_client_view(cfg, p, {"partition-id": p, "num-partitions": m}, needs=data_needs(cfg)).features
-        for p in range(m)
-    ]
+    views = client_views(cfg, m)
     truth = require_labels(data)
     k = int(np.unique(truth).size)
     refs = reference_scores(
         views, truth, k, seeds, resolve_rank(sonmf_options(cfg), k, [v.shape[1] for v in views])
     )
-    dense = [v.toarray() if issparse(v) else v for v in views]
-    refs[NMF_RANK_K] = [
-        clustering_scores(truth, pooled_nmf_kmeans(dense, k, k, np.random.default_rng(s))) for s in seeds
-    ]
+    if rank_k:
+        dense = [v.toarray() if issparse(v) else v for v in views]
+        refs[NMF_RANK_K] = [
+            clustering_scores(truth, pooled_nmf_kmeans(dense, k, k, np.random.default_rng(s))) for s in seeds
+        ]
     return refs
 
 
@@ -256,7 +258,8 @@ def main() -> None:
         names = sorted({r["dataset"] for r in records}, key=list(DEVELOPMENT_SETS).index)
         seeds = sorted({r["seed"] for r in records})
         sets = available_sets(args.data_root, names)
-        refs = {s: reference_points(d, algorithm, seeds) for s, d in sets.items()}
+        rank_k = TARGET[family] == NMF_RANK_K
+        refs = {s: reference_points(d, algorithm, seeds, rank_k) for s, d in sets.items()}
         records = [r for r in records if r["dataset"] in sets]
         sections.append(render_family(family, records, refs))
         goal[family] = (records, refs)
