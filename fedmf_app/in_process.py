@@ -6,8 +6,9 @@ differs. Each node's messages go to its NumPyClient through :class:`InProcessPro
 them through the same record conversion as Flower's message layer (``FitIns`` and ``FitRes`` to a
 ``RecordDict`` and back, the client wrapped by ``NumPyClient.to_client``), so a reply that Flower
 would refuse is refused here too, and a run here gives the numbers of the same run under ``flwr
-run``. Clients run one after another (``max_workers = 1``): a client's seeded torch RNG is
-process-wide, and Flower runs every client in a process of its own.
+run``. Clients run one after another (``max_workers = 1``, and one shared lock for the messages
+a Strategy sends at once): a client's seeded torch RNG and its thread limits are process-wide, and
+Flower runs every client in a process of its own.
 
 Tests, studies and benchmarks drive runs through this module::
 
@@ -18,6 +19,7 @@ Tests, studies and benchmarks drive runs through this module::
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -105,6 +107,11 @@ class InProcessProxy(ClientProxy):
         The arrays of every fit message, in order (one per round this client worked).
     upload_bytes : list of int
         Bytes of every fit reply's arrays, in order.
+    turn : threading.RLock
+        Held while the client handles a message; :class:`InProcessFederation` gives all its proxies
+        one, so that its clients handle messages one at a time even where the Strategy sends them
+        at once (fmvc-imk's set-up): a client limits the process's thread pools while it computes
+        (:mod:`fedmf_app.common.threads`), and two at once would undo each other's limits.
     """
 
     def __init__(self, cid: str, client: Any) -> None:
@@ -112,10 +119,12 @@ class InProcessProxy(ClientProxy):
         self.client = client
         self.received: list[list[np.ndarray]] = []
         self.upload_bytes: list[int] = []
+        self.turn = threading.RLock()
 
     def get_properties(self, ins, timeout, group_id) -> GetPropertiesRes:
         ins = recorddict_to_getpropertiesins(getpropertiesins_to_recorddict(ins))
-        res = self.client.to_client().get_properties(ins)
+        with self.turn:
+            res = self.client.to_client().get_properties(ins)
         return recorddict_to_getpropertiesres(getpropertiesres_to_recorddict(res))
 
     def get_parameters(self, ins, timeout, group_id):
@@ -124,14 +133,16 @@ class InProcessProxy(ClientProxy):
     def fit(self, ins, timeout, group_id) -> FitRes:
         ins = recorddict_to_fitins(fitins_to_recorddict(ins, keep_input=True), keep_input=True)
         self.received.append(parameters_to_ndarrays(ins.parameters))
-        res = self.client.to_client().fit(ins)
+        with self.turn:
+            res = self.client.to_client().fit(ins)
         res = recorddict_to_fitres(fitres_to_recorddict(res, keep_input=True), keep_input=True)
         self.upload_bytes.append(sum(len(t) for t in res.parameters.tensors))
         return res
 
     def evaluate(self, ins, timeout, group_id) -> EvaluateRes:
         ins = recorddict_to_evaluateins(evaluateins_to_recorddict(ins, keep_input=True), keep_input=True)
-        res = self.client.to_client().evaluate(ins)
+        with self.turn:
+            res = self.client.to_client().evaluate(ins)
         return recorddict_to_evaluateres(evaluateres_to_recorddict(res))
 
     def reconnect(self, ins, timeout, group_id) -> DisconnectRes:
@@ -200,6 +211,9 @@ class InProcessFederation:
             )
             chosen = proxy_class.get(p, InProcessProxy) if isinstance(proxy_class, dict) else proxy_class
             self.proxies.append(chosen(f"node-{p}", client))
+        turn = threading.RLock()
+        for proxy in self.proxies:
+            proxy.turn = turn
         for proxy in reversed(self.proxies):
             manager.register(proxy)
         self.server = ViewServer(client_manager=manager, strategy=self.strategy)

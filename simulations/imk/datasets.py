@@ -64,10 +64,9 @@ def run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
     """One fmvc-imk run as ``flwr run`` would do it; returns the final scores and rounds.
 
     Each view is read as its client reads it (the app's data layer: a sparse file's view comes dense)
-    and the run is on one thread (:func:`~fedmf_app.common.threads.single_threaded`), so that it does
-    not depend on the machine's cores: a view with duplicate rows (BBCSport) has kNN ties, which the
-    storage and the thread count break. fmvc-imk's clients do not pin their threads, so on such a
-    view a federation's run can differ from this one; on BBCSport's published runs it does not.
+    and the run is on one thread (:func:`~fedmf_app.common.threads.single_threaded`), as the clients
+    compute, so that it does not depend on the machine's cores: a view with duplicate rows (BBCSport)
+    has kNN ties, which the storage and the thread count break.
     """
     with single_threaded():
         return _run_one(name, seed, overrides)

@@ -20,6 +20,11 @@ The upload: :math:`H^{(m)}`, :math:`\\|R^{(m)}\\|_F`, the orthogonality term and
 With run config ``secure-aggregation = true`` the four go as one masked vector and
 :math:`\\alpha^{(m)}` is not sent (the protocol declares what each mode sends).
 
+The client computes on one thread (the set-up on one thread of every native pool, the rounds on
+one BLAS thread: :mod:`fedmf_app.common.threads`), so that its numbers do not depend on the
+machine's cores or on the simulation's ``client-resources-num-cpus``: with more threads a BLAS sum
+runs in another order, and a view with duplicate rows (BBCSport's) then gets another kNN graph.
+
 Private state in ``context.state`` (never sent): :math:`F^{(m)}, W^{(m)}, H^{(m)}, \\Phi^{(m)},
 \\alpha^{(m)}`, the pair keys and the prepared view (standardised and scaled once, in the setup
 message, and reused by every round's message).
@@ -36,6 +41,7 @@ from flwr.common import ArrayRecord, ConfigRecord, NDArrays, Scalar
 
 from fedmf_app.common.secure_sum_math import CHECK_WORDS, matrix_values, upper_values
 from fedmf_app.common.sparse import issparse
+from fedmf_app.common.threads import one_blas_thread, single_threaded
 from fedmf_app.federated.client import ViewClient
 from fedmf_app.federated.npy import array_record
 from fedmf_app.federated.protocol import ProtocolError, Stage
@@ -173,19 +179,20 @@ class FMVCIMKClient(ViewClient):
     def _setup(
         self, stage: Stage, config: dict[str, Scalar], started: float
     ) -> tuple[NDArrays, int, dict[str, Any]]:
-        x = self._view()
         k = self.sizes().fact("clusters")
         m = int(self.shared.num_clients)
-        values = self._graph_values(x, config)
-        state = init_client(
-            x,
-            k,
-            k,
-            m,
-            self.options.client_init,
-            self.options.steps,
-            client_rng(self.shared.seed, self.partition_id),
-        )
+        with single_threaded():  # the view's preparation, its graph's neighbour search, the k-means start
+            x = self._view()
+            values = self._graph_values(x, config)
+            state = init_client(
+                x,
+                k,
+                k,
+                m,
+                self.options.client_init,
+                self.options.steps,
+                client_rng(self.shared.seed, self.partition_id),
+            )
         self.context.state.array_records[f"{_NAME}.init"] = array_record(_pack(state))
         reply: dict[str, Any] = {
             "graph": values,
@@ -205,10 +212,11 @@ class FMVCIMKClient(ViewClient):
         stored = load_state(self.context, self.cfg, _NAME, server_round)
         if server_round == 1:
             stored = {k: v.numpy() for k, v in self.context.state.array_records[f"{_NAME}.init"].items()}
-        x = self._view()
-        state, stats = client_round(
-            x, _unpack(stored), parameters[0], self.options.steps, first=server_round == 1
-        )
+        with one_blas_thread():
+            x = self._view()
+            state, stats = client_round(
+                x, _unpack(stored), parameters[0], self.options.steps, first=server_round == 1
+            )
         save_state(self.context, self.cfg, _NAME, server_round, _pack(state))
         values: dict[str, Any] = {
             "H^(m)": state.h,

@@ -218,3 +218,32 @@ def test_sparse_views_run_through_the_flower_client_with_the_dense_numbers(tmp_p
         )
     np.testing.assert_allclose(sparse.h, dense.h, atol=1e-10)
     assert sparse.recorder.data["final"]["acc"] == dense.recorder.data["final"]["acc"]
+
+
+@pytest.mark.parametrize("graph", ["knn", "anchor"])
+def test_client_kernels_run_on_one_thread_whatever_the_process_has(tmp_path, monkeypatch, graph):
+    """The client's numbers must not follow the machine's cores (with more BLAS threads a view with
+    duplicate rows gets another kNN graph): the set-up's kernels see every native pool at one
+    thread, the rounds' kernel one BLAS thread; the process keeps its own."""
+    import threadpoolctl
+
+    import fedmf_app.methods.imk.client as client_module
+
+    seen = {"setup": [], "round": []}
+
+    def recording(kernel, when, api):
+        def wrapped(*args, **kwargs):
+            pools = [p for p in threadpoolctl.threadpool_info() if api is None or p["user_api"] == api]
+            seen[when].append(max(p["num_threads"] for p in pools))
+            return kernel(*args, **kwargs)
+
+        return wrapped
+
+    for name in ("view_knn_graph", "view_anchor_graph", "init_client"):
+        monkeypatch.setattr(client_module, name, recording(getattr(client_module, name), "setup", None))
+    monkeypatch.setattr(client_module, "client_round", recording(client_module.client_round, "round", "blas"))
+    overrides = {"num-server-rounds": 3, "imk.graph": graph, "imk.anchors": 24}
+    cfg, _, _ = run_imk(tmp_path, **overrides)
+    m = cfg["num-clients"]
+    assert len(seen["setup"]) == 2 * m and set(seen["setup"]) == {1}
+    assert len(seen["round"]) == 3 * m and set(seen["round"]) == {1}
