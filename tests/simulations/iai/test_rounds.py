@@ -31,10 +31,16 @@ def _records(*names):
     return [json.loads(line) for name in names for line in (runs / f"{name}.jsonl").open()]
 
 
+def _scores(record):
+    """A record's rounds without their wall times."""
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in record["rounds"]]
+
+
 def test_the_committed_records_rebuild_the_published_tables():
     """docs/iai.md's per-round tables are rounds_table of the records in docs/iai/runs/rounds: the
-    missing-rate grid made with today's defaults, the steps and the ablation beside the grid's runs
-    of their time (before iai.ae-steps; the options each row names)."""
+    missing-rate grid, the ablation and the row-l2 runs made with today's defaults (the ablation's
+    default runs equal to the grid's, round for round), the steps beside the grid's runs of their
+    time (before iai.ae-steps; the options each row names)."""
     doc = (Path(__file__).resolve().parents[3] / "docs" / "iai.md").read_text()
     main = _records("hw", "noisy_mnist")
     assert {r["dataset"] for r in main} == {"hw", "noisy_mnist"}
@@ -48,7 +54,13 @@ def test_the_committed_records_rebuild_the_published_tables():
     same = [r for r in earlier if r["missing_rate"] == 0.5 and (r["dataset"], r["seed"]) in seeds]
     assert rounds_table(steps + same) in doc
     ablation = _records("noisy_mnist_ablation")
-    cells = {(r["dataset"], r["missing_rate"], r["seed"]) for r in ablation}
-    same = [r for r in earlier if (r["dataset"], r["missing_rate"], r["seed"]) in cells]
-    assert rounds_table(ablation + same) in doc
-    assert rounds_table(_records("noisy_mnist_row_l2")) in doc
+    assert all(r["config"]["iai.ae-steps"] == 1000 for r in ablation)
+    assert rounds_table(ablation) in doc
+    grid = {(r["missing_rate"], r["seed"]): r for r in main if r["dataset"] == "noisy_mnist"}
+    defaults = [r for r in ablation if r["config"] == grid[r["missing_rate"], r["seed"]]["config"]]
+    assert len(defaults) == 9 and all(
+        _scores(r) == _scores(grid[r["missing_rate"], r["seed"]]) for r in defaults
+    )
+    row_l2 = _records("noisy_mnist_row_l2")
+    assert all(r["config"]["iai.ae-steps"] == 1000 for r in row_l2)
+    assert rounds_table(row_l2) in doc
