@@ -172,3 +172,17 @@ def test_the_page_holds_the_measured_table_and_the_comparison_the_records_give()
         compared = comparison(before, read_records(DOCS / folder / "runs.jsonl"))
         assert (DOCS / folder / "compare.md").read_text() == compared
     assert comparison(before, read_records(DOCS / "rounds" / "runs.jsonl")) in page
+
+
+#: Variants compared with today's defaults (``--compare docs/rounds/runs.jsonl``) rather than with
+#: the first measurement.
+AGAINST_DEFAULTS = ("patience_2", "imk_rho_1", "imk_tol_1e-3", "imk_rho_1_tol_1e-3")
+
+
+@pytest.mark.parametrize("folder", AGAINST_DEFAULTS)
+def test_the_variants_against_the_defaults_are_what_their_records_give(folder):
+    records = read_records(DOCS / "rounds" / folder / "runs.jsonl")
+    assert (DOCS / "rounds" / folder / "table.md").read_text() == table(records)
+    defaults = read_records(DOCS / "rounds" / "runs.jsonl")
+    assert (DOCS / "rounds" / folder / "compare.md").read_text() == comparison(defaults, records)
+    assert f"(rounds/{folder}/compare.md)" in (DOCS / "rounds.md").read_text()
