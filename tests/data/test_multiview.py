@@ -1,8 +1,5 @@
 """Multi-view loader: every supported layout reads to the same views and labels; bad input is named."""
 
-import os
-from pathlib import Path
-
 import h5py
 import numpy as np
 import pytest
@@ -15,7 +12,7 @@ from fedmf_app.data.preprocess import prepare_view
 from fedmf_app.data.readers import LABEL_KEYS
 from fedmf_app.registry import validate_run_config
 
-from support.data import client_view
+from support.data import DEV_DATA, client_view
 
 N = 12
 RNG = np.random.default_rng(0)
@@ -226,10 +223,6 @@ def test_embedded_hw_is_uci_multiple_features():
     assert data.views[2].min() < 0  # kar: the view that needs the negative-values choice
 
 
-# ../shared/data from the project root, or FEDMF_DEV_DATA (e.g. from a git worktree elsewhere)
-SHARED = Path(os.environ.get("FEDMF_DEV_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
-
-
 @pytest.mark.parametrize(
     ("relative", "n", "dims", "k"),
     [
@@ -240,7 +233,7 @@ SHARED = Path(os.environ.get("FEDMF_DEV_DATA", Path(__file__).resolve().parents[
     ],
 )
 def test_development_copies_of_public_files(relative, n, dims, k):
-    path = SHARED / relative
+    path = DEV_DATA / relative
     if not path.exists():
         pytest.skip(f"{path} is absent (development data, not part of the product)")
     data = load_multiview(str(path))

@@ -1,5 +1,9 @@
 """Small seeded data for the tests: clustered multi-view data (the benchmarks' one generator,
-prepared), sparse counts, run configs, client views loaded as the ClientApp loads them."""
+prepared), sparse counts, run configs, client views loaded as the ClientApp loads them; where the
+development data sets are."""
+
+import os
+from pathlib import Path
 
 import numpy as np
 
@@ -7,6 +11,10 @@ from fedmf_app.data import load_client_view
 from fedmf_app.methods.imk.client_updates import preprocess_view
 from fedmf_app.registry import data_needs
 from simulations.clustered_data import clustered_views as generate_views
+
+#: The development data sets: ../shared/data beside the project root, or ``FEDMF_DEV_DATA`` (e.g. from
+#: a git worktree elsewhere). Tests that read them skip where a file is absent.
+DEV_DATA = Path(os.environ.get("FEDMF_DEV_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 
 
 def clustered_views(n=120, k=3, dims=(8, 12, 6), noise=1.5, seed=0):

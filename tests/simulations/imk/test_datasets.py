@@ -1,16 +1,15 @@
 """The in-process driver of the imk tables on a data set whose kNN search ties."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from simulations.imk.datasets import run_one
 
+from support.data import DEV_DATA
+
 ROOT = Path(__file__).resolve().parents[3]
-# ../shared/data from the project root, or FEDMF_DEV_DATA (e.g. from a git worktree elsewhere)
-SHARED = Path(os.environ.get("FEDMF_DEV_DATA", ROOT.parent / "shared" / "data"))
 
 
 def test_the_driver_gives_the_published_bbcsport_run_whose_duplicate_documents_tie():
@@ -18,7 +17,7 @@ def test_the_driver_gives_the_published_bbcsport_run_whose_duplicate_documents_t
     # 0). The quality study's record of seed 0 (docs/quality/runs/imk.jsonl) is the run the Flower
     # sweep of quality.md gave too; read otherwise than the clients read the views, or on more
     # threads, the driver ran 44 rounds instead of 31
-    path = SHARED / "bbcsport" / "BBCSport.mat"
+    path = DEV_DATA / "bbcsport" / "BBCSport.mat"
     if not path.exists():
         pytest.skip(f"{path} is absent (development data, not part of the product)")
     records = (json.loads(line) for line in (ROOT / "docs" / "quality" / "runs" / "imk.jsonl").open())
