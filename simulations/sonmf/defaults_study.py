@@ -116,6 +116,26 @@ def table(records: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def read_records(path: Path) -> list[dict]:
+    """The study's records in ``path``, the first of each (set, name, seed): two studies writing
+    one file may both run a run.
+
+    Parameters
+    ----------
+    path : Path
+        A ``runs.jsonl`` of :func:`one_run` records, each with its ``name``.
+
+    Returns
+    -------
+    list of dict
+        In file order.
+    """
+    unique: dict[tuple, dict] = {}
+    for record in map(json.loads, path.read_text().splitlines()):
+        unique.setdefault((record["set"], record["name"], record["seed"]), record)
+    return list(unique.values())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", default=list(DEVELOPMENT_SETS))
@@ -130,12 +150,8 @@ def main() -> None:
     config = parse_overrides(args.config)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "runs.jsonl"
-    lines = path.read_text().splitlines() if path.exists() else []
-    unique: dict[tuple, dict] = {}
-    for record in map(json.loads, lines):  # two studies writing one file may both run a run
-        unique.setdefault((record["set"], record["name"], record["seed"]), record)
-    records = list(unique.values())
-    done = set(unique)
+    records = read_records(path) if path.exists() else []
+    done = {(r["set"], r["name"], r["seed"]) for r in records}
     for name, dataset in ({} if args.table_only else available_sets(args.data_root, args.sets)).items():
         for seed in args.seeds:
             if (name, args.name, seed) in done:

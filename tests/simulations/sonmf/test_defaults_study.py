@@ -1,11 +1,10 @@
 """The defaults study's table on constructed run records, and the published tables from theirs."""
 
-import json
 from pathlib import Path
 
 import pytest
 
-from simulations.sonmf.defaults_study import NMF_REFERENCE_ACC, table
+from simulations.sonmf.defaults_study import NMF_REFERENCE_ACC, read_records, table
 from simulations.spread import SPREAD
 
 
@@ -51,8 +50,4 @@ DOCS = Path(__file__).resolve().parents[3] / "docs" / "sonmf"
     ],
 )
 def test_the_published_tables_are_what_the_committed_records_give(folder):
-    unique: dict[tuple, dict] = {}
-    for line in (DOCS / folder / "runs.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        unique.setdefault((record["set"], record["name"], record["seed"]), record)
-    assert (DOCS / folder / "table.md").read_text() == table(list(unique.values()))
+    assert (DOCS / folder / "table.md").read_text() == table(read_records(DOCS / folder / "runs.jsonl"))
