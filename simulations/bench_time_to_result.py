@@ -8,7 +8,8 @@ run), why the run stopped and the final ACC. ``--repeat N`` runs the methods in 
 the table gives each method's medians (a run's time moves by several seconds between runs of the
 same code on a shared machine). ``--append`` adds the new runs to ``runs.jsonl`` instead of replacing
 it, so that two codes can be run in turn (``--repeat 1 --append`` on each, alternately, into two
-folders). ``--compare`` puts earlier records beside each row. Runs on one machine share its cores:
+folders). ``--compare`` puts earlier records beside each row. ``--job`` runs another job; the
+table names a job by the keys it sets besides the default job's. Runs on one machine share its cores:
 time them with nothing else running.
 
 Usage::
@@ -108,6 +109,12 @@ def _grouped(records: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[s
     return groups
 
 
+def _label(method: str, job: str) -> str:
+    """The table's name of a job: the method, with the keys it sets besides :data:`DEFAULT_JOB`."""
+    extra = job.removeprefix(DEFAULT_JOB).strip() if job.startswith(DEFAULT_JOB) else job
+    return f"{method} ({extra})" if extra else method
+
+
 def _cells(runs: list[dict[str, Any]]) -> tuple[str, ...]:
     """One method's cells: the medians over its runs (with the range of the whole command when there
     are several), its rounds and its ACC (each as a range when the runs differ)."""
@@ -165,7 +172,7 @@ def table(records: list[dict[str, Any]], before: list[dict[str, Any]] | None = N
             now = tuple(a if a == b else f"{a} → {b}" for a, b in zip(was, now))
             if len(old) != len(group):
                 count = f"{len(old)} → {len(group)}"
-        lines.append(f"| {method} | {count} | " + " | ".join(now) + f" | {stopped} |")
+        lines.append(f"| {_label(method, job)} | {count} | " + " | ".join(now) + f" | {stopped} |")
     return "\n".join(lines)
 
 

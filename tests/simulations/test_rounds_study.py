@@ -176,7 +176,15 @@ def test_the_page_holds_the_measured_table_and_the_comparison_the_records_give()
 
 #: Variants compared with today's defaults (``--compare docs/rounds/runs.jsonl``) rather than with
 #: the first measurement.
-AGAINST_DEFAULTS = ("patience_2", "imk_rho_1", "imk_tol_1e-3", "imk_rho_1_tol_1e-3")
+AGAINST_DEFAULTS = (
+    "patience_2",
+    "imk_rho_1",
+    "imk_tol_1e-3",
+    "imk_rho_1_tol_1e-3",
+    "imk_local_2",
+    "imk_local_2_rho_1",
+    "imk_local_3_rho_1",
+)
 
 
 @pytest.mark.parametrize("folder", AGAINST_DEFAULTS)

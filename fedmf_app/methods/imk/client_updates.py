@@ -26,7 +26,8 @@ Client round (Algorithm 1, after the multiplier step :math:`\\Phi^{(m)} \\leftar
 * (27) :math:`\\Delta = [2\\alpha RB^\\top - 4\\mu H^{(m)}(H^{(m)\\top}H^{(m)} - I) - \\Phi + \\rho(H -
   H^{(m)})](2\\alpha\\sigma' WW^\\top + (\\rho + \\ell)I)^{-1}`, :math:`B = WF`,
   :math:`\\ell = 4\\mu(3\\|H^{(m)}\\|_2^2 - 1)_+` (the majoriser of correction 3, optional),
-  :math:`H^{(m)} \\leftarrow H^{(m)} + \\beta\\Delta`, :func:`h_step`;
+  :math:`H^{(m)} \\leftarrow H^{(m)} + \\beta\\Delta`, :func:`h_step`; (24), (25) and (27) make
+  one pass, and a round makes ``imk.local-iterations`` of them (1 in Algorithm 1);
 * (16) :math:`\\alpha = 1/(2\\|X - H^{(m)}WF\\|_F)`, :func:`update_alpha`.
 
 The server's side is in :mod:`fedmf_app.methods.imk.server_updates`.
@@ -403,7 +404,9 @@ def client_round(
     params: IMKParams,
     first: bool,
 ) -> tuple[ClientState, ClientStats]:
-    """One client round of Algorithm 1.
+    """One client round of Algorithm 1: the multiplier step, then ``params.local_iterations``
+    passes of (24), (25) and (27) against the same :math:`H` and :math:`\\Phi^{(m)}` (one pass is
+    Algorithm 1), then (16) once.
 
     Parameters
     ----------
@@ -423,10 +426,12 @@ def client_round(
     stats : ClientStats
     """
     phi = state.phi if first else multiplier_step(state.phi, state.h, h_global, params.rho)
-    f = update_f(x, state.h, state.w)
-    w = update_w(x, state.h, f, params.ridge)
-    current = ClientState(f=f, w=w, h=state.h, phi=phi, alpha=state.alpha)
-    h = state.h + params.beta * h_step(x, current, h_global, params)
+    f, w, h = state.f, state.w, state.h
+    for _ in range(params.local_iterations):
+        f = update_f(x, h, w)
+        w = update_w(x, h, f, params.ridge)
+        current = ClientState(f=f, w=w, h=h, phi=phi, alpha=state.alpha)
+        h = h + params.beta * h_step(x, current, h_global, params)
     residual = residual_norm(x, h, w, f)  # once: (16) and the reported residual
     alpha = _alpha(residual)
     new = ClientState(f=f, w=w, h=h, phi=phi, alpha=alpha)

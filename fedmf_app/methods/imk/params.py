@@ -81,6 +81,8 @@ class IMKParams:
         :math:`\\mu`, weight of the orthogonality penalty.
     rho : float
         :math:`\\rho`, ADMM penalty of :math:`H^{(m)} = H`.
+    local_iterations : int
+        Passes of the client's ``F``, ``W`` and :math:`H^{(m)}` updates per round (1 in Algorithm 1).
     beta : float
         :math:`\\beta`, step on :math:`\\Delta H^{(m)}` (1).
     sigma : float
@@ -113,6 +115,14 @@ class IMKParams:
         "needs; the literal 1 reaches the labels faster still but then drifts away from them, see "
         "docs/imk.md).",
     )
+    local_iterations: int = option(
+        "imk.local-iterations",
+        1,
+        Interval(int, 1, None, closed="left"),
+        "Passes of a client's updates of F, W and H^(m) per round, against the same H and "
+        "multipliers ([A] 1, Algorithm 1; 2 or 3 take fewer rounds and cost some data sets points, "
+        "see docs/rounds.md).",
+    )
     beta: float = 1.0
     sigma: float = 1.0
     ridge: float = 1e-8
@@ -132,7 +142,7 @@ class IMKOptions:
     Attributes
     ----------
     steps : IMKParams
-        ``imk.lambda``, ``imk.mu``, ``imk.rho`` and the fixed steps.
+        ``imk.lambda``, ``imk.mu``, ``imk.rho``, ``imk.local-iterations`` and the fixed steps.
     graph : {"auto", "anchor", "knn"}
     anchors, neighbours : int
     similarity : {"binary", "heat"}

@@ -90,6 +90,22 @@ def test_rounds_match_the_in_process_kernels(tmp_path, graph, missing):
     assert strategy.final_labels().shape == (60,)
 
 
+def test_local_iterations_reach_the_clients(tmp_path):
+    """``imk.local-iterations = 2``: the Flower run makes the kernels' two passes per round."""
+    overrides = {"imk.graph": "anchor", "imk.anchors": 24, "imk.local-iterations": 2}
+    cfg, strategy, _ = run_imk(tmp_path, **overrides)
+    objectives = [r["objective"] for r in strategy.recorder.data["rounds"]]
+    passes = {}
+    for n in (1, 2):
+        options = imk_options({**cfg, "imk.local-iterations": n})
+        ref = IMKReference(reference_views(cfg), options, 3, cfg["seed"])
+        for _ in range(cfg["num-server-rounds"]):
+            ref.round()
+        passes[n] = [h["objective"] for h in ref.history]
+    np.testing.assert_allclose(objectives, passes[2], rtol=1e-9)
+    assert not np.allclose(objectives, passes[1], rtol=1e-6)
+
+
 def plain_graphs(cfg):
     """Each client's graph (kNN similarity or anchor graph), in the clear."""
     views = reference_views(cfg)

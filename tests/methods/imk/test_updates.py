@@ -163,6 +163,50 @@ def test_h_step_decreases_the_clients_augmented_lagrangian():
         assert lagrangian(h + h_step(x, state, h_global, params)) < lagrangian(h)
 
 
+def test_local_iterations_descend_the_clients_subproblem_to_a_stationary_point():
+    """``imk.local-iterations``: each pass of F (Procrustes), W (least squares) and the majorised
+    H step lowers the client's augmented Lagrangian for the same H and multipliers, and many
+    passes reach its stationary point; the multiplier step is made once per round."""
+    views, _ = clustered_views(n=90)
+    x, alpha, params = views[0], 0.6, IMKParams()
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        start = init_client(x, 3, 3, 3, "normalised-indicator", params, rng)
+        h_global = start.h + 0.1 * rng.normal(size=start.h.shape)
+        noise = 0.05 * rng.normal(size=start.h.shape)
+        start = ClientState(f=start.f, w=start.w, h=start.h, phi=noise, alpha=alpha)
+        phi = start.phi + params.rho * (start.h - h_global)  # the round's one multiplier step
+
+        def lagrangian(s, phi=phi, h_global=h_global):
+            return (
+                alpha * loss(x, s.h, s.w, s.f)
+                + params.mu * ortho_penalty(s.h)
+                + np.sum(phi * (s.h - h_global))
+                + params.rho / 2 * np.linalg.norm(s.h - h_global) ** 2
+            )
+
+        def h_gradient(s, phi=phi, h_global=h_global):
+            b = s.w @ s.f
+            return (
+                -2 * alpha * (x - s.h @ b) @ b.T
+                + 4 * params.mu * s.h @ (s.h.T @ s.h - np.eye(3))
+                + phi
+                + params.rho * (s.h - h_global)
+            )
+
+        values, gradients = [lagrangian(ClientState(start.f, start.w, start.h, phi, alpha))], []
+        for passes in (1, 2, 3, 5, 10, 30, 100):
+            state, _ = client_updates.client_round(
+                x, start, h_global, IMKParams(local_iterations=passes), first=False
+            )
+            np.testing.assert_array_equal(state.phi, phi)
+            values.append(lagrangian(state))
+            gradients.append(np.linalg.norm(h_gradient(state)))
+        assert np.all(np.diff(values) <= 1e-12 * abs(values[0]))
+        assert values[-1] < values[1] < values[0]
+        assert gradients[-1] <= 1e-8 * gradients[0]
+
+
 def brute_force_similarity(x, p):
     dist = np.linalg.norm(x[:, None] - x[None], axis=2)
     np.fill_diagonal(dist, np.inf)
