@@ -194,6 +194,14 @@ def test_a_supernode_killed_mid_run_fails_the_run_in_bounded_time_and_the_run_re
     assert resumed["final"] == json.loads(json.dumps(want["final"]))
 
 
+def _command(proc):
+    """``proc``'s command line, empty once it has exited (a zombie has none to read)."""
+    try:
+        return " ".join(proc.cmdline())
+    except psutil.Error:
+        return ""
+
+
 def _wait_exited(procs, timeout):
     """Wait until every process of ``procs`` has exited (a zombie has: its parent may not reap it)."""
     deadline = time.monotonic() + timeout
@@ -229,12 +237,12 @@ def test_a_serverapp_that_loses_its_superlink_marks_the_run_interrupted_and_exit
             if result_path.exists() and json.loads(result_path.read_text())["rounds"]:
                 link = psutil.Process(federation.superlink.process.pid)
                 children = link.children(recursive=True)
-                serverapps.extend(p for p in children if "serverapp" in " ".join(p.cmdline()))
+                serverapps.extend(p for p in children if "serverapp" in _command(p))
                 orphans.extend(p for p in children if p not in serverapps)
                 link.kill()  # the SuperLink alone: the ServerApp outlives it
                 _wait_exited(serverapps, 60)
                 for proc in psutil.Process().children(recursive=True):  # flwr run waits on its own
-                    if "flwr" in " ".join(proc.cmdline()) and " run " in " ".join(proc.cmdline()):
+                    if "flwr" in _command(proc) and " run " in _command(proc):
                         proc.kill()
                 return
 
