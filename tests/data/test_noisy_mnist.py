@@ -1,8 +1,6 @@
 """NoisyMNIST builder: the recipe's properties on a tiny IDX set, and the real file when present."""
 
 import gzip
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,10 +8,9 @@ import pytest
 from fedmf_app.data import DataError
 from fedmf_app.data.noisy_mnist import build_noisy_mnist, read_idx, write_noisy_mnist
 
-MNIST = (
-    Path(os.environ.get("FEDMF_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
-    / "mnist_t10k"
-)
+from support.data import DEV_DATA
+
+MNIST = DEV_DATA / "mnist_t10k"
 
 
 def _write_idx(path, array):
