@@ -12,6 +12,7 @@ of the app. Usage::
     python -m simulations.imk.datasets grid --datasets $D/sonar/sonar_3view.mat --seeds 3
     python -m simulations.imk.datasets ablation --datasets $D/sonar/sonar_3view.mat --seeds 5
     python -m simulations.imk.datasets table --datasets hw --set imk-rho=1 imk-labels=argmax
+    python -m simulations.imk.datasets merged --datasets hw --seeds 5
 
 ``--datasets`` takes embedded names (``hw``) and paths of ``.mat``/``.npz`` files.
 
@@ -19,25 +20,29 @@ of the app. Usage::
 ACC over lambda x mu in {1e-4, 1e-3, 1e-2, 0.1, 1, 10}^2 (a heat map per data set). ``ablation``:
 the paper's Table 3 cases: (1) two-step (per-view PCA to ``k`` dimensions, the ONMF without the
 nonnegativity FMVC-IMK also drops, then k-means on the concatenated factors), (2) integrated
-without the graph (``imk-lambda = 0``), (3) the full model.
+without the graph (``imk-lambda = 0``), (3) the full model. ``merged``: per run, the two classes
+one cluster holds most of, and the share of each view's kNN edges that join them.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.cluster import KMeans
 from sklearn.decomposition import PCA
 
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.common.stopping import plateau
 from fedmf_app.common.threads import single_threaded
+from fedmf_app.data.assemble import MultiViewData
 from fedmf_app.data.multiview import load_multiview
-from fedmf_app.methods.imk.client_updates import preprocess_view
+from fedmf_app.methods.imk.client_updates import preprocess_view, view_knn_graph
 from fedmf_app.methods.imk.model import label_rng
-from fedmf_app.methods.imk.params import imk_options
+from fedmf_app.methods.imk.params import IMKOptions, imk_options
 from fedmf_app.methods.imk.reference import IMKReference
 from fedmf_app.methods.imk.server_updates import extract_labels
 from fedmf_app.registry import validate_run_config
@@ -73,6 +78,24 @@ def run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
 
 
 def _run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
+    run = _fit(name, seed, overrides)
+    scores = clustering_scores(run.data.labels, run.labels)
+    scores["rounds"] = run.rounds
+    return scores
+
+
+@dataclass
+class _Run:
+    """One finished run: its data set, prepared views, options, final labels and rounds."""
+
+    data: MultiViewData
+    views: list
+    options: IMKOptions
+    labels: np.ndarray
+    rounds: int
+
+
+def _fit(name: str, seed: int, overrides: dict) -> _Run:
     data = load_multiview(name)
     m = len(data.views)
     cfg = validate_run_config(
@@ -88,9 +111,81 @@ def _run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
         if plateau(objectives, options.tol, options.stop_patience):
             break
     labels = extract_labels(ref.h, cfg["imk.labels"], label_rng(seed, len(ref.history)))
-    scores = clustering_scores(data.labels, labels)
-    scores["rounds"] = len(ref.history)
-    return scores
+    return _Run(data, views, options, labels, len(ref.history))
+
+
+def merged_pair(labels: np.ndarray, truth: np.ndarray) -> tuple[int, int, int, int]:
+    """The two classes that one cluster holds most of both: of every cluster's two largest classes,
+    the pair whose smaller count is largest.
+
+    Parameters
+    ----------
+    labels, truth : ndarray of int, shape (N,)
+        Clusters and classes.
+
+    Returns
+    -------
+    tuple of int
+        Class ``a``, class ``b`` (``a`` the larger in that cluster), and their samples in it.
+    """
+    best = (0, 0, 0, -1)
+    for cluster in np.unique(labels):
+        counts = np.bincount(truth[labels == cluster], minlength=int(truth.max()) + 1)
+        a, b = np.argsort(-counts, kind="stable")[:2]
+        if counts[b] > best[3]:
+            best = (int(a), int(b), int(counts[a]), int(counts[b]))
+    return best
+
+
+def edge_share(view: np.ndarray, truth: np.ndarray, a: int, b: int, neighbours: int) -> float:
+    """Fraction of a view's kNN edges (0/1 graph, as a run builds it) that join class ``a`` and ``b``.
+
+    Parameters
+    ----------
+    view : ndarray or csr_matrix, shape (N, d)
+        The prepared view.
+    truth : ndarray of int, shape (N,)
+    a, b : int
+        Two classes.
+    neighbours : int
+        ``imk.neighbours``.
+
+    Returns
+    -------
+    float
+    """
+    edges = sp.triu(view_knn_graph(view, neighbours, "binary"), k=1).tocoo()
+    first, second = truth[edges.row], truth[edges.col]
+    return float(np.mean(((first == a) & (second == b)) | ((first == b) & (second == a))))
+
+
+def merged(datasets: list[str], seeds: int, overrides: dict) -> None:
+    """Per run: the two classes one cluster holds most of, and how much of each view's kNN graph
+    joins them (the graph term pulls samples linked in any view's graph together)."""
+    print(
+        "| data set | seed | ACC % | rounds | classes sharing a cluster (samples) "
+        "| each view's kNN edges between them, % |"
+    )
+    print("|---|---|---|---|---|---|")
+    for name in datasets:
+        for seed in range(seeds):
+            with single_threaded():
+                run = _fit(name, seed, overrides)
+            truth = run.data.labels
+            a, b, na, nb = merged_pair(run.labels, truth)
+            names = run.data.view_names or tuple(str(i) for i in range(len(run.views)))
+            pair, shares = "none", "-"
+            if nb > 0:
+                pair = f"{a} + {b} ({na} + {nb})"
+                shares = ", ".join(
+                    f"{v} {100 * edge_share(x, truth, a, b, run.options.neighbours):.1f}"
+                    for v, x in zip(names, run.views)
+                )
+            acc = 100 * clustering_scores(truth, run.labels)["acc"]
+            print(
+                f"| {label(name)} | {seed} | {acc:.1f} | {run.rounds} | {pair} | {shares} |",
+                flush=True,
+            )
 
 
 def two_step(name: str, seed: int) -> dict[str, float]:
@@ -162,7 +257,7 @@ def grid(datasets: list[str], seeds: int, overrides: dict, out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("table", "grid", "ablation"))
+    parser.add_argument("what", choices=("table", "grid", "ablation", "merged"))
     parser.add_argument("--datasets", nargs="+", default=["hw", "orl", "yale", "sonar"])
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--set", nargs="*", default=[], help="run-config overrides key=value")
@@ -173,6 +268,8 @@ def main() -> None:
         table(args.datasets, args.seeds, overrides)
     elif args.what == "ablation":
         ablation(args.datasets, args.seeds, overrides)
+    elif args.what == "merged":
+        merged(args.datasets, args.seeds, overrides)
     else:
         grid(args.datasets, args.seeds, overrides, args.out)
 

@@ -1,11 +1,13 @@
-"""The in-process driver of the imk tables on a data set whose kNN search ties."""
+"""The in-process driver of the imk tables: on a data set whose kNN search ties, and its diagnostic
+of merged classes."""
 
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from simulations.imk.datasets import run_one
+from simulations.imk.datasets import edge_share, merged, merged_pair, run_one
 
 from support.data import DEV_DATA
 
@@ -25,3 +27,39 @@ def test_the_driver_gives_the_published_bbcsport_run_whose_duplicate_documents_t
     ours = run_one(str(path), 0, {})
     assert ours["rounds"] == record["rounds"] == 31
     assert (ours["acc"], ours["nmi"]) == (record["acc"], record["nmi"])
+
+
+def test_merged_pair_is_the_cluster_that_holds_most_of_two_classes():
+    truth = np.repeat([0, 1, 2, 3], 10)
+    labels = np.concatenate([np.zeros(10), np.zeros(8), np.ones(2), np.full(10, 2), np.ones(10)]).astype(int)
+    assert merged_pair(labels, truth) == (0, 1, 10, 8)
+
+
+def test_edge_share_counts_the_edges_between_two_classes_in_a_view():
+    rng = np.random.default_rng(0)
+    truth = np.repeat([0, 1, 2], 30)
+    centres = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+    apart = centres[truth] + rng.normal(size=(90, 2))
+    blurred = np.where((truth == 1)[:, None], centres[0], centres[truth]) + rng.normal(size=(90, 2))
+    assert edge_share(apart, truth, 0, 1, 5) == 0.0
+    assert edge_share(blurred, truth, 0, 1, 5) > 0.3  # classes 0 and 1 share one cloud in this view
+
+
+def test_a_view_that_cannot_tell_two_classes_apart_merges_them_and_merged_names_that_view(tmp_path, capsys):
+    """Planted: view X_0 separates three classes, X_1 and X_2 put classes 0 and 1 in one cloud. The
+    summed graph links 0 and 1 through X_1 and X_2, and by the stop one cluster holds both."""
+    rng = np.random.default_rng(1)
+    truth = np.repeat([0, 1, 2], 30)
+    centres = 3.0 * np.eye(3)
+    blurred = np.where((truth == 1)[:, None], centres[0], centres[truth])
+    views = [centres[truth] + 0.3 * rng.normal(size=(90, 3))]
+    views += [blurred + 0.3 * rng.normal(size=(90, 3)) for _ in range(2)]
+    path = tmp_path / "merge.npz"
+    np.savez(path, X_0=views[0], X_1=views[1], X_2=views[2], y=truth)
+    merged([str(path)], 2, {})
+    for line in capsys.readouterr().out.splitlines()[-2:]:
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        shares = [float(item.split()[-1]) for item in cells[5].split(",")]  # X_0, X_1, X_2
+        assert cells[0] == "merge" and float(cells[2]) < 80.0
+        assert cells[4].split(" (")[0] in ("0 + 1", "1 + 0")
+        assert shares[0] == 0.0 and min(shares[1:]) > 10.0
