@@ -66,18 +66,7 @@ def parse_overrides(pairs: list[str]) -> dict[str, str | float]:
 
 
 def run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
-    """One fmvc-imk run as ``flwr run`` would do it; returns the final scores and rounds.
-
-    Each view is read as its client reads it (the app's data layer: a sparse file's view comes dense)
-    and the run is on one thread (:func:`~fedmf_app.common.threads.single_threaded`), as the clients
-    compute, so that it does not depend on the machine's cores: a view with duplicate rows (BBCSport)
-    has kNN ties, which the storage and the thread count break.
-    """
-    with single_threaded():
-        return _run_one(name, seed, overrides)
-
-
-def _run_one(name: str, seed: int, overrides: dict) -> dict[str, float]:
+    """One fmvc-imk run as ``flwr run`` would do it (:func:`_fit`); returns the final scores and rounds."""
     run = _fit(name, seed, overrides)
     scores = clustering_scores(run.data.labels, run.labels)
     scores["rounds"] = run.rounds
@@ -96,22 +85,30 @@ class _Run:
 
 
 def _fit(name: str, seed: int, overrides: dict) -> _Run:
-    data = load_multiview(name)
-    m = len(data.views)
-    cfg = validate_run_config(
-        {"algorithm": "fmvc-imk", "dataset": name, "num-clients": m, "seed": seed, **overrides}
-    )
-    options = imk_options(cfg)
-    views = [preprocess_view(x, options.standardise, options.unit_norm) for x in client_views(cfg, m)]
-    k = cfg["num-clusters"] or int(np.unique(data.labels).size)
-    ref = IMKReference(views, options, k, seed)
-    objectives: list[float] = []
-    for _ in range(cfg["num-server-rounds"]):
-        objectives.append(ref.round()["objective"])
-        if plateau(objectives, options.tol, options.stop_patience):
-            break
-    labels = extract_labels(ref.h, cfg["imk.labels"], label_rng(seed, len(ref.history)))
-    return _Run(data, views, options, labels, len(ref.history))
+    """One fmvc-imk run as ``flwr run`` would do it.
+
+    Each view is read as its client reads it (the app's data layer: a sparse file's view comes dense)
+    and the run is on one thread (:func:`~fedmf_app.common.threads.single_threaded`), as the clients
+    compute, so that it does not depend on the machine's cores: a view with duplicate rows (BBCSport)
+    has kNN ties, which the storage and the thread count break.
+    """
+    with single_threaded():
+        data = load_multiview(name)
+        m = len(data.views)
+        cfg = validate_run_config(
+            {"algorithm": "fmvc-imk", "dataset": name, "num-clients": m, "seed": seed, **overrides}
+        )
+        options = imk_options(cfg)
+        views = [preprocess_view(x, options.standardise, options.unit_norm) for x in client_views(cfg, m)]
+        k = cfg["num-clusters"] or int(np.unique(data.labels).size)
+        ref = IMKReference(views, options, k, seed)
+        objectives: list[float] = []
+        for _ in range(cfg["num-server-rounds"]):
+            objectives.append(ref.round()["objective"])
+            if plateau(objectives, options.tol, options.stop_patience):
+                break
+        labels = extract_labels(ref.h, cfg["imk.labels"], label_rng(seed, len(ref.history)))
+        return _Run(data, views, options, labels, len(ref.history))
 
 
 def merged_pair(labels: np.ndarray, truth: np.ndarray) -> tuple[int, int, int, int]:
@@ -169,8 +166,7 @@ def merged(datasets: list[str], seeds: int, overrides: dict) -> None:
     print("|---|---|---|---|---|---|")
     for name in datasets:
         for seed in range(seeds):
-            with single_threaded():
-                run = _fit(name, seed, overrides)
+            run = _fit(name, seed, overrides)
             truth = run.data.labels
             a, b, na, nb = merged_pair(run.labels, truth)
             names = run.data.view_names or tuple(str(i) for i in range(len(run.views)))
