@@ -28,6 +28,7 @@ from fedmf_app.data.multiview import load_multiview, require_labels
 from fedmf_app.data.preprocess import is_sparse_nonnegative
 from fedmf_app.federated.results import code_version
 from fedmf_app.in_process import run_in_process
+from fedmf_app.options.schema import from_run_config
 from fedmf_app.registry import defaults
 from simulations.quality.datasets import available_sets
 
@@ -121,6 +122,15 @@ def line_key(record: dict[str, Any]) -> str:
     return json.dumps([record["dataset"], record["seed"], changed], sort_keys=True)
 
 
+def _read_config(strategy: Any, cfg: dict[str, Any]) -> None:
+    """Give a finished run's strategy another run config, as if it had started with it: a strategy
+    reads its options once (its family's options class) and derives its label read from them and
+    the handshake (``check_clients``), so both are made again."""
+    strategy.cfg = cfg
+    strategy.options = from_run_config(type(strategy.options), cfg)
+    strategy.check_clients(strategy.client_info)
+
+
 def run_study(
     family: str,
     sets: dict[str, str],
@@ -193,12 +203,12 @@ def run_study(
             seconds = time.perf_counter() - started
             rounds = len(strategy.recorder.data["rounds"])
             for variant, record in zip(variants, records, strict=True):
-                for key, value in variant.items():
-                    strategy.cfg[key] = value
+                if variant:
+                    _read_config(strategy, {**strategy.cfg, **variant})
                 scores = clustering_scores(truth, strategy.final_labels())
                 run_config = dict(strategy.cfg)
-                for key in variant:
-                    strategy.cfg[key] = base[key]
+                if variant:
+                    _read_config(strategy, {**strategy.cfg, **{key: base[key] for key in variant}})
                 record.update(
                     scores, seconds=seconds, rounds=rounds, code_version=code_version(), run_config=run_config
                 )
