@@ -56,7 +56,7 @@ from fedmf_app.common.secure_sum_math import (
 from fedmf_app.common.summation import add_up, add_up_scalars
 from fedmf_app.methods.imk.client_updates import client_round, init_client, preprocess_view, view_anchor_graph
 from fedmf_app.methods.imk.model import anchor_indices, client_rng, multiplier_step, server_rng
-from fedmf_app.methods.imk.params import IMKParams
+from fedmf_app.methods.imk.params import STARTS, IMKParams
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
     initial_global_h,
@@ -73,12 +73,21 @@ def peak_mb() -> float:
 
 
 def bench_flower(
-    n: int, dims: list[int], k: int, rounds: int, seed: int, graph: str, num_anchors: int, secure: bool
+    n: int,
+    dims: list[int],
+    k: int,
+    rounds: int,
+    seed: int,
+    graph: str,
+    num_anchors: int,
+    secure: bool,
+    start: str = "auto",
 ) -> dict:
     """The same data through the Flower strategy and clients (:mod:`fedmf_app.in_process`).
 
     The views go to a temporary ``.npz`` with their labels (so every round also scores the labels
-    by k-means, as a run with ground truth does); defaults otherwise.
+    by k-means, as a run with ground truth does); defaults otherwise (``start``: run config
+    ``imk.start``).
     """
     from fedmf_app.in_process import run_in_process
 
@@ -96,6 +105,7 @@ def bench_flower(
             "imk.tol": 0.0,
             "imk.graph": graph,
             "imk.anchors": num_anchors,
+            "imk.start": start,
             "seed": seed,
             "secure-aggregation": secure,
         }
@@ -104,6 +114,7 @@ def bench_flower(
         "n": n,
         "flower": True,
         "graph": graph,
+        "start": start,
         "secure_aggregation": secure,
         "status": data["status"],
         "total_s": time.perf_counter() - t0,
@@ -252,6 +263,7 @@ def main() -> None:
         "--flower", action="store_true", help="run the Flower strategy and clients in process instead"
     )
     parser.add_argument("--secure-aggregation", action="store_true", help="with --flower")
+    parser.add_argument("--start", choices=STARTS, default="auto", help="with --flower: run config imk.start")
     args = parser.parse_args()
     if args.markdown:
         print(markdown_table([json.loads(line) for line in args.markdown.read_text().splitlines() if line]))
@@ -259,7 +271,7 @@ def main() -> None:
     for n in args.n:  # peak memory is cumulative: run the largest N last
         common = (n, args.dims, args.k, args.rounds, args.seed, args.graph, args.anchors)
         if args.flower:
-            result = bench_flower(*common, args.secure_aggregation)
+            result = bench_flower(*common, args.secure_aggregation, args.start)
         else:
             result = bench(*common, args.paillier)
         print(json.dumps(result), flush=True)

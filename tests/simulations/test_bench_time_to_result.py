@@ -10,7 +10,9 @@ from simulations.bench_time_to_result import DEFAULT_JOB, _read_runs, table
 FOLDER = Path(__file__).resolve().parents[2] / "docs" / "deployment" / "time_to_result"
 
 
-@pytest.mark.parametrize("folder", ["", "key_agreement", "vectorised_ascent", "imk_local_iterations"])
+@pytest.mark.parametrize(
+    "folder", ["", "key_agreement", "vectorised_ascent", "imk_local_iterations", "imk_start"]
+)
 def test_the_published_tables_are_what_the_records_give(folder):
     here = FOLDER / folder
     before = here / "before.jsonl"
@@ -18,10 +20,13 @@ def test_the_published_tables_are_what_the_records_give(folder):
     assert (here / "table.md").read_text() == expected + "\n"
 
 
-def test_deployment_md_embeds_the_imk_local_iterations_table():
+@pytest.mark.parametrize(
+    "folder, marker", [("imk_local_iterations", "imk-local"), ("imk_start", "imk-start")]
+)
+def test_deployment_md_embeds_the_imk_tables(folder, marker):
     page = (FOLDER.parents[1] / "deployment.md").read_text()
-    table = (FOLDER / "imk_local_iterations" / "table.md").read_text()
-    assert f"<!-- imk-local:start -->\n{table}<!-- imk-local:end -->" in page
+    table = (FOLDER / folder / "table.md").read_text()
+    assert f"<!-- {marker}:start -->\n{table}<!-- {marker}:end -->" in page
 
 
 def test_a_job_beside_the_default_is_named_by_its_extra_keys():

@@ -181,7 +181,7 @@ class FMVCIMKClient(ViewClient):
     ) -> tuple[NDArrays, int, dict[str, Any]]:
         k = self.sizes().fact("clusters")
         m = int(self.shared.num_clients)
-        with single_threaded():  # the view's preparation, its graph's neighbour search, the k-means start
+        with single_threaded():  # the view's preparation, its graph's neighbour search, the start
             x = self._view()
             values = self._graph_values(x, config)
             state = init_client(
@@ -192,6 +192,7 @@ class FMVCIMKClient(ViewClient):
                 self.options.client_init,
                 self.options.steps,
                 client_rng(self.shared.seed, self.partition_id),
+                self.options.start,
             )
         self.context.state.array_records[f"{_NAME}.init"] = array_record(_pack(state))
         reply: dict[str, Any] = {

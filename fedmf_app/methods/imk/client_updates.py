@@ -46,13 +46,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fedmf_app.common.clustering import kmeans_labels
+from fedmf_app.common.clustering import kmeans_labels, spectral_labels
 from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_similarity
 from fedmf_app.common.scaling import normalise_rows
 from fedmf_app.common.sparse import issparse
 from fedmf_app.data.preprocess import SPARSE_ZERO_FRACTION, is_sparse_nonnegative
 from fedmf_app.methods.imk.model import View, multiplier_step, normalised_indicator, ortho_penalty
-from fedmf_app.methods.imk.params import CLIENT_INITS, STANDARDISATIONS, IMKParams
+from fedmf_app.methods.imk.params import CLIENT_INITS, KNN_MAX_SAMPLES, STANDARDISATIONS, STARTS, IMKParams
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -65,6 +65,7 @@ __all__ = [
     "init_client",
     "preprocess_view",
     "residual_norm",
+    "start_labels",
     "update_alpha",
     "update_f",
     "update_w",
@@ -439,6 +440,37 @@ def client_round(
 
 
 # ------------------------------------------------------------------------------- initialisation
+def start_labels(x: View, k: int, start: str, rng: np.random.Generator) -> np.ndarray:
+    """[A] The clustering of a client's view that its initial :math:`H^{(m)}` indicates.
+
+    Parameters
+    ----------
+    x : ndarray or csr_matrix, shape (N, d)
+        Preprocessed view.
+    k : int
+        Clusters.
+    start : {"auto", "kmeans", "spectral"}
+        k-means on the rows (paper B), spectral clustering of their kNN graph
+        (:func:`~fedmf_app.common.clustering.spectral_labels`), or ``auto``: spectral on a dense
+        view of at most :data:`~fedmf_app.methods.imk.params.KNN_MAX_SAMPLES` rows, k-means on a
+        sparse nonnegative view (:func:`~fedmf_app.data.preprocess.is_sparse_nonnegative`, the
+        rule of ``imk.standardise = auto``) and on a larger one.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of int64, shape (N,)
+    """
+    if start not in STARTS:
+        raise ValueError(f"start {start!r} is not one of {STARTS}")
+    if start == "auto":
+        large = x.shape[0] > KNN_MAX_SAMPLES
+        start = "kmeans" if large or is_sparse_nonnegative(x) else "spectral"
+    if start == "spectral":
+        return spectral_labels(x, k, rng)
+    return kmeans_labels(x, k, rng)
+
+
 def init_client(
     x: np.ndarray,
     k: int,
@@ -447,11 +479,12 @@ def init_client(
     init: str,
     params: IMKParams,
     rng: np.random.Generator,
+    start: str = "kmeans",
 ) -> ClientState:
     """[A] Initial private state of a client.
 
-    :math:`H^{(m)}` from k-means on the view (``normalised-indicator``: entries
-    :math:`1/\\sqrt{n_j}`; ``onehot-plus-0.2``: FedMVL's one-hot + 0.2); :math:`F` random
+    :math:`H^{(m)}` indicates a clustering of the view (:func:`start_labels`; ``normalised-indicator``:
+    entries :math:`1/\\sqrt{n_j}`; ``onehot-plus-0.2``: FedMVL's one-hot + 0.2); :math:`F` random
     orthonormal rows (QR); :math:`W` by (25); :math:`\\Phi = 0`; :math:`\\alpha = 1/M` [P].
 
     Parameters
@@ -466,12 +499,14 @@ def init_client(
     init : {"normalised-indicator", "onehot-plus-0.2"}
     params : IMKParams
     rng : numpy.random.Generator
+    start : {"auto", "kmeans", "spectral"}
+        Run config ``imk.start`` (:func:`start_labels`).
 
     Returns
     -------
     ClientState
     """
-    labels = kmeans_labels(x, k, rng)
+    labels = start_labels(x, k, start, rng)
     if init == "normalised-indicator":
         h = normalised_indicator(labels, k)
     elif init == "onehot-plus-0.2":

@@ -26,6 +26,7 @@ __all__ = [
     "SERVER_INITS",
     "SERVER_SOLVERS",
     "STANDARDISATIONS",
+    "STARTS",
     "IMKOptions",
     "IMKParams",
     "imk_options",
@@ -34,6 +35,10 @@ __all__ = [
 
 ORTHO_PLACEMENTS = ("local", "global")
 CLIENT_INITS = ("normalised-indicator", "onehot-plus-0.2")
+#: The clustering behind a client's initial H^(m) (run config ``imk.start``): k-means on the view,
+#: spectral clustering of its kNN graph, or ``auto`` (spectral on dense views of at most
+#: :data:`KNN_MAX_SAMPLES` samples, k-means on sparse nonnegative and on larger ones).
+STARTS = ("auto", "kmeans", "spectral")
 SERVER_INITS = ("kmeans-concat", "mean")
 LABEL_RULES = ("argmax", "kmeans")
 SERVER_SOLVERS = ("cg", "splu")
@@ -148,8 +153,10 @@ class IMKOptions:
     similarity : {"binary", "heat"}
         [A] Edge weights of the kNN graphs: 0/1 (``binary``) or the heat kernel (not a key).
     missing_graph : {"filled", "observed"}
+    start : {"auto", "kmeans", "spectral"}
+        ``imk.start``: the clustering of the view behind a client's initial :math:`H^{(m)}`.
     client_init : {"normalised-indicator", "onehot-plus-0.2"}
-        [A] Initial :math:`H^{(m)}` from k-means on the view: entries :math:`1/\\sqrt{n_j}`, or
+        [A] Initial :math:`H^{(m)}` from that clustering: entries :math:`1/\\sqrt{n_j}`, or
         FedMVL's one-hot + 0.2 (not a key).
     server_init : {"kmeans-concat", "mean"}
         [A] Initial ``H`` from k-means on the concatenated initial :math:`H^{(m)}`, or their mean
@@ -200,6 +207,16 @@ class IMKOptions:
         "view. The data term uses the filled view either way; no effect at missing-rate 0 (see "
         "docs/imk.md).",
     )
+    start: str = option(
+        "imk.start",
+        "auto",
+        OneOf(STARTS),
+        "The clustering of its view that a client's initial H^(m) indicates: `kmeans` on the "
+        "view (paper B), `spectral`, spectral clustering of the view's 10-nearest-neighbour "
+        "graph, or `auto` ([A]): spectral on dense views of up to 5000 samples, kmeans on sparse "
+        "nonnegative ones (counts, bag of words; the rule of imk.standardise) and on larger ones, "
+        "see docs/imk.md.",
+    )
     client_init: str = "normalised-indicator"
     server_init: str = "kmeans-concat"
     labels: str = option(
@@ -220,10 +237,10 @@ class IMKOptions:
     unit_norm: bool = True
     tol: float = option(
         "imk.tol",
-        5e-4,
+        1e-3,
         Interval(float, 0.0, None, closed="left"),
         "Stop once |F_t - F_{t-1}| <= tol |F_{t-1}| for imk.stop-patience rounds in a row "
-        "(0: run all rounds) ([A] 5e-4).",
+        "(0: run all rounds) ([A] 1e-3, with imk.start = auto; see docs/rounds.md).",
     )
     stop_patience: int = option(
         "imk.stop-patience",

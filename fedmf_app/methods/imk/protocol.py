@@ -64,8 +64,9 @@ SETUP = Stage(
             shape=_nk,
             shape_text="n x k",
             learns=(
-                "each client's initial indicator (k-means on its view; the server's initial H, "
-                "k-means on their concatenation, needs each)"
+                "each client's initial indicator (a clustering of its view, imk.start: by default "
+                "spectral on a dense view of up to 5000 samples, k-means otherwise; the server's "
+                "initial H, k-means on their concatenation, needs each)"
             ),
         ),
         Part(

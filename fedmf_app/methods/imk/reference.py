@@ -80,7 +80,7 @@ class IMKReference:
         self.params = steps = params.steps
         m, k = len(views), num_clusters
         self.states: list[ClientState] = [
-            init_client(x, k, k, m, params.client_init, steps, client_rng(seed, i))
+            init_client(x, k, k, m, params.client_init, steps, client_rng(seed, i), params.start)
             for i, x in enumerate(views)
         ]
         self.laplacian = graph_laplacian(views, params, seed, observed)

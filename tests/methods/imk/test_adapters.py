@@ -106,6 +106,22 @@ def test_local_iterations_reach_the_clients(tmp_path):
     assert not np.allclose(objectives, passes[1], rtol=1e-6)
 
 
+@pytest.mark.parametrize("start", ["kmeans", "spectral"])
+def test_the_start_reaches_the_clients(tmp_path, start):
+    """``imk.start``: the Flower run starts from the clustering the kernels start from with it."""
+    cfg, strategy, _ = run_imk(tmp_path, **{"imk.graph": "anchor", "imk.anchors": 24, "imk.start": start})
+    objectives = [r["objective"] for r in strategy.recorder.data["rounds"]]
+    runs = {}
+    for rule in ("kmeans", "spectral"):
+        ref = IMKReference(reference_views(cfg), imk_options({**cfg, "imk.start": rule}), 3, cfg["seed"])
+        for _ in range(cfg["num-server-rounds"]):
+            ref.round()
+        runs[rule] = [h["objective"] for h in ref.history]
+    other = "spectral" if start == "kmeans" else "kmeans"
+    np.testing.assert_allclose(objectives, runs[start], rtol=1e-9)
+    assert not np.allclose(objectives, runs[other], rtol=1e-6)
+
+
 def plain_graphs(cfg):
     """Each client's graph (kNN similarity or anchor graph), in the clear."""
     views = reference_views(cfg)

@@ -320,3 +320,22 @@ def test_the_literal_reading_collapses_without_the_majoriser(monkeypatch):
     assert diverged
     _, obj, _ = run_reference(10, mu=10.0, rho=5.0)
     assert np.all(np.isfinite(obj)) and obj[-1] < 2 * obj[0]
+
+
+def test_the_auto_start_is_spectral_on_small_dense_views_and_kmeans_on_the_others():
+    import scipy.sparse as sp
+
+    from fedmf_app.common.clustering import kmeans_labels, spectral_labels
+    from fedmf_app.methods.imk.client_updates import start_labels
+    from fedmf_app.methods.imk.params import KNN_MAX_SAMPLES
+
+    rng = np.random.default_rng(0)
+    dense = rng.normal(size=(60, 5))
+    counts = sp.random(60, 200, density=0.05, format="csr", random_state=1)
+    large = rng.normal(size=(KNN_MAX_SAMPLES + 1, 2))
+    for view, rule in ((dense, spectral_labels), (counts, kmeans_labels), (large, kmeans_labels)):
+        np.testing.assert_array_equal(
+            start_labels(view, 3, "auto", np.random.default_rng(4)), rule(view, 3, np.random.default_rng(4))
+        )
+    with pytest.raises(ValueError, match="start 'ward' is not one of"):
+        start_labels(dense, 3, "ward", rng)

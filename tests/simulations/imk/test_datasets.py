@@ -24,7 +24,9 @@ def test_the_driver_gives_the_published_bbcsport_run_whose_duplicate_documents_t
         pytest.skip(f"{path} is absent (development data, not part of the product)")
     records = (json.loads(line) for line in (ROOT / "docs" / "quality" / "runs" / "imk.jsonl").open())
     record = next(r for r in records if r["dataset"] == "BBCSport" and r["seed"] == 0 and r["config"] == {})
-    ours = run_one(str(path), 0, {})
+    # The record was made with imk.tol = 5e-4, the default then; BBCSport's views are sparse counts,
+    # so imk.start = auto takes the k-means start, as every run did then
+    ours = run_one(str(path), 0, {"imk.tol": 5e-4})
     assert ours["rounds"] == record["rounds"] == 31
     assert (ours["acc"], ours["nmi"]) == (record["acc"], record["nmi"])
 
@@ -63,3 +65,24 @@ def test_a_view_that_cannot_tell_two_classes_apart_merges_them_and_merged_names_
         assert cells[0] == "merge" and float(cells[2]) < 80.0
         assert cells[4].split(" (")[0] in ("0 + 1", "1 + 0")
         assert shares[0] == 0.0 and min(shares[1:]) > 10.0
+
+
+def test_starts_reports_each_views_start_and_autos_pick(tmp_path, capsys):
+    """Planted: a dense view of two concentric rings, which only the spectral start separates,
+    and a sparse count view, where `auto` keeps k-means."""
+    from simulations.imk.datasets import starts
+
+    rng = np.random.default_rng(0)
+    truth = np.repeat([0, 1], 100)
+    angle = rng.uniform(0, 2 * np.pi, 200)
+    radius = np.where(truth == 0, 1.0, 4.0)
+    rings = np.column_stack([radius * np.cos(angle), radius * np.sin(angle)]) + rng.normal(0, 0.1, (200, 2))
+    counts = np.zeros((200, 50))
+    for i, c in enumerate(truth):
+        counts[i, rng.choice(25, 3, replace=False) + 25 * c] = 1.0
+    path = tmp_path / "planted.npz"
+    np.savez(path, X_0=rings, X_1=counts, y=truth)
+    starts([str(path)], 2, {})
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines()[2:]]
+    assert [r[-1].rstrip(" |") for r in rows] == ["spectral", "kmeans"]
+    assert rows[0][3].startswith("100.0") and not rows[0][2].startswith("100.0")
