@@ -207,7 +207,7 @@ def bench(
     out["setup_graph_cpu_s"] = time.process_time() - c0
     t0 = time.perf_counter()
     states = [
-        init_client(x, k, k, views_count, "normalised-indicator", params, client_rng(seed, i))
+        init_client(x, k, k, views_count, "normalised-indicator", params, client_rng(seed, i), "auto")
         for i, x in enumerate(views)
     ]
     out["client_init_s_max"] = (time.perf_counter() - t0) / views_count

@@ -43,8 +43,7 @@ from fedmf_app.common.stopping import plateau
 from fedmf_app.common.threads import single_threaded
 from fedmf_app.data.assemble import MultiViewData
 from fedmf_app.data.multiview import load_multiview
-from fedmf_app.data.preprocess import is_sparse_nonnegative
-from fedmf_app.methods.imk.client_updates import preprocess_view, start_labels, view_knn_graph
+from fedmf_app.methods.imk.client_updates import preprocess_view, resolve_start, start_labels, view_knn_graph
 from fedmf_app.methods.imk.model import client_rng, label_rng
 from fedmf_app.methods.imk.params import IMKOptions, imk_options
 from fedmf_app.methods.imk.reference import IMKReference
@@ -88,23 +87,29 @@ class _Run:
     rounds: int
 
 
-def _fit(name: str, seed: int, overrides: dict) -> _Run:
-    """One fmvc-imk run as ``flwr run`` would do it.
+def _prepared(name: str, seed: int, overrides: dict) -> tuple[MultiViewData, dict, IMKOptions, list, int]:
+    """A data set as a run's clients hold it: the data, the run config and its options, each
+    client's view read as it reads it (the app's data layer: a sparse file's view comes dense) and
+    prepared as it prepares it, and the number of clusters."""
+    data = load_multiview(name)
+    m = len(data.views)
+    cfg = validate_run_config(
+        {"algorithm": "fmvc-imk", "dataset": name, "num-clients": m, "seed": seed, **overrides}
+    )
+    options = imk_options(cfg)
+    views = [preprocess_view(x, options.standardise, options.unit_norm) for x in client_views(cfg, m)]
+    return data, cfg, options, views, cfg["num-clusters"] or int(np.unique(data.labels).size)
 
-    Each view is read as its client reads it (the app's data layer: a sparse file's view comes dense)
-    and the run is on one thread (:func:`~fedmf_app.common.threads.single_threaded`), as the clients
+
+def _fit(name: str, seed: int, overrides: dict) -> _Run:
+    """One fmvc-imk run as ``flwr run`` would do it, on the views of :func:`_prepared`.
+
+    The run is on one thread (:func:`~fedmf_app.common.threads.single_threaded`), as the clients
     compute, so that it does not depend on the machine's cores: a view with duplicate rows (BBCSport)
     has kNN ties, which the storage and the thread count break.
     """
     with single_threaded():
-        data = load_multiview(name)
-        m = len(data.views)
-        cfg = validate_run_config(
-            {"algorithm": "fmvc-imk", "dataset": name, "num-clients": m, "seed": seed, **overrides}
-        )
-        options = imk_options(cfg)
-        views = [preprocess_view(x, options.standardise, options.unit_norm) for x in client_views(cfg, m)]
-        k = cfg["num-clusters"] or int(np.unique(data.labels).size)
+        data, cfg, options, views, k = _prepared(name, seed, overrides)
         ref = IMKReference(views, options, k, seed)
         objectives: list[float] = []
         for _ in range(cfg["num-server-rounds"]):
@@ -190,30 +195,26 @@ def merged(datasets: list[str], seeds: int, overrides: dict) -> None:
 
 def starts(datasets: list[str], seeds: int, overrides: dict) -> None:
     """Per view: ACC of the k-means and the spectral start (mean ± std over seeds, %), drawn as the
-    client draws it (its view prepared as it prepares it, its seeded stream), and ``auto``'s pick."""
+    client draws it (its view of :func:`_prepared`, its seeded stream), and ``auto``'s pick
+    (:func:`~fedmf_app.methods.imk.client_updates.resolve_start`)."""
     print("| data set | view | k-means start, ACC % | spectral start, ACC % | `auto` takes |")
     print("|---|---|---|---|---|")
     with single_threaded():
         for name in datasets:
-            data = load_multiview(name)
-            m = len(data.views)
-            cfg = validate_run_config(
-                {"algorithm": "fmvc-imk", "dataset": name, "num-clients": m, **overrides}
-            )
-            options = imk_options(cfg)
-            k = cfg["num-clusters"] or int(np.unique(data.labels).size)
-            names = data.view_names or tuple(str(i) for i in range(m))
-            for p, (view, x) in enumerate(zip(names, client_views(cfg, m))):
-                x = preprocess_view(x, options.standardise, options.unit_norm)
-                cells = []
-                for rule in ("kmeans", "spectral"):
-                    starts_acc = [
-                        clustering_scores(data.labels, start_labels(x, k, rule, client_rng(seed, p)))["acc"]
-                        for seed in range(seeds)
-                    ]
-                    cells.append(mean_spread(starts_acc, scale=100))
-                auto = "kmeans" if is_sparse_nonnegative(x) else "spectral"
-                print(f"| {label(name)} | {view} | {cells[0]} | {cells[1]} | {auto} |", flush=True)
+            scores: dict[tuple[int, str], list[float]] = {}
+            for seed in range(seeds):
+                data, _, _, views, k = _prepared(name, seed, overrides)
+                for p, x in enumerate(views):
+                    for rule in ("kmeans", "spectral"):
+                        labels = start_labels(x, k, rule, client_rng(seed, p))
+                        scores.setdefault((p, rule), []).append(clustering_scores(data.labels, labels)["acc"])
+            names = data.view_names or tuple(str(i) for i in range(len(views)))
+            for p, (view, x) in enumerate(zip(names, views)):
+                kmeans, spectral = (
+                    mean_spread(scores[p, rule], scale=100) for rule in ("kmeans", "spectral")
+                )
+                auto = resolve_start("auto", x)
+                print(f"| {label(name)} | {view} | {kmeans} | {spectral} | {auto} |", flush=True)
 
 
 def two_step(name: str, seed: int) -> dict[str, float]:

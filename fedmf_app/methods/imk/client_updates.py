@@ -65,6 +65,7 @@ __all__ = [
     "init_client",
     "preprocess_view",
     "residual_norm",
+    "resolve_start",
     "start_labels",
     "update_alpha",
     "update_f",
@@ -440,6 +441,31 @@ def client_round(
 
 
 # ------------------------------------------------------------------------------- initialisation
+def resolve_start(start: str, x: View) -> str:
+    """[A] The start a view gets: ``start``, or for ``auto`` spectral on a dense view of at most
+    :data:`~fedmf_app.methods.imk.params.KNN_MAX_SAMPLES` rows, k-means on a sparse nonnegative view
+    (:func:`~fedmf_app.data.preprocess.is_sparse_nonnegative`, the rule of ``imk.standardise =
+    auto``) and on a larger one.
+
+    Parameters
+    ----------
+    start : {"auto", "kmeans", "spectral"}
+        Run config ``imk.start``.
+    x : ndarray or csr_matrix, shape (N, d)
+        Preprocessed view.
+
+    Returns
+    -------
+    {"kmeans", "spectral"}
+    """
+    if start not in STARTS:
+        raise ValueError(f"start {start!r} is not one of {STARTS}")
+    if start != "auto":
+        return start
+    large = x.shape[0] > KNN_MAX_SAMPLES
+    return "kmeans" if large or is_sparse_nonnegative(x) else "spectral"
+
+
 def start_labels(x: View, k: int, start: str, rng: np.random.Generator) -> np.ndarray:
     """[A] The clustering of a client's view that its initial :math:`H^{(m)}` indicates.
 
@@ -451,22 +477,15 @@ def start_labels(x: View, k: int, start: str, rng: np.random.Generator) -> np.nd
         Clusters.
     start : {"auto", "kmeans", "spectral"}
         k-means on the rows (paper B), spectral clustering of their kNN graph
-        (:func:`~fedmf_app.common.clustering.spectral_labels`), or ``auto``: spectral on a dense
-        view of at most :data:`~fedmf_app.methods.imk.params.KNN_MAX_SAMPLES` rows, k-means on a
-        sparse nonnegative view (:func:`~fedmf_app.data.preprocess.is_sparse_nonnegative`, the
-        rule of ``imk.standardise = auto``) and on a larger one.
+        (:func:`~fedmf_app.common.clustering.spectral_labels`), or ``auto``
+        (:func:`resolve_start`).
     rng : numpy.random.Generator
 
     Returns
     -------
     ndarray of int64, shape (N,)
     """
-    if start not in STARTS:
-        raise ValueError(f"start {start!r} is not one of {STARTS}")
-    if start == "auto":
-        large = x.shape[0] > KNN_MAX_SAMPLES
-        start = "kmeans" if large or is_sparse_nonnegative(x) else "spectral"
-    if start == "spectral":
+    if resolve_start(start, x) == "spectral":
         return spectral_labels(x, k, rng)
     return kmeans_labels(x, k, rng)
 
@@ -479,7 +498,7 @@ def init_client(
     init: str,
     params: IMKParams,
     rng: np.random.Generator,
-    start: str = "kmeans",
+    start: str,
 ) -> ClientState:
     """[A] Initial private state of a client.
 

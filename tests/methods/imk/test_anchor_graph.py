@@ -150,7 +150,8 @@ def test_sparse_kernels_never_densify_and_zscore_is_the_documented_exception(cap
     xd = xs.toarray()
     params = IMKParams()
     states = [
-        init_client(v, 3, 3, 3, "normalised-indicator", params, np.random.default_rng(1)) for v in (xd, xs)
+        init_client(v, 3, 3, 3, "normalised-indicator", params, np.random.default_rng(1), "kmeans")
+        for v in (xd, xs)
     ]
     h_global = np.random.default_rng(2).normal(size=states[0].h.shape)
     (d_state, d_stats), (s_state, s_stats) = (

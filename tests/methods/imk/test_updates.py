@@ -173,7 +173,7 @@ def test_local_iterations_descend_the_clients_subproblem_to_a_stationary_point()
     x, alpha, params = views[0], 0.6, IMKParams()
     for seed in range(3):
         rng = np.random.default_rng(seed)
-        start = init_client(x, 3, 3, 3, "normalised-indicator", params, rng)
+        start = init_client(x, 3, 3, 3, "normalised-indicator", params, rng, "kmeans")
         h_global = start.h + 0.1 * rng.normal(size=start.h.shape)
         noise = 0.05 * rng.normal(size=start.h.shape)
         start = ClientState(f=start.f, w=start.w, h=start.h, phi=noise, alpha=alpha)
@@ -260,10 +260,14 @@ def test_preprocessing_and_initialisation():
     np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0)
     h = normalised_indicator(np.array([0, 0, 1, 2, 2, 2]), 4)
     np.testing.assert_allclose(h.T @ h, np.diag([1.0, 1.0, 1.0, 0.0]))
-    state = init_client(views[1], 3, 3, 3, "normalised-indicator", IMKParams(), np.random.default_rng(0))
+    state = init_client(
+        views[1], 3, 3, 3, "normalised-indicator", IMKParams(), np.random.default_rng(0), "kmeans"
+    )
     np.testing.assert_allclose(state.f @ state.f.T, np.eye(3), atol=1e-12)
     assert state.alpha == pytest.approx(1 / 3) and not state.phi.any()
-    small = init_client(views[2][:, :2], 3, 3, 3, "onehot-plus-0.2", IMKParams(), np.random.default_rng(0))
+    small = init_client(
+        views[2][:, :2], 3, 3, 3, "onehot-plus-0.2", IMKParams(), np.random.default_rng(0), "kmeans"
+    )
     assert small.f.shape == (2, 2) and small.w.shape == (3, 2) and small.h.min() == pytest.approx(0.2)
     # per-view cluster numbers are permuted: k-means on the concatenation re-aligns them
     hs = [normalised_indicator(y, 3), normalised_indicator((y + 1) % 3, 3)]
