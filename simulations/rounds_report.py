@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from fedmf_app.common.stopping import plateau  # noqa: E402
 from fedmf_app.common.stopping import relative_changes as stop_rule_changes  # noqa: E402
 from fedmf_app.registry import defaults  # noqa: E402
 from simulations.quality.datasets import DEVELOPMENT_SETS  # noqa: E402
@@ -36,7 +37,9 @@ __all__ = [
     "objective",
     "relative_changes",
     "run_summary",
+    "plateau_round",
     "settle_round",
+    "stop_table",
     "table",
     "write_figure",
 ]
@@ -204,6 +207,79 @@ def comparison(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str
             lines.append(
                 f"| {method} | mean of {len(means)} sets | | {rb:.1f} | {ra:.1f} | {100 * ab:.1f} "
                 f"| {100 * aa:.1f} | {100 * (aa - ab):+.1f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def plateau_round(objectives: Sequence[float], tol: float, patience: int) -> int:
+    """The round (1-based) after which the objective stop rule (:func:`~fedmf_app.common.stopping.plateau`
+    with ``tol`` and ``patience``) would have ended a run with these objectives; the last round if
+    it never fires.
+
+    Parameters
+    ----------
+    objectives : sequence of float, shape (T,)
+        The objective after each round of a run made without a stop.
+    tol : float
+    patience : int
+
+    Returns
+    -------
+    int
+    """
+    for t in range(1, len(objectives) + 1):
+        if plateau(objectives[:t], tol, patience):
+            return t
+    return len(objectives)
+
+
+def stop_table(records: list[dict[str, Any]], tolerances: Sequence[float], patience: int) -> str:
+    """Markdown: for each tolerance, the round and the ACC at which the objective stop rule would
+    have ended each run, from runs made without a stop (every round's ACC and objective recorded).
+
+    A stopped run's output is its last round's labels, so the ACC after round ``t`` of a longer run
+    is the final ACC of the same run stopped there.
+
+    Parameters
+    ----------
+    records : list of dict
+        Records of :func:`simulations.rounds_study.one_run` (refused runs are left out).
+    tolerances : sequence of float
+    patience : int
+
+    Returns
+    -------
+    str
+        One row per method and tolerance: mean ACC % per data set (over the seeds) with the mean
+        round in brackets, and the mean over the data sets.
+    """
+    groups = {k: [r for r in runs if "refused" not in r] for k, runs in _groups(records).items()}
+    sets = [name for _, name in groups]
+    seeds = ", ".join(sorted({str(len(r)) for r in groups.values()}))
+    lines = [
+        f"ACC % at the round (mean, in brackets) after which the objective's relative change has been "
+        f"at most the tolerance for {patience} rounds in a row, mean over the seeds ({seeds} per set), "
+        "read from runs without a stop.",
+        "",
+        "| method | tolerance | " + " | ".join(sets) + " | mean | rounds, mean |",
+        "|---|---|" + "---|" * len(sets) + "---|---|",
+    ]
+    for method in METHODS:
+        keyed = {name: runs for (m, name), runs in groups.items() if m == method}
+        if not keyed:
+            continue
+        for tol in tolerances:
+            cells, accs, rounds = [], [], []
+            for name in sets:
+                runs = keyed.get(name, [])
+                stops = [plateau_round([x["objective"] for x in r["rounds"]], tol, patience) for r in runs]
+                acc = [r["rounds"][t - 1]["acc"] for r, t in zip(runs, stops)]
+                cells.append(f"{100 * np.mean(acc):.2f} ({np.mean(stops):.1f})" if runs else "-")
+                accs.append(np.mean(acc))
+                rounds.append(np.mean(stops))
+            lines.append(
+                f"| {method} | {tol:g} | " + " | ".join(cells) + f" | {100 * np.mean(accs):.2f} "
+                f"| {np.mean(rounds):.1f} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -24,6 +24,11 @@ the rounds and final ACC of earlier records against these. Usage::
     python -m simulations.rounds_study --methods fmvc-imk --config imk.rho=2.0 --out results/rho2
     python -m simulations.rounds_study --table-only --out docs/rounds \
         --compare docs/rounds/before/runs.jsonl --update-doc docs/rounds.md
+    python -m simulations.rounds_study --methods fmvc-imk --config imk.tol=0 imk.spectral-tol=0 \
+        num-server-rounds=60 --out results/no_stop --tolerances 1e-3 2e-3 3e-3
+
+``--tolerances`` writes ``<out>/stops.md``: for each tolerance, the round and ACC at which the
+objective stop rule would have ended each of the runs (made without a stop), from their records.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from fedmf_app.options.schema import ConfigError
 from fedmf_app.registry import between_markers, strategy_class, validate_run_config
 from simulations.overrides import parse_overrides
 from simulations.quality.datasets import DEVELOPMENT_SETS, available_sets
-from simulations.rounds_report import METHODS, ROUND_KEYS, comparison, table, write_figure
+from simulations.rounds_report import METHODS, ROUND_KEYS, comparison, stop_table, table, write_figure
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -174,6 +179,15 @@ def main() -> None:
         help="run-config keys set on top of the defaults (values read as JSON where they parse)",
     )
     parser.add_argument(
+        "--tolerances",
+        nargs="+",
+        type=float,
+        metavar="TOL",
+        help="also write <out>/stops.md: the round and ACC at which the objective stop rule with each "
+        "tolerance would have ended each run (for runs made without a stop, e.g. imk.tol=0)",
+    )
+    parser.add_argument("--patience", type=int, default=3, help="the patience of --tolerances (3)")
+    parser.add_argument(
         "--compare",
         type=Path,
         metavar="RUNS_JSONL",
@@ -223,6 +237,10 @@ def main() -> None:
     (args.out / "table.md").write_text(text)
     write_figure(records, args.out / "curves.png")
     sys.stdout.write(text)
+    if args.tolerances:
+        stops = stop_table(records, args.tolerances, args.patience)
+        (args.out / "stops.md").write_text(stops)
+        sys.stdout.write("\n" + stops)
     if args.compare is not None:
         compared = comparison(read_records(args.compare), records)
         (args.out / "compare.md").write_text(compared)

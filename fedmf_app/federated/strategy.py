@@ -25,8 +25,10 @@ and every client takes part in every round. :class:`ViewFederationStrategy` does
   view in every round;
 * after the last round: asks the algorithm for the predicted cluster of every sample
   (:meth:`~ViewFederationStrategy.final_labels`), collects the ground truth from the clients'
-  evaluate replies (used only here, to score), and writes the summary, the plots and
-  ``result.json["final"]`` (labels and ACC, NMI, purity, ARI).
+  evaluate replies (used only here, to score) or, for a family whose set-up already brought it
+  (:attr:`~ViewFederationStrategy.truth_before_round_1`), scores against that without another
+  exchange, and writes the summary, the plots and ``result.json["final"]`` (labels and ACC, NMI,
+  purity, ARI).
 """
 
 from __future__ import annotations
@@ -143,6 +145,12 @@ class ViewFederationStrategy(Strategy):
 
     #: Attributes saved after every round (``checkpoint.npz``) and restored on resume.
     checkpoint_attrs: tuple[str, ...] = ("num_clusters",)
+
+    #: Whether the family's set-up already asks every client for its ground truth (its protocol's
+    #: set-up reply holds it, :meth:`held_truth`): the run then ends without the end-of-run
+    #: exchange, which would bring the same labels again, unless a sample-ID alignment needs the
+    #: final labels sent back.
+    truth_before_round_1: bool = False
 
     #: Classes (other than arrays, numbers, strings, containers and CSR matrices) whose instances
     #: those attributes hold: the only ones a checkpoint may name (their fields are restored).
@@ -396,6 +404,21 @@ class ViewFederationStrategy(Strategy):
             ``kernel_s`` metric, which every client must report), ``bytes_down_per_client`` (the
             broadcast's serialised arrays) and ``bytes_up_per_client_max`` (the largest reply's).
         """
+
+    def held_truth(self) -> tuple[int, np.ndarray] | None:
+        """The ground truth the clients already sent during the run, when the family's protocol
+        brings it before round 1 (default: never).
+
+        With :attr:`truth_before_round_1` the final labels are scored against it after the last
+        round, without the end-of-run exchange (``None``: no client had labels, nothing to score),
+        unless a sample-ID alignment needs the final labels sent back.
+
+        Returns
+        -------
+        (int, ndarray of int, shape (n,)) or None
+            The partition it came from and its labels.
+        """
+        return None
 
     def summary(self) -> dict[str, Any]:
         """Summary written when the run completes."""
@@ -651,6 +674,10 @@ class ViewFederationStrategy(Strategy):
                         "the samples every party holds, by sample ID (the IDs stay with the clients: "
                         "each writes id,row,cluster to its node config labels-file)"
                     )
+                elif self.truth_before_round_1:
+                    held = self.held_truth()
+                    self._score_final([] if held is None else [held])
+                    self._complete()
         self.broadcast = list(arrays)
         return to_parameters(arrays), {}
 
@@ -660,7 +687,7 @@ class ViewFederationStrategy(Strategy):
         """After the last round only: ask every client for its ground truth (to score); after a
         sample-ID alignment, send every client the final labels (which it maps to its own IDs)."""
         server_round += self.round_offset
-        if server_round != self.last_round or self._final is None:
+        if self.done or server_round != self.last_round or self._final is None:
             return []
         parameters = Parameters(tensors=[], tensor_type="numpy.ndarray")
         if self.alignment:
@@ -691,30 +718,11 @@ class ViewFederationStrategy(Strategy):
         if failures:
             log(WARNING, "%d client(s) sent no ground truth for the final scores", len(failures))
         rss = [float(res.metrics["peak_rss_mb"]) for _, res in results if "peak_rss_mb" in res.metrics]
+        if "peak_rss_mb_client_max" in self._summary:  # the family's summary has an earlier reading
+            rss.append(float(self._summary["peak_rss_mb_client_max"]))
         if rss:
             self._summary["peak_rss_mb_client_max"] = max(rss)
-        predicted = np.asarray(self._final["labels"])
-        if truths:
-            partition, truth = truths[0]
-            if truth.shape != predicted.shape:
-                self._final["error"] = (
-                    f"partition {partition}'s ground truth has {truth.size} "
-                    f"labels for {predicted.size} samples"
-                )
-            else:
-                self._final.update(clustering_scores(truth, predicted))
-                self._final["ground_truth_partition"] = partition
-                self._score_rounds(truth)
-                disagree = [p for p, t in truths[1:] if t.shape != truth.shape or np.any(t != truth)]
-                if disagree:
-                    log(
-                        WARNING,
-                        "partitions %s hold ground truth that differs from partition %d's; "
-                        "scored against partition %d",
-                        disagree,
-                        partition,
-                        partition,
-                    )
+        self._score_final(truths)
         self._complete()
         return None, {}
 
@@ -723,6 +731,32 @@ class ViewFederationStrategy(Strategy):
         return None
 
     # ---------------------------------------------------------------------------------- helpers
+    def _score_final(self, truths: list[tuple[int, np.ndarray]]) -> None:
+        """Score the final labels (and the kept rounds' labels) against the first of ``truths``
+        (``(partition, labels)`` in partition order); warn about partitions whose truth differs."""
+        if not truths:
+            return
+        predicted = np.asarray(self._final["labels"])
+        partition, truth = truths[0]
+        if truth.shape != predicted.shape:
+            self._final["error"] = (
+                f"partition {partition}'s ground truth has {truth.size} labels for {predicted.size} samples"
+            )
+            return
+        self._final.update(clustering_scores(truth, predicted))
+        self._final["ground_truth_partition"] = partition
+        self._score_rounds(truth)
+        disagree = [p for p, t in truths[1:] if t.shape != truth.shape or np.any(t != truth)]
+        if disagree:
+            log(
+                WARNING,
+                "partitions %s hold ground truth that differs from partition %d's; "
+                "scored against partition %d",
+                disagree,
+                partition,
+                partition,
+            )
+
     def _score_rounds(self, truth: np.ndarray) -> None:
         """Add each kept round's scores against ``truth`` to its record (:meth:`round_labels`)."""
         for record in self.recorder.data["rounds"]:

@@ -45,7 +45,7 @@ from fedmf_app.data.assemble import MultiViewData
 from fedmf_app.data.multiview import load_multiview
 from fedmf_app.methods.imk.client_updates import preprocess_view, resolve_start, start_labels, view_knn_graph
 from fedmf_app.methods.imk.model import client_rng, label_rng
-from fedmf_app.methods.imk.params import IMKOptions, imk_options
+from fedmf_app.methods.imk.params import IMKOptions, imk_options, stop_tolerance
 from fedmf_app.methods.imk.reference import IMKReference
 from fedmf_app.methods.imk.server_updates import extract_labels
 from fedmf_app.registry import validate_run_config
@@ -111,10 +111,11 @@ def _fit(name: str, seed: int, overrides: dict) -> _Run:
     with single_threaded():
         data, cfg, options, views, k = _prepared(name, seed, overrides)
         ref = IMKReference(views, options, k, seed)
+        _, tol = stop_tolerance(options, [resolve_start(options.start, x) for x in views])
         objectives: list[float] = []
         for _ in range(cfg["num-server-rounds"]):
             objectives.append(ref.round()["objective"])
-            if plateau(objectives, options.tol, options.stop_patience):
+            if plateau(objectives, tol, options.stop_patience):
                 break
         labels = extract_labels(ref.h, cfg["imk.labels"], label_rng(seed, len(ref.history)))
         return _Run(data, views, options, labels, len(ref.history))

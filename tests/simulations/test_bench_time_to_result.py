@@ -11,7 +11,8 @@ FOLDER = Path(__file__).resolve().parents[2] / "docs" / "deployment" / "time_to_
 
 
 @pytest.mark.parametrize(
-    "folder", ["", "key_agreement", "vectorised_ascent", "imk_local_iterations", "imk_start"]
+    "folder",
+    ["", "key_agreement", "vectorised_ascent", "imk_local_iterations", "imk_start", "imk_spectral_tol"],
 )
 def test_the_published_tables_are_what_the_records_give(folder):
     here = FOLDER / folder
@@ -21,7 +22,12 @@ def test_the_published_tables_are_what_the_records_give(folder):
 
 
 @pytest.mark.parametrize(
-    "folder, marker", [("imk_local_iterations", "imk-local"), ("imk_start", "imk-start")]
+    "folder, marker",
+    [
+        ("imk_local_iterations", "imk-local"),
+        ("imk_start", "imk-start"),
+        ("imk_spectral_tol", "imk-spectral-tol"),
+    ],
 )
 def test_deployment_md_embeds_the_imk_tables(folder, marker):
     page = (FOLDER.parents[1] / "deployment.md").read_text()

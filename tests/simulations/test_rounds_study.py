@@ -14,8 +14,10 @@ from simulations.rounds_report import (
     comparison,
     curves,
     objective,
+    plateau_round,
     relative_changes,
     settle_round,
+    stop_table,
     table,
     write_figure,
 )
@@ -176,7 +178,8 @@ def test_the_page_holds_the_measured_table_and_the_comparison_the_records_give()
 
 #: Variants compared with the defaults of their day rather than with the first measurement: the
 #: records of docs/rounds/runs.jsonl, or for fmvc-imk's variants those of its defaults before
-#: ``imk.start`` (docs/rounds/imk_kmeans_start).
+#: ``imk.start`` (docs/rounds/imk_kmeans_start) or before ``imk.spectral-tol``
+#: (docs/rounds/imk_one_tol).
 AGAINST_DEFAULTS = {
     "patience_2": "runs.jsonl",
     "imk_rho_1": "imk_kmeans_start/runs.jsonl",
@@ -185,8 +188,8 @@ AGAINST_DEFAULTS = {
     "imk_local_2": "imk_kmeans_start/runs.jsonl",
     "imk_local_2_rho_1": "imk_kmeans_start/runs.jsonl",
     "imk_local_3_rho_1": "imk_kmeans_start/runs.jsonl",
-    "imk_start_spectral": "runs.jsonl",
-    "imk_start_tol_5e-4": "runs.jsonl",
+    "imk_start_spectral": "imk_one_tol/runs.jsonl",
+    "imk_start_tol_5e-4": "imk_one_tol/runs.jsonl",
 }
 
 
@@ -199,11 +202,43 @@ def test_the_variants_against_the_defaults_are_what_their_records_give(folder):
     assert f"(rounds/{folder}/compare.md)" in (DOCS / "rounds.md").read_text()
 
 
-def test_the_kmeans_start_against_todays_defaults_is_what_the_records_give():
-    """The fmvc-imk defaults before ``imk.start`` (k-means start, ``imk.tol = 5e-4``) beside today's."""
-    folder = DOCS / "rounds" / "imk_kmeans_start"
-    records = read_records(folder / "runs.jsonl")
-    assert (folder / "table.md").read_text() == table(records)
-    today = read_records(DOCS / "rounds" / "runs.jsonl")
-    assert (folder / "compare.md").read_text() == comparison(records, today)
-    assert "(rounds/imk_kmeans_start/compare.md)" in (DOCS / "rounds.md").read_text()
+#: fmvc-imk's earlier defaults, each compared with the defaults that followed them: the k-means start
+#: (``imk.tol = 5e-4``) with the spectral start and one tolerance, that with today's.
+EARLIER_DEFAULTS = {"imk_kmeans_start": "imk_one_tol/runs.jsonl", "imk_one_tol": "runs.jsonl"}
+
+
+@pytest.mark.parametrize("folder", EARLIER_DEFAULTS)
+def test_the_earlier_imk_defaults_against_the_next_are_what_the_records_give(folder):
+    records = read_records(DOCS / "rounds" / folder / "runs.jsonl")
+    assert (DOCS / "rounds" / folder / "table.md").read_text() == table(records)
+    later = read_records(DOCS / "rounds" / EARLIER_DEFAULTS[folder])
+    assert (DOCS / "rounds" / folder / "compare.md").read_text() == comparison(records, later)
+    assert f"(rounds/{folder}/compare.md)" in (DOCS / "rounds.md").read_text()
+
+
+def test_the_stop_table_is_what_the_runs_without_a_stop_give():
+    records = read_records(DOCS / "rounds" / "imk_no_stop" / "runs.jsonl")
+    assert all(len(r["rounds"]) == 60 and r["config"]["imk.tol"] == 0 for r in records)
+    assert (DOCS / "rounds" / "imk_no_stop" / "table.md").read_text() == table(records)
+    stops = stop_table(records, [1e-3, 1.5e-3, 2e-3, 3e-3, 5e-3], 3)
+    assert (DOCS / "rounds" / "imk_no_stop" / "stops.md").read_text() == stops
+    assert "(rounds/imk_no_stop/stops.md)" in (DOCS / "rounds.md").read_text()
+
+
+def test_the_stop_round_is_the_first_at_which_the_rule_fires_and_its_acc_is_read_there():
+    # relative changes 0.5, 0.1, 0.005, 0.05, 0.001, 0.001, 0.001: with patience 2, tol 0.01 fires
+    # after round 7 (changes 6 and 7), not after round 4 (one flat change between two that move)
+    objectives = [100.0]
+    for change in (0.5, 0.1, 0.005, 0.05, 0.001, 0.001, 0.001):
+        objectives.append(objectives[-1] * (1 - change))
+    assert plateau_round(objectives, 0.01, 2) == 7
+    assert plateau_round(objectives, 0.01, 1) == 4
+    assert plateau_round(objectives, 1e-4, 1) == len(objectives)  # never: the last round
+    run = {
+        "method": "fmvc-imk",
+        "set": "HW",
+        "seed": 0,
+        "rounds": [{"objective": f, "acc": 0.1 * (t + 1)} for t, f in enumerate(objectives)],
+    }
+    text = stop_table([run], [0.01], 2)
+    assert "| fmvc-imk | 0.01 | 70.00 (7.0) |" in text

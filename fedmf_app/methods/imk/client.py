@@ -10,8 +10,10 @@ Messages (the server drives them, see :mod:`fedmf_app.methods.imk.strategy`; dec
   kNN graph; with ``imk.missing-graph =
   "observed"`` on the rows the run's missing-view mask says it observes), upload it densely as one
   masked fixed-point vector (:func:`~fedmf_app.federated.secure_sum_flower.masked_upload`, round 0,
-  tag ``"graph"``), the initial :math:`H^{(m)}` and, when the view has labels, the labels (used by
-  the server for scoring only);
+  tag ``"graph"``), the initial :math:`H^{(m)}`, when the view has labels, the labels (used by
+  the server for scoring only, every round and at the end: no end-of-run exchange follows unless a
+  sample-ID alignment needs the final labels sent back), which start it took and its process's
+  peak memory;
 * ``fit`` stage ``round`` in round ``t``: from the broadcast :math:`H`, one
   :func:`~fedmf_app.methods.imk.client_updates.client_round`; upload :math:`H^{(m)}` and its scalars.
 
@@ -42,7 +44,7 @@ from flwr.common import ArrayRecord, ConfigRecord, NDArrays, Scalar
 from fedmf_app.common.secure_sum_math import CHECK_WORDS, matrix_values, upper_values
 from fedmf_app.common.sparse import issparse
 from fedmf_app.common.threads import one_blas_thread, single_threaded
-from fedmf_app.federated.client import ViewClient
+from fedmf_app.federated.client import ViewClient, peak_rss_mb
 from fedmf_app.federated.npy import array_record
 from fedmf_app.federated.protocol import ProtocolError, Stage
 from fedmf_app.federated.saved_state import load_state, run_key, save_state
@@ -51,6 +53,7 @@ from fedmf_app.methods.imk.client_updates import (
     client_round,
     init_client,
     preprocess_view,
+    resolve_start,
     view_anchor_graph,
     view_knn_graph,
 )
@@ -184,6 +187,7 @@ class FMVCIMKClient(ViewClient):
         with single_threaded():  # the view's preparation, its graph's neighbour search, the start
             x = self._view()
             values = self._graph_values(x, config)
+            start = resolve_start(self.options.start, x)
             state = init_client(
                 x,
                 k,
@@ -192,17 +196,19 @@ class FMVCIMKClient(ViewClient):
                 self.options.client_init,
                 self.options.steps,
                 client_rng(self.shared.seed, self.partition_id),
-                self.options.start,
+                start,
             )
         self.context.state.array_records[f"{_NAME}.init"] = array_record(_pack(state))
         reply: dict[str, Any] = {
             "graph": values,
             "initial H^(m)": state.h,
             "upload_bytes": int((values.size + CHECK_WORDS) * 8),
+            "start": start,
         }
         if self.view.labels is not None:
             reply["ground truth"] = np.asarray(self.view.labels, dtype=np.int64)
         del values
+        reply["peak_rss_mb"] = peak_rss_mb()
         reply["kernel_s"] = time.perf_counter() - started
         arrays, metrics = self.reply(stage, reply, [], 0)
         return arrays, x.shape[0], metrics

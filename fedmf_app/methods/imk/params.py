@@ -9,7 +9,7 @@ from a validated run config; the Flower adapters (:mod:`~fedmf_app.methods.imk.c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,7 @@ __all__ = [
     "IMKParams",
     "imk_options",
     "resolve_graph",
+    "stop_tolerance",
 ]
 
 ORTHO_PLACEMENTS = ("local", "global")
@@ -164,7 +165,11 @@ class IMKOptions:
     labels, standardise : str
     unit_norm : bool
     tol : float
-        ``imk.tol``: the stop rule's largest relative change of the objective (0: no stop).
+        ``imk.tol``: the stop rule's largest relative change of the objective (0: no stop), in a
+        run where some client starts from k-means.
+    spectral_tol : float
+        ``imk.spectral-tol``: the same, in a run where every client starts from its spectral
+        clustering (0: ``tol`` there too).
     stop_patience : int
         ``imk.stop-patience``: rounds in a row within ``tol`` before the run stops.
     server_solver : {"cg", "splu"}
@@ -240,7 +245,16 @@ class IMKOptions:
         1e-3,
         Interval(float, 0.0, None, closed="left"),
         "Stop once |F_t - F_{t-1}| <= tol |F_{t-1}| for imk.stop-patience rounds in a row "
-        "(0: run all rounds) ([A] 1e-3, with imk.start = auto; see docs/rounds.md).",
+        "(0: run all rounds, whatever imk.spectral-tol says), in a run where some client starts "
+        "from k-means (imk.start) ([A] 1e-3; see docs/rounds.md).",
+    )
+    spectral_tol: float = option(
+        "imk.spectral-tol",
+        3e-3,
+        Interval(float, 0.0, None, closed="left"),
+        "imk.tol of a run where every client starts from its spectral clustering (imk.start): "
+        "such a run starts near its clustering and its later rounds mostly polish the objective "
+        "([A] 3e-3; 0: such a run stops by imk.tol too; see docs/rounds.md).",
     )
     stop_patience: int = option(
         "imk.stop-patience",
@@ -249,6 +263,29 @@ class IMKOptions:
         "Rounds in a row whose objective change is <= imk.tol before the run stops ([A] 3).",
     )
     server_solver: str = "cg"
+
+
+def stop_tolerance(options: IMKOptions, starts: Sequence[str]) -> tuple[str, float]:
+    """[A] The stop rule's tolerance for a run whose clients took ``starts``: ``imk.spectral-tol``
+    when every client started from its spectral clustering (and neither it nor ``imk.tol`` is 0),
+    else ``imk.tol`` (0: no stop).
+
+    Parameters
+    ----------
+    options : IMKOptions
+    starts : sequence of {"kmeans", "spectral"}, shape (M,)
+        The start each client took (what its set-up reply says).
+
+    Returns
+    -------
+    key : str
+        The run-config key of the tolerance.
+    tol : float
+    """
+    spectral = bool(starts) and all(start == "spectral" for start in starts)
+    if spectral and options.tol > 0 and options.spectral_tol > 0:
+        return "imk.spectral-tol", options.spectral_tol
+    return "imk.tol", options.tol
 
 
 def imk_options(cfg: Mapping[str, Any]) -> IMKOptions:

@@ -83,6 +83,16 @@ SETUP = Stage(
         Part("kernel_s", learns="the time of its set-up"),
         Part("mask_s", learns="the time of its masking"),
         Part("upload_bytes", kinds="i", learns="the size of its masked graph"),
+        Part(
+            "start",
+            kinds="s",
+            learns=(
+                "which clustering its initial H^(m) indicates (kmeans or spectral; under imk.start "
+                "= auto, whether its view looks like counts, which the handshake tells already); the "
+                "server stops by imk.spectral-tol when every client started spectral"
+            ),
+        ),
+        Part("peak_rss_mb", learns="the peak memory of its process, after building its graph"),
     ),
     doc="before round 1: the graph sum (anchors from the run seed, imk.graph = anchor)",
 )

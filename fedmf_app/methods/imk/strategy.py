@@ -24,8 +24,11 @@ in the clear :math:`\\alpha^{(m)}`. The server reads them only as sums, masked o
 :math:`\\sum_m\\Phi^{(m)}` (the sum of the clients' multiplier steps), solves (20) and records the
 objective, the consensus gap and, when the clients sent labels, ACC/NMI/purity/ARI of the labels
 extracted from the new :math:`H`. The run stops early
-when the objective's relative change has been at most ``imk.tol`` for ``imk.stop-patience`` rounds
-in a row; the remaining Flower rounds are skipped (no client is contacted).
+when the objective's relative change has been at most ``imk.tol`` (``imk.spectral-tol`` when every
+client's set-up reply says it started from its spectral clustering) for ``imk.stop-patience``
+rounds in a row; the remaining Flower rounds are skipped (no client is contacted). The set-up
+brought the ground truth, so the run ends without the end-of-run exchange (unless a sample-ID
+alignment needs the final labels sent back).
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ from fedmf_app.federated.handshake import exchange
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.imk.model import anchor_indices, label_rng, multiplier_step, server_rng
-from fedmf_app.methods.imk.params import imk_options, resolve_graph
+from fedmf_app.methods.imk.params import imk_options, resolve_graph, stop_tolerance
 from fedmf_app.methods.imk.plots import plot_convergence
 from fedmf_app.methods.imk.protocol import PROTOCOL
 from fedmf_app.methods.imk.server_updates import (
@@ -86,6 +89,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
     """
 
     protocol = PROTOCOL
+    truth_before_round_1 = True
     progress_keys = ("objective", "consensus", "acc")
     checkpoint_attrs = (
         "num_clusters",
@@ -95,6 +99,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         "phi_sum",
         "h_sum",
         "truth",
+        "truth_partition",
         "setup",
         "converged_round",
     )
@@ -113,6 +118,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         self.phi_sum: np.ndarray | None = None
         self.h_sum: np.ndarray | None = None
         self.truth: np.ndarray | None = None
+        self.truth_partition = 0
         self.setup: dict[str, Any] = {}
         self.converged_round: int | None = None
 
@@ -176,8 +182,8 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         h_inits = [arrays[1] for arrays, _ in replies]
         self.h = initial_global_h(h_inits, self.options.server_init, server_rng(self.shared.seed))
         self.phi_sum = np.zeros_like(self.h)
-        truths = [arrays[2] for arrays, _ in replies if len(arrays) > 2]
-        self.truth = truths[0] if truths else None
+        truths = [(p, arrays[2]) for p, (arrays, _) in enumerate(replies) if len(arrays) > 2]
+        self.truth_partition, self.truth = truths[0] if truths else (0, None)
         for reply in replies:
             reply[0].clear()  # drop the masked uploads (N a or N^2/2 words each)
         self.setup = {
@@ -185,6 +191,8 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             "upload_bytes_per_client": int(replies[0][1]["upload_bytes"]),
             "client_mask_s_max": max(float(r[1]["mask_s"]) for r in replies),
             "client_setup_s_max": max(float(r[1]["kernel_s"]) for r in replies),
+            "client_setup_peak_rss_mb_max": max(float(r[1]["peak_rss_mb"]) for r in replies),
+            "starts": [str(r[1]["start"]) for r in replies],
             "server_sum_s": sum_s,
             "setup_s": time.perf_counter() - started,
             "graph_edges": edges,
@@ -201,13 +209,15 @@ class FMVCIMKStrategy(ViewFederationStrategy):
 
     # ---------------------------------------------------------------------------------- rounds
     def converged(self, record: dict[str, Any]) -> str | None:
-        """The stop rule: the objective's relative change at most ``imk.tol`` for
-        ``imk.stop-patience`` rounds in a row."""
-        tol, patience = self.options.tol, self.options.stop_patience
+        """The stop rule: the objective's relative change at most the run's tolerance
+        (:func:`~fedmf_app.methods.imk.params.stop_tolerance` of the starts the clients' set-up
+        replies name) for ``imk.stop-patience`` rounds in a row."""
+        key, tol = stop_tolerance(self.options, self.setup["starts"])
+        patience = self.options.stop_patience
         if not plateau([r["objective"] for r in self.recorder.data["rounds"]], tol, patience):
             return None
         self.converged_round = record["round"]
-        return f"objective's relative change <= imk.tol = {tol:g} for {patience} rounds (imk.stop-patience)"
+        return f"objective's relative change <= {key} = {tol:g} for {patience} rounds (imk.stop-patience)"
 
     def aggregate(
         self, server_round: int, replies: list[ClientReply]
@@ -241,6 +251,11 @@ class FMVCIMKStrategy(ViewFederationStrategy):
     def _labels(self, server_round: int) -> np.ndarray:
         return extract_labels(self.h, self.options.labels, label_rng(self.shared.seed, server_round))
 
+    def held_truth(self) -> tuple[int, np.ndarray] | None:
+        """The ground truth of the first client that sent one at set-up (the run ends without
+        the end-of-run exchange)."""
+        return None if self.truth is None else (self.truth_partition, self.truth)
+
     def _scores(self, labels: np.ndarray) -> dict[str, float]:
         from fedmf_app.common.metrics import clustering_scores
 
@@ -258,6 +273,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             "rounds_run": last["round"],
             "converged_round": self.converged_round,
             "objective": last["objective"],
+            "peak_rss_mb_client_max": self.setup["client_setup_peak_rss_mb_max"],
         }
         for key in ("acc", "nmi", "purity", "ari"):
             if key in last:

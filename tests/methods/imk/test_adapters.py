@@ -1,6 +1,8 @@
 """FMVC-IMK's Strategy and NumPyClient driven in process (no Ray): same numbers as the kernels,
 the server sees only masked graph uploads, the stopping rule ends the run."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -17,9 +19,10 @@ from fedmf_app.common.secure_sum_math import (
 )
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.node_errors import NodeError
+from fedmf_app.methods.imk.client import FMVCIMKClient
 from fedmf_app.methods.imk.client_updates import preprocess_view, view_anchor_graph, view_knn_graph
 from fedmf_app.methods.imk.model import anchor_indices
-from fedmf_app.methods.imk.params import imk_options
+from fedmf_app.methods.imk.params import imk_options, stop_tolerance
 from fedmf_app.methods.imk.reference import IMKReference
 from fedmf_app.methods.imk.server_updates import AnchorLaplacian
 from fedmf_app.methods.imk.strategy import FMVCIMKStrategy
@@ -52,8 +55,10 @@ MISSING = {
 }
 
 
-def test_labelled_data_gives_per_round_and_final_scores(tmp_path):
+def test_labelled_data_gives_per_round_and_final_scores(tmp_path, monkeypatch):
     path, y = labelled_file(tmp_path)
+    evaluated = []
+    monkeypatch.setattr(FMVCIMKClient, "evaluate", lambda self, *args: evaluated.append(self.partition_id))
     cfg, strategy, _ = run_imk(
         tmp_path, **{"dataset": path, "num-clusters": 0, "imk.tol": 1e-4, "num-server-rounds": 30}
     )
@@ -61,11 +66,14 @@ def test_labelled_data_gives_per_round_and_final_scores(tmp_path):
     assert result["status"] == "completed" and strategy.k == 3
     rounds = result["rounds"]
     assert all({"acc", "nmi", "purity"} <= set(r) for r in rounds)
-    # the final scores (base class, from the clients' evaluate replies) are the last round's
+    # the final scores (against the ground truth the set-up brought) are the last round's, and the
+    # run ends without asking the clients for their labels again
     final = result["final"]
     assert all(final[key] == rounds[-1][key] for key in ("acc", "nmi", "purity"))
-    assert final["acc"] > 0.95 and final["nmi"] > 0.85
+    assert final["acc"] > 0.95 and final["nmi"] > 0.85 and final["ground_truth_partition"] == 0
+    assert evaluated == []
     assert result["summary"]["converged_round"] == rounds[-1]["round"] < 30
+    assert result["summary"]["peak_rss_mb_client_max"] == strategy.setup["client_setup_peak_rss_mb_max"] > 0
 
 
 @pytest.mark.parametrize("missing", list(MISSING))
@@ -200,7 +208,13 @@ def test_observed_rows_graph_changes_nothing_without_missing_views(tmp_path, gra
 
 @pytest.mark.parametrize("patience", [1, 3])
 def test_stopping_rule_ends_the_run_and_skips_the_remaining_rounds(tmp_path, patience):
-    overrides = {"imk.tol": 1e-2, "imk.stop-patience": patience, "num-server-rounds": 50}
+    # imk.tol's rule (imk.spectral-tol = 0: these spectral starts stop by imk.tol too)
+    overrides = {
+        "imk.tol": 1e-2,
+        "imk.spectral-tol": 0.0,
+        "imk.stop-patience": patience,
+        "num-server-rounds": 50,
+    }
     cfg, strategy, clients = run_imk(tmp_path, **overrides)
     result = strategy.recorder.data
     assert "imk.stop-patience" in result["summary"]["stopped_early"]["reason"]
@@ -216,6 +230,32 @@ def test_stopping_rule_ends_the_run_and_skips_the_remaining_rounds(tmp_path, pat
     )  # not before
     # the clients' private state is from the last round they ran
     assert all(c.context.state.config_records["fmvc-imk.meta"]["round"] == rounds[-1] for c in clients)
+
+
+@pytest.mark.parametrize("start", ["spectral", "kmeans"])
+def test_a_run_whose_clients_all_start_spectral_stops_by_the_spectral_tolerance(tmp_path, start):
+    overrides = {"imk.start": start, "imk.tol": 1e-12, "imk.spectral-tol": 1e-2, "num-server-rounds": 25}
+    cfg, strategy, _ = run_imk(tmp_path, **overrides)
+    result = strategy.recorder.data
+    assert strategy.setup["starts"] == [start] * 3  # what each client's set-up reply says it took
+    f = np.array([r["objective"] for r in result["rounds"]])
+    change = np.abs(np.diff(f)) / np.abs(f[:-1])
+    if start == "spectral":
+        assert "imk.spectral-tol = 0.01" in result["summary"]["stopped_early"]["reason"]
+        assert len(f) < 25 and (change[-3:] <= 1e-2).all()
+    else:  # a k-means start keeps imk.tol, which these rounds never reach
+        assert "stopped_early" not in result["summary"] and len(f) == 25
+        assert (change[-3:] <= 1e-2).all()  # the spectral tolerance would have stopped it
+
+
+def test_the_stop_tolerance_follows_the_starts_and_zero_switches_it():
+    options = imk_options(validate_run_config({**BASE, "imk.tol": 1e-3, "imk.spectral-tol": 3e-3}))
+    assert stop_tolerance(options, ["spectral", "spectral"]) == ("imk.spectral-tol", 3e-3)
+    assert stop_tolerance(options, ["spectral", "kmeans"]) == ("imk.tol", 1e-3)
+    assert stop_tolerance(options, []) == ("imk.tol", 1e-3)
+    no_spectral = dataclasses.replace(options, spectral_tol=0.0)
+    assert stop_tolerance(no_spectral, ["spectral"]) == ("imk.tol", 1e-3)
+    assert stop_tolerance(dataclasses.replace(options, tol=0.0), ["spectral"]) == ("imk.tol", 0.0)
 
 
 def test_missing_cluster_count_stops_before_round_one(tmp_path):
