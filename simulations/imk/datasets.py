@@ -111,7 +111,7 @@ def _fit(name: str, seed: int, overrides: dict) -> _Run:
     with single_threaded():
         data, cfg, options, views, k = _prepared(name, seed, overrides)
         ref = IMKReference(views, options, k, seed)
-        _, tol = stop_tolerance(options, [resolve_start(options.start, x) for x in views])
+        _, tol = stop_tolerance(options, ref.starts)
         objectives: list[float] = []
         for _ in range(cfg["num-server-rounds"]):
             objectives.append(ref.round()["objective"])

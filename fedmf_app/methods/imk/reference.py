@@ -20,6 +20,7 @@ from fedmf_app.methods.imk.client_updates import (
     ClientState,
     client_round,
     init_client,
+    resolve_start,
     view_anchor_graph,
     view_knn_graph,
 )
@@ -61,6 +62,8 @@ class IMKReference:
     ----------
     h : ndarray, shape (N, k)
         Global ``H``.
+    starts : list of {"kmeans", "spectral"}
+        The start each client took (what its set-up reply names; the stop rule reads them).
     states : list of ClientState
     history : list of dict
         Per round: the :func:`~fedmf_app.methods.imk.client_updates.objective` parts.
@@ -79,9 +82,10 @@ class IMKReference:
         self.seed = seed
         self.params = steps = params.steps
         m, k = len(views), num_clusters
+        self.starts = [resolve_start(params.start, x) for x in views]
         self.states: list[ClientState] = [
-            init_client(x, k, k, m, params.client_init, steps, client_rng(seed, i), params.start)
-            for i, x in enumerate(views)
+            init_client(x, k, k, m, params.client_init, steps, client_rng(seed, i), start)
+            for i, (x, start) in enumerate(zip(views, self.starts))
         ]
         self.laplacian = graph_laplacian(views, params, seed, observed)
         self.solver = make_solver(self.laplacian, m, steps, params.server_solver)
