@@ -27,8 +27,9 @@ the rounds and final ACC of earlier records against these. Usage::
     python -m simulations.rounds_study --methods fmvc-imk --config imk.tol=0 imk.spectral-tol=0 \
         num-server-rounds=60 --out results/no_stop --tolerances 1e-3 2e-3 3e-3
 
-``--tolerances`` writes ``<out>/stops.md``: for each tolerance, the round and ACC at which the
-objective stop rule would have ended each of the runs (made without a stop), from their records.
+``--tolerances`` writes ``<out>/stops.md`` (``stops-patience-<p>.md`` with ``--patience p`` other
+than 3): for each tolerance, the round and ACC at which the objective stop rule would have ended each
+of the runs (made without a stop), from their records.
 """
 
 from __future__ import annotations
@@ -162,6 +163,11 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return list(unique.values())
 
 
+def stops_file(patience: int) -> str:
+    """The name of the stop table for ``patience`` (``stops.md`` for the default 3)."""
+    return "stops.md" if patience == 3 else f"stops-patience-{patience}.md"
+
+
 def main() -> None:
     """Command line: see the module docstring."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -183,8 +189,9 @@ def main() -> None:
         nargs="+",
         type=float,
         metavar="TOL",
-        help="also write <out>/stops.md: the round and ACC at which the objective stop rule with each "
-        "tolerance would have ended each run (for runs made without a stop, e.g. imk.tol=0)",
+        help="also write <out>/stops.md (stops-patience-<p>.md for a patience p other than 3): the round and "
+        "ACC at which the objective stop rule with each tolerance would have ended each run (for runs made "
+        "without a stop, e.g. imk.tol=0)",
     )
     parser.add_argument("--patience", type=int, default=3, help="the patience of --tolerances (3)")
     parser.add_argument(
@@ -239,7 +246,7 @@ def main() -> None:
     sys.stdout.write(text)
     if args.tolerances:
         stops = stop_table(records, args.tolerances, args.patience)
-        (args.out / "stops.md").write_text(stops)
+        (args.out / stops_file(args.patience)).write_text(stops)
         sys.stdout.write("\n" + stops)
     if args.compare is not None:
         compared = comparison(read_records(args.compare), records)

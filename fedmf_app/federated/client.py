@@ -459,14 +459,39 @@ class ViewClient(NumPyClient):
         """One ``fit`` stage of the family (admitted; the reply is checked after it)."""
         raise NotImplementedError
 
+    def truth_bytes(self) -> bytes:
+        """This view's ground-truth labels as little-endian int64 bytes (empty when it has none):
+        the ``labels`` of a round-1 reply (``FIRST_ROUND_TRUTH``) or of the end of run, only to score."""
+        return b"" if self.view.labels is None else np.asarray(self.view.labels, "<i8").tobytes()
+
+    def round_record(self, server_round: int) -> dict[str, Scalar]:
+        """What a family's training reply adds for the server's record: ``peak_rss_mb``, and in
+        round 1 the ground truth when this view has one (:meth:`truth_bytes`), declared as
+        :data:`~fedmf_app.federated.stages.PROCESS_MEMORY` and
+        :data:`~fedmf_app.federated.stages.FIRST_ROUND_TRUTH`.
+
+        Parameters
+        ----------
+        server_round : int
+
+        Returns
+        -------
+        dict
+        """
+        record: dict[str, Scalar] = {"peak_rss_mb": peak_rss_mb()}
+        if server_round == 1 and self.view.labels is not None:
+            record["labels"] = self.truth_bytes()
+        return record
+
     def evaluate(
         self, parameters: list[np.ndarray], config: dict[str, Scalar]
     ) -> tuple[float, int, dict[str, Scalar]]:
-        """End of run: hand the ground truth to the server, only to score the final clustering.
+        """End of run, only after a sample-ID alignment: hand the ground truth to the server again,
+        only to score the final clustering (it came in round 1 or with the set-up as well).
 
-        After a sample-ID alignment the server sends the final labels (``parameters[0]``, one per
-        aligned sample); a node with node config ``labels-file`` writes them there as CSV
-        (``id,row,cluster``: its own IDs, its file's rows), :func:`write_labels_file`.
+        The server sends the final labels (``parameters[0]``, one per aligned sample); a node with
+        node config ``labels-file`` writes them there as CSV (``id,row,cluster``: its own IDs, its
+        file's rows), :func:`write_labels_file`.
 
         Returns
         -------
@@ -484,10 +509,9 @@ class ViewClient(NumPyClient):
                 target = self.context.node_config.get("labels-file")
                 if target:
                     write_labels_file(Path(str(target)), self.view, parameters[0])
-            labels = b"" if self.view.labels is None else np.asarray(self.view.labels, "<i8").tobytes()
             metrics: dict[str, Scalar] = {
                 "partition-id": self.partition_id,
-                "labels": labels,
+                "labels": self.truth_bytes(),
                 "peak_rss_mb": peak_rss_mb(),
             }
             return [], metrics, (0.0, int(self.view.features.shape[0]), metrics)

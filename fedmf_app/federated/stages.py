@@ -2,10 +2,12 @@
 
 Before a family's own stages, every run has the handshake (and, when the clients' data has sample IDs,
 the three stages of the sample-ID alignment, after which the handshake is asked once more); after the
-last round, the end of run. When the run sends masked sums, the key agreement costs no message of its
-own: each client's handshake reply carries its key for the run, and the peers' keys ride with the first
-request after the handshake (:attr:`~fedmf_app.federated.protocol.Stage.rides`). Each is answered at
-most as often as declared per run, a resumed run included (it agrees fresh keys and aligns again).
+last round, the end of run, which only a run with a sample-ID alignment makes (the ground truth comes
+with a family's set-up or round-1 replies instead). When the run sends masked sums, the key
+agreement costs no message of its own: each client's handshake reply carries its key for the run,
+and the peers' keys ride with the first request after the handshake
+(:attr:`~fedmf_app.federated.protocol.Stage.rides`). Each is answered at most as often as declared per
+run, a resumed run included (it agrees fresh keys and aligns again).
 :func:`family_protocol` puts a family's stages, facts and caps between them, so that a family declares
 its protocol in one place (its ``protocol.py``).
 """
@@ -17,7 +19,15 @@ from typing import Any
 
 from fedmf_app.federated.protocol import Cap, Fact, Part, Protocol, Sizes, Stage
 
-__all__ = ["CLUSTERS", "HANDSHAKE_PARTS", "MAX_CLUSTERS", "family_protocol", "shared_stages"]
+__all__ = [
+    "CLUSTERS",
+    "FIRST_ROUND_TRUTH",
+    "HANDSHAKE_PARTS",
+    "MAX_CLUSTERS",
+    "PROCESS_MEMORY",
+    "family_protocol",
+    "shared_stages",
+]
 
 #: What a client tells in the handshake (every family; a family may add parts).
 HANDSHAKE_PARTS: tuple[Part, ...] = (
@@ -38,6 +48,23 @@ HANDSHAKE_PARTS: tuple[Part, ...] = (
         "num-partitions", kinds="i", optional=True, learns="the number of partitions its node config declares"
     ),
 )
+
+
+#: The ground truth in a family's round-1 reply (fedsonmf, fmvc-iai; fmvc-imk's set-up carries it
+#: as an array): the run is scored without the end-of-run exchange, which would ask for the same
+#: labels again.
+FIRST_ROUND_TRUTH = Part(
+    "labels",
+    kinds="b",
+    optional=True,
+    learns=(
+        "in round 1 only: its ground-truth labels (n x int64), if it has any, only to score the "
+        "clustering (each round's clustering is scored after the last round)"
+    ),
+)
+
+#: The peak memory of the process that answered (in a deployment each message is a new process).
+PROCESS_MEMORY = Part("peak_rss_mb", learns="the peak memory of its process")
 
 
 def _hops(cfg: Mapping[str, Any]) -> int:
@@ -164,9 +191,12 @@ def shared_stages(
                         "final clustering"
                     ),
                 ),
-                Part("peak_rss_mb", learns="the peak memory of its process"),
+                PROCESS_MEMORY,
             ),
-            doc="end of run, after the last round",
+            doc=(
+                "end of run, after the last round, only after a sample-ID alignment (to send the final "
+                "labels back; otherwise the ground truth came during the run)"
+            ),
         ),
     )
     return before, after

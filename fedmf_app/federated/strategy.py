@@ -24,11 +24,11 @@ and every client takes part in every round. :class:`ViewFederationStrategy` does
   :func:`~fedmf_app.federated.timeouts.timeout_advice`), since the algorithms here need every
   view in every round;
 * after the last round: asks the algorithm for the predicted cluster of every sample
-  (:meth:`~ViewFederationStrategy.final_labels`), collects the ground truth from the clients'
-  evaluate replies (used only here, to score) or, for a family whose set-up already brought it
-  (:attr:`~ViewFederationStrategy.truth_before_round_1`), scores against that without another
-  exchange, and writes the summary, the plots and ``result.json["final"]`` (labels and ACC, NMI,
-  purity, ARI).
+  (:meth:`~ViewFederationStrategy.final_labels`), scores it against the ground truth the clients
+  sent during the run (fmvc-imk's set-up, the other families' round-1 replies; used only to score,
+  :meth:`~ViewFederationStrategy.held_truth`) without another exchange, and writes the summary, the
+  plots and ``result.json["final"]`` (labels and ACC, NMI, purity, ARI). After a sample-ID alignment
+  the end-of-run exchange sends every client the final labels (and brings the truth again).
 """
 
 from __future__ import annotations
@@ -146,12 +146,6 @@ class ViewFederationStrategy(Strategy):
     #: Attributes saved after every round (``checkpoint.npz``) and restored on resume.
     checkpoint_attrs: tuple[str, ...] = ("num_clusters",)
 
-    #: Whether the family's set-up already asks every client for its ground truth (its protocol's
-    #: set-up reply holds it, :meth:`held_truth`): the run then ends without the end-of-run
-    #: exchange, which would bring the same labels again, unless a sample-ID alignment needs the
-    #: final labels sent back.
-    truth_before_round_1: bool = False
-
     #: Classes (other than arrays, numbers, strings, containers and CSR matrices) whose instances
     #: those attributes hold: the only ones a checkpoint may name (their fields are restored).
     checkpoint_types: tuple[type, ...] = ()
@@ -179,6 +173,9 @@ class ViewFederationStrategy(Strategy):
         self._summary: dict[str, Any] = {}
         self._final: dict[str, Any] | None = None
         self.label_history: dict[int, np.ndarray] = {}
+        self.truth: np.ndarray | None = None
+        self.truth_partition = 0
+        self.client_peak_rss_mb: float | None = None
         self.broadcast: list[np.ndarray] = []
         self._round_costs: dict[str, float] = {}
 
@@ -406,19 +403,20 @@ class ViewFederationStrategy(Strategy):
         """
 
     def held_truth(self) -> tuple[int, np.ndarray] | None:
-        """The ground truth the clients already sent during the run, when the family's protocol
-        brings it before round 1 (default: never).
+        """The ground truth the clients sent during the run: :attr:`truth`, from the first partition
+        that had one, in its set-up reply (fmvc-imk sets it there) or its round-1 reply (``labels``,
+        :data:`~fedmf_app.federated.stages.FIRST_ROUND_TRUTH`, kept by :meth:`aggregate_fit`).
 
-        With :attr:`truth_before_round_1` the final labels are scored against it after the last
-        round, without the end-of-run exchange (``None``: no client had labels, nothing to score),
-        unless a sample-ID alignment needs the final labels sent back.
+        The final labels are scored against it after the last round, without an end-of-run exchange
+        (unless a sample-ID alignment needs the final labels sent back).
 
         Returns
         -------
         (int, ndarray of int, shape (n,)) or None
-            The partition it came from and its labels.
+            The partition it came from and its labels; ``None`` when no client had labels (nothing
+            to score).
         """
-        return None
+        return None if self.truth is None else (self.truth_partition, self.truth)
 
     def summary(self) -> dict[str, Any]:
         """Summary written when the run completes."""
@@ -437,8 +435,8 @@ class ViewFederationStrategy(Strategy):
     def round_labels(self) -> np.ndarray | None:
         """The clustering after the round just aggregated, kept to be scored when the run ends.
 
-        The ground truth reaches the server only after the last round (and only to score), so
-        every round's clustering is kept (:attr:`label_history`, checkpointed) and scored then;
+        Every round's clustering is kept (:attr:`label_history`, checkpointed) and scored after the
+        last round, against the ground truth the clients sent only to score (:meth:`held_truth`);
         the scores go into that round's record (``acc``, ``nmi``, ``purity``, ``ari``).
 
         Returns
@@ -580,8 +578,9 @@ class ViewFederationStrategy(Strategy):
 
     @classmethod
     def checkpointed(cls) -> tuple[str, ...]:
-        """The attributes a checkpoint holds: :attr:`checkpoint_attrs` and the kept rounds' labels."""
-        return (*cls.checkpoint_attrs, "label_history")
+        """The attributes a checkpoint holds: :attr:`checkpoint_attrs`, the kept rounds' labels, the
+        ground truth the clients sent and their processes' peak memory so far."""
+        return (*cls.checkpoint_attrs, "label_history", "truth", "truth_partition", "client_peak_rss_mb")
 
     def _write_checkpoint(self, server_round: int, arrays: list[np.ndarray]) -> None:
         state = {name: getattr(self, name) for name in self.checkpointed()}
@@ -610,6 +609,7 @@ class ViewFederationStrategy(Strategy):
         server_round += self.round_offset
         upload_bytes = max((sum(len(t) for t in res.parameters.tensors) for _, res in results), default=0)
         replies = self._decode(server_round, results, failures)
+        self._keep_truth_and_memory(replies)
         started = time.perf_counter()
         self._round_costs = {}
         try:
@@ -652,6 +652,10 @@ class ViewFederationStrategy(Strategy):
             log(INFO, "[%s] converged after round %d: %s", self.cfg["algorithm"], server_round, reason)
         if server_round == self.last_round:
             self._summary = self.summary()
+            if self.client_peak_rss_mb is not None:  # the family's summary may have an earlier reading
+                self._summary["peak_rss_mb_client_max"] = max(
+                    self.client_peak_rss_mb, float(self._summary.get("peak_rss_mb_client_max", 0.0))
+                )
             if self.last_round < self.num_rounds:
                 self._summary["stopped_early"] = {"round": self.last_round, "reason": reason}
             self._summary["wall_s"] = now - self._run_start
@@ -674,7 +678,7 @@ class ViewFederationStrategy(Strategy):
                         "the samples every party holds, by sample ID (the IDs stay with the clients: "
                         "each writes id,row,cluster to its node config labels-file)"
                     )
-                elif self.truth_before_round_1:
+                else:
                     held = self.held_truth()
                     self._score_final([] if held is None else [held])
                     self._complete()
@@ -684,14 +688,12 @@ class ViewFederationStrategy(Strategy):
     def configure_evaluate(
         self, server_round: int, parameters: Parameters, client_manager: ClientManager
     ) -> list[tuple[ClientProxy, EvaluateIns]]:
-        """After the last round only: ask every client for its ground truth (to score); after a
-        sample-ID alignment, send every client the final labels (which it maps to its own IDs)."""
+        """After the last round of a run with a sample-ID alignment only: send every client the final
+        labels (which it maps to its own IDs); the replies bring the ground truth again (to score)."""
         server_round += self.round_offset
-        if self.done or server_round != self.last_round or self._final is None:
+        if self.done or not self.alignment or server_round != self.last_round or self._final is None:
             return []
-        parameters = Parameters(tensors=[], tensor_type="numpy.ndarray")
-        if self.alignment:
-            parameters = ndarrays_to_parameters([np.asarray(self._final["labels"], dtype=np.int64)])
+        parameters = ndarrays_to_parameters([np.asarray(self._final["labels"], dtype=np.int64)])
         ins = EvaluateIns(
             parameters=parameters, config=self.stage_config("evaluate", **{"server-round": server_round})
         )
@@ -703,7 +705,8 @@ class ViewFederationStrategy(Strategy):
         results: list[tuple[ClientProxy, EvaluateRes]],
         failures: list[tuple[ClientProxy, EvaluateRes] | BaseException],
     ) -> tuple[float | None, dict[str, Scalar]]:
-        """Score the final clustering against the first partition's ground truth; finish the run."""
+        """Score the final clustering against the first partition's ground truth (of these replies, or
+        the one held since the run's first replies when none came); finish the run."""
         server_round += self.round_offset
         if server_round != self.last_round or self._final is None:
             return None, {}
@@ -722,7 +725,8 @@ class ViewFederationStrategy(Strategy):
             rss.append(float(self._summary["peak_rss_mb_client_max"]))
         if rss:
             self._summary["peak_rss_mb_client_max"] = max(rss)
-        self._score_final(truths)
+        held = self.held_truth()
+        self._score_final(truths or ([] if held is None else [held]))
         self._complete()
         return None, {}
 
@@ -731,6 +735,37 @@ class ViewFederationStrategy(Strategy):
         return None
 
     # ---------------------------------------------------------------------------------- helpers
+    def _keep_truth_and_memory(self, replies: list[ClientReply]) -> None:
+        """Keep what a round's replies bring for the record: the largest ``peak_rss_mb`` so far
+        and, from round-1 replies with ``labels``, the first partition's ground truth (only to
+        score, :meth:`held_truth`)."""
+        rss = [float(r.metrics["peak_rss_mb"]) for r in replies if "peak_rss_mb" in r.metrics]
+        if rss:
+            earlier = [] if self.client_peak_rss_mb is None else [self.client_peak_rss_mb]
+            self.client_peak_rss_mb = max(rss + earlier)
+        truths = [
+            (r.partition_id, np.frombuffer(r.metrics["labels"], dtype="<i8").copy())
+            for r in replies
+            if len(r.metrics.get("labels", b"")) > 0
+        ]
+        if truths and self.truth is None:
+            self.truth_partition, self.truth = truths[0]
+            self._warn_disagreeing(truths)
+
+    def _warn_disagreeing(self, truths: list[tuple[int, np.ndarray]]) -> None:
+        """Warn about partitions whose ground truth differs from the first of ``truths``."""
+        partition, truth = truths[0]
+        disagree = [p for p, t in truths[1:] if t.shape != truth.shape or np.any(t != truth)]
+        if disagree:
+            log(
+                WARNING,
+                "partitions %s hold ground truth that differs from partition %d's; "
+                "scored against partition %d",
+                disagree,
+                partition,
+                partition,
+            )
+
     def _score_final(self, truths: list[tuple[int, np.ndarray]]) -> None:
         """Score the final labels (and the kept rounds' labels) against the first of ``truths``
         (``(partition, labels)`` in partition order); warn about partitions whose truth differs."""
@@ -746,16 +781,7 @@ class ViewFederationStrategy(Strategy):
         self._final.update(clustering_scores(truth, predicted))
         self._final["ground_truth_partition"] = partition
         self._score_rounds(truth)
-        disagree = [p for p, t in truths[1:] if t.shape != truth.shape or np.any(t != truth)]
-        if disagree:
-            log(
-                WARNING,
-                "partitions %s hold ground truth that differs from partition %d's; "
-                "scored against partition %d",
-                disagree,
-                partition,
-                partition,
-            )
+        self._warn_disagreeing(truths)
 
     def _score_rounds(self, truth: np.ndarray) -> None:
         """Add each kept round's scores against ``truth`` to its record (:meth:`round_labels`)."""

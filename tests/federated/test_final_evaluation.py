@@ -1,4 +1,7 @@
-"""End-of-run clustering: labels from the algorithm, ground truth from the clients, only to score."""
+"""End-of-run clustering: labels from the algorithm, ground truth from the clients, only to score.
+
+The ground truth comes with the clients' first replies (fmvc-imk's set-up, the other families'
+round 1), so a run without a sample-ID alignment ends with its last round: no end-of-run exchange."""
 
 import json
 
@@ -10,10 +13,12 @@ from fedmf_app.common.clustering import kmeans_labels
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.common.seeding import Stream, rng_for
 from fedmf_app.data import DataError
+from fedmf_app.federated.client import ViewClient
 from fedmf_app.federated.strategy import FederationError
 from fedmf_app.methods.sonmf.params import resolve_cluster_columns, resolve_rank, sonmf_options
 from fedmf_app.registry import validate_run_config
 
+from support.data import IAI_SMALL, client_view, iai_labelled_file
 from support.federation import federation, run_federation
 
 N_PER_CLASS, K = 10, 3
@@ -54,6 +59,60 @@ def test_final_labels_are_scored_against_the_clients_ground_truth(tmp_path):
     scores = clustering_scores(truth, expected)
     assert {k: final[k] for k in scores} == pytest.approx(scores)
     assert [c["num-classes"] for c in result["clients"]] == [K, K, K]
+
+
+def _labelled_config(tmp_path, algorithm):
+    """A short labelled run of ``algorithm`` (fedsonmf: the toy views; fmvc-iai: its small set)."""
+    if algorithm == "fmvc-iai":
+        return validate_run_config(
+            {**IAI_SMALL, "dataset": iai_labelled_file(tmp_path), "out-dir": str(tmp_path)}
+        )
+    path, _ = _separable_views(tmp_path)
+    return _cfg(path)
+
+
+@pytest.mark.parametrize("algorithm", ["fedsonmf", "fmvc-iai"])
+def test_the_ground_truth_comes_in_round_1_and_the_run_ends_without_another_exchange(
+    tmp_path, monkeypatch, algorithm
+):
+    cfg = _labelled_config(tmp_path, algorithm)
+    sent = {}
+    evaluated = []
+    record = ViewClient.round_record
+
+    def spy(self, server_round):
+        out = record(self, server_round)
+        sent.setdefault(server_round, []).append(sorted(out))
+        return out
+
+    monkeypatch.setattr(ViewClient, "round_record", spy)
+    monkeypatch.setattr(ViewClient, "evaluate", lambda self, *args: evaluated.append(self.partition_id))
+    strategy, _ = run_federation(tmp_path, cfg)
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["status"] == "completed" and evaluated == []
+    # every client sends its labels in round 1 only, and its peak memory every round
+    m, rounds = cfg["num-clients"], cfg["num-server-rounds"]
+    later = {t: [["peak_rss_mb"]] * m for t in range(2, rounds + 1)}
+    assert sent == {1: [["labels", "peak_rss_mb"]] * m, **later}
+    truth = client_view(cfg, 0).labels
+    partition, held = strategy.held_truth()
+    assert partition == 0 and np.array_equal(held, truth)
+    final = result["final"]
+    scores = clustering_scores(truth, np.asarray(final["labels"]))
+    assert final["ground_truth_partition"] == 0 and {k: final[k] for k in scores} == pytest.approx(scores)
+    if algorithm == "fmvc-iai":  # each round's clustering, scored after the last
+        assert all("acc" in r for r in result["rounds"])
+    assert result["summary"]["peak_rss_mb_client_max"] > 0
+
+
+def test_a_partition_whose_ground_truth_differs_is_named(tmp_path, caplog):
+    path, truth = _separable_views(tmp_path)
+    other = {"data-file": str(tmp_path / "other.npz")}
+    np.savez(tmp_path / "other.npz", X=np.ones((truth.size, 4)) + np.eye(truth.size, 4), y=truth[::-1])
+    run_federation(tmp_path, _cfg(path), node_configs={1: other})
+    assert "partitions [1] hold ground truth that differs from partition 0's" in caplog.text
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["final"]["ground_truth_partition"] == 0
 
 
 def test_without_ground_truth_the_run_keeps_only_labels(tmp_path):

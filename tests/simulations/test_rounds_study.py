@@ -21,7 +21,7 @@ from simulations.rounds_report import (
     table,
     write_figure,
 )
-from simulations.rounds_study import read_records, with_round_labels
+from simulations.rounds_study import read_records, stops_file, with_round_labels
 from simulations.spread import SPREAD
 
 from support.data import labelled_file
@@ -220,9 +220,12 @@ def test_the_stop_table_is_what_the_runs_without_a_stop_give():
     records = read_records(DOCS / "rounds" / "imk_no_stop" / "runs.jsonl")
     assert all(len(r["rounds"]) == 60 and r["config"]["imk.tol"] == 0 for r in records)
     assert (DOCS / "rounds" / "imk_no_stop" / "table.md").read_text() == table(records)
-    stops = stop_table(records, [1e-3, 1.5e-3, 2e-3, 3e-3, 5e-3], 3)
-    assert (DOCS / "rounds" / "imk_no_stop" / "stops.md").read_text() == stops
-    assert "(rounds/imk_no_stop/stops.md)" in (DOCS / "rounds.md").read_text()
+    tolerances = {3: [1e-3, 1.5e-3, 2e-3, 3e-3, 5e-3], 1: [1e-3, 3e-3, 5e-3, 7e-3, 1e-2, 1.5e-2]}
+    for patience, tols in tolerances.items():
+        name = stops_file(patience)
+        stops = stop_table(records, tols, patience)
+        assert (DOCS / "rounds" / "imk_no_stop" / name).read_text() == stops
+        assert f"(rounds/imk_no_stop/{name})" in (DOCS / "rounds.md").read_text()
 
 
 def test_the_stop_round_is_the_first_at_which_the_rule_fires_and_its_acc_is_read_there():

@@ -111,7 +111,11 @@ class FMVCIAIClient(ViewClient):
             if params.keeps_setup_lists:
                 kept[_SETUP_LISTS] = neighbours
             save_state(self.context, self.cfg, _NAME, server_round, kept)
-            values = {"neighbour lists": neighbours, "kernel_s": time.perf_counter() - started}
+            values = {
+                "neighbour lists": neighbours,
+                "kernel_s": time.perf_counter() - started,
+                **self.round_record(server_round),
+            }
             arrays, metrics = self.reply(stage, values, parameters, server_round)
             return arrays, int(self.observed.sum()), metrics
         neighbours, labels, target, anchors = parameters
@@ -151,6 +155,7 @@ class FMVCIAIClient(ViewClient):
             "loss_attribute": upload.losses.attribute,
             "loss_structure": upload.losses.structure,
             "loss_clustering": upload.losses.clustering,
+            **self.round_record(server_round),
         }
         if upload.emd is not None:
             values["emd"] = upload.emd

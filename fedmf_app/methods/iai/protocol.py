@@ -11,7 +11,13 @@ config asking for deeper lists (up to the complete ordering of every view's samp
 from __future__ import annotations
 
 from fedmf_app.federated.protocol import Cap, Part, Sizes, Stage
-from fedmf_app.federated.stages import CLUSTERS, MAX_CLUSTERS, family_protocol
+from fedmf_app.federated.stages import (
+    CLUSTERS,
+    FIRST_ROUND_TRUTH,
+    MAX_CLUSTERS,
+    PROCESS_MEMORY,
+    family_protocol,
+)
 from fedmf_app.methods.iai.global_assignment import adaptive_knn
 from fedmf_app.methods.iai.params import ANCHOR_DISTANCE_RULES, IAIParams, iai_params
 from fedmf_app.methods.iai.rank_fusion import adaptive_rank_depth
@@ -85,6 +91,8 @@ SETUP = Stage(
             ),
         ),
         Part("kernel_s", learns="the time of its set-up"),
+        FIRST_ROUND_TRUTH,
+        PROCESS_MEMORY,
     ),
     doc="round 1: the autoencoder and the neighbour lists",
 )
@@ -184,6 +192,7 @@ ROUND = Stage(
         ),
         Part("kernel_s", learns="the time of its training round"),
         Part("secagg_s", present=_secure, learns="the time of its masking"),
+        PROCESS_MEMORY,
     ),
     doc="every training round (rounds 2 and later)",
 )

@@ -89,7 +89,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
     """
 
     protocol = PROTOCOL
-    truth_before_round_1 = True
     progress_keys = ("objective", "consensus", "acc")
     checkpoint_attrs = (
         "num_clusters",
@@ -98,8 +97,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         "laplacian",
         "phi_sum",
         "h_sum",
-        "truth",
-        "truth_partition",
         "setup",
         "converged_round",
     )
@@ -117,8 +114,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         self.solver: ServerSolver | WoodburySolver | None = None
         self.phi_sum: np.ndarray | None = None
         self.h_sum: np.ndarray | None = None
-        self.truth: np.ndarray | None = None
-        self.truth_partition = 0
         self.setup: dict[str, Any] = {}
         self.converged_round: int | None = None
 
@@ -250,11 +245,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
 
     def _labels(self, server_round: int) -> np.ndarray:
         return extract_labels(self.h, self.options.labels, label_rng(self.shared.seed, server_round))
-
-    def held_truth(self) -> tuple[int, np.ndarray] | None:
-        """The ground truth of the first client that sent one at set-up (the run ends without
-        the end-of-run exchange)."""
-        return None if self.truth is None else (self.truth_partition, self.truth)
 
     def _scores(self, labels: np.ndarray) -> dict[str, float]:
         from fedmf_app.common.metrics import clustering_scores

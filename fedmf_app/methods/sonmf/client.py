@@ -162,8 +162,10 @@ class SparseONMFClient(ViewClient):
         num_examples : int
             Samples n.
         metrics : dict
-            ``partition-id``, ``kernel_s``; with diagnostics ``loss`` and ``basis_residual`` (in the
-            masked vector instead with secure aggregation, which adds ``secagg_s``).
+            ``partition-id``, ``kernel_s``, ``peak_rss_mb`` and in round 1 ``labels``
+            (:meth:`~fedmf_app.federated.client.ViewClient.round_record`); with diagnostics ``loss``
+            and ``basis_residual`` (in the masked vector instead with secure aggregation, which adds
+            ``secagg_s``).
         """
         server_round = int(config["server-round"])
         state = load_state(self.context, self.cfg, self.state_name, server_round)
@@ -202,6 +204,7 @@ class SparseONMFClient(ViewClient):
                 diag = client_diagnostics(x, u_start, work.u, work.v, work.xvt)
                 values.update(gradient=diag.grad, loss=diag.loss, basis_residual=diag.basis_residual)
         values["kernel_s"] = time.perf_counter() - started
+        values.update(self.round_record(server_round))
         arrays, metrics = self.reply(stage, values, parameters, server_round, bounds)
         kept = {"u": work.u, **work.state}
         if bounds.upload is not None:

@@ -16,7 +16,13 @@ from typing import Any
 
 from fedmf_app.data.synthetic import AUTO_RANK_DEFAULT, planted_rank
 from fedmf_app.federated.protocol import Bound, Cap, Fact, Part, Sizes, Stage
-from fedmf_app.federated.stages import CLUSTERS, MAX_CLUSTERS, family_protocol
+from fedmf_app.federated.stages import (
+    CLUSTERS,
+    FIRST_ROUND_TRUTH,
+    MAX_CLUSTERS,
+    PROCESS_MEMORY,
+    family_protocol,
+)
 from fedmf_app.methods.sonmf.params import SONMFOptions, start
 from fedmf_app.methods.sonmf.start import OVERSAMPLING
 from fedmf_app.methods.sonmf.upload_bounds import UploadBounds, gradient_bound, loss_bound
@@ -209,6 +215,8 @@ ROUND = Stage(
         Part("partition-id", kinds="i", learns="its partition id"),
         Part("kernel_s", learns="the time of its local work"),
         Part("secagg_s", present=_secure, learns="the time of its masking"),
+        FIRST_ROUND_TRUTH,
+        PROCESS_MEMORY,
     ),
     doc="every training round",
 )

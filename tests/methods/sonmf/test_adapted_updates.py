@@ -207,7 +207,13 @@ def test_aggregation_of_constructed_replies(tmp_path, algorithm):
             proxy,
             fit_res(
                 [uploads[p], grads[p]],
-                {"partition-id": p, "kernel_s": 0.1, "loss": float(p), "basis_residual": 2.0},
+                {
+                    "partition-id": p,
+                    "kernel_s": 0.1,
+                    "peak_rss_mb": 1.0,
+                    "loss": float(p),
+                    "basis_residual": 2.0,
+                },
             ),
         )
         for p, proxy in enumerate(strategy.clients)
@@ -252,7 +258,8 @@ def test_server_only_variant_aggregates_mean_gradients_with_step_eta_g_alpha(tmp
         (
             proxy,
             fit_res(
-                [grads[p], grads[p]], {"partition-id": p, "kernel_s": 0.1, "loss": 1.0, "basis_residual": 0.0}
+                [grads[p], grads[p]],
+                {"partition-id": p, "kernel_s": 0.1, "peak_rss_mb": 1.0, "loss": 1.0, "basis_residual": 0.0},
             ),
         )
         for p, proxy in enumerate(strategy.clients)

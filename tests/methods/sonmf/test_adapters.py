@@ -100,7 +100,13 @@ def test_aggregation_of_constructed_replies(tmp_path):
             proxy,
             fit_res(
                 [v_hats[p], grads[p]],
-                {"partition-id": p, "kernel_s": 0.1, "loss": float(p), "basis_residual": 2.0},
+                {
+                    "partition-id": p,
+                    "kernel_s": 0.1,
+                    "peak_rss_mb": 1.0,
+                    "loss": float(p),
+                    "basis_residual": 2.0,
+                },
             ),
         )
         for p, proxy in enumerate(strategy.clients)
@@ -230,7 +236,10 @@ def test_without_diagnostics_only_the_local_copy_travels(tmp_path):
     client = FedSONMFClient(node_context(cfg, 0, 3), cfg, 0, 3, client_view(cfg, 0))
     arrays, _, metrics = client.fit([np.ones((6, 40))], round_config(1, clusters=0, rank=6))
     assert len(arrays) == 1 and arrays[0].shape == (6, 40)
-    assert set(metrics) == {"partition-id", "kernel_s"}
+    # besides: its process's peak memory (a view with ground truth adds it in round 1, only to score:
+    # tests/federated/test_final_evaluation.py)
+    assert client_view(cfg, 0).labels is None
+    assert set(metrics) == {"partition-id", "kernel_s", "peak_rss_mb"}
 
 
 def test_handshake_replies_get_a_rounds_timeout_not_the_connect_timeout(tmp_path):
