@@ -652,10 +652,8 @@ class ViewFederationStrategy(Strategy):
             log(INFO, "[%s] converged after round %d: %s", self.cfg["algorithm"], server_round, reason)
         if server_round == self.last_round:
             self._summary = self.summary()
-            if self.client_peak_rss_mb is not None:  # the family's summary may have an earlier reading
-                self._summary["peak_rss_mb_client_max"] = max(
-                    self.client_peak_rss_mb, float(self._summary.get("peak_rss_mb_client_max", 0.0))
-                )
+            if self.client_peak_rss_mb is not None:
+                self._summary["peak_rss_mb_client_max"] = self.client_peak_rss_mb
             if self.last_round < self.num_rounds:
                 self._summary["stopped_early"] = {"round": self.last_round, "reason": reason}
             self._summary["wall_s"] = now - self._run_start
@@ -691,7 +689,7 @@ class ViewFederationStrategy(Strategy):
         """After the last round of a run with a sample-ID alignment only: send every client the final
         labels (which it maps to its own IDs); the replies bring the ground truth again (to score)."""
         server_round += self.round_offset
-        if self.done or not self.alignment or server_round != self.last_round or self._final is None:
+        if not self.alignment or server_round != self.last_round or self._final is None:
             return []
         parameters = ndarrays_to_parameters([np.asarray(self._final["labels"], dtype=np.int64)])
         ins = EvaluateIns(
@@ -721,8 +719,8 @@ class ViewFederationStrategy(Strategy):
         if failures:
             log(WARNING, "%d client(s) sent no ground truth for the final scores", len(failures))
         rss = [float(res.metrics["peak_rss_mb"]) for _, res in results if "peak_rss_mb" in res.metrics]
-        if "peak_rss_mb_client_max" in self._summary:  # the family's summary has an earlier reading
-            rss.append(float(self._summary["peak_rss_mb_client_max"]))
+        if self.client_peak_rss_mb is not None:  # the run's earlier replies
+            rss.append(self.client_peak_rss_mb)
         if rss:
             self._summary["peak_rss_mb_client_max"] = max(rss)
         held = self.held_truth()
@@ -737,18 +735,20 @@ class ViewFederationStrategy(Strategy):
     # ---------------------------------------------------------------------------------- helpers
     def _keep_truth_and_memory(self, replies: list[ClientReply]) -> None:
         """Keep what a round's replies bring for the record: the largest ``peak_rss_mb`` so far
-        and, from round-1 replies with ``labels``, the first partition's ground truth (only to
-        score, :meth:`held_truth`)."""
+        (:attr:`client_peak_rss_mb`, which fmvc-imk's set-up starts) and, from round-1 replies with
+        ``labels``, the first partition's ground truth (only to score, :meth:`held_truth`)."""
         rss = [float(r.metrics["peak_rss_mb"]) for r in replies if "peak_rss_mb" in r.metrics]
         if rss:
             earlier = [] if self.client_peak_rss_mb is None else [self.client_peak_rss_mb]
             self.client_peak_rss_mb = max(rss + earlier)
+        if self.truth is not None:
+            return
         truths = [
             (r.partition_id, np.frombuffer(r.metrics["labels"], dtype="<i8").copy())
             for r in replies
             if len(r.metrics.get("labels", b"")) > 0
         ]
-        if truths and self.truth is None:
+        if truths:
             self.truth_partition, self.truth = truths[0]
             self._warn_disagreeing(truths)
 

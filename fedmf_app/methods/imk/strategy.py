@@ -194,6 +194,7 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             "num_anchors": 0 if anchors is None else int(anchors.size),
             "num_clusters": self.k,
         }
+        self.client_peak_rss_mb = self.setup["client_setup_peak_rss_mb_max"]
         log(INFO, "fmvc-imk setup: %s", self.setup)
         return [self.h]
 
@@ -263,7 +264,6 @@ class FMVCIMKStrategy(ViewFederationStrategy):
             "rounds_run": last["round"],
             "converged_round": self.converged_round,
             "objective": last["objective"],
-            "peak_rss_mb_client_max": self.setup["client_setup_peak_rss_mb_max"],
         }
         for key in ("acc", "nmi", "purity", "ari"):
             if key in last:
