@@ -1,6 +1,7 @@
 """The local federation's parts without a federation: certificates and keys, owned processes, the
 ClientApp's data errors, the command line's checks, and the command line stopped by SIGTERM."""
 
+import json
 import os
 import re
 import signal
@@ -196,3 +197,27 @@ def test_clientapp_message_path_does_not_import_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def _imported(code: str, modules: set[str]) -> list[str]:
+    """Which of ``modules`` a fresh Python process has loaded after running ``code``."""
+    probe = (
+        f"import json, sys; {code}; print(json.dumps(sorted(set(sys.modules) & set({sorted(modules)!r}))))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_iai_handshake_process_loads_no_torch_and_training_no_torch_geometric():
+    # fmvc-iai's handshake needs neither torch (about 1.6 s of CPU to import) nor the networks;
+    # its training stages need torch but not torch-geometric (about 2.3 s more), which only the
+    # sampled subgraphs of a large graph load
+    heavy = {"torch", "torch_geometric"}
+    assert _imported("from fedmf_app.registry import client_class; client_class('fmvc-iai')", heavy) == []
+    assert _imported("import fedmf_app.methods.iai.client_updates", heavy) == ["torch"]
+    sampled = (
+        "import torch; from fedmf_app.methods.iai.graph_autoencoder import _sampled_subgraphs; "
+        "next(_sampled_subgraphs(torch.tensor([[0, 1], [1, 0]]), 4, 2, 0))"
+    )
+    assert _imported(sampled, heavy) == ["torch", "torch_geometric"]

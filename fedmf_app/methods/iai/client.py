@@ -18,8 +18,10 @@ Messages (every array is a plain ndarray, the sparse ones as index/value pairs; 
 The autoencoder (trained once, in round 1), the graph autoencoder's weights and, with the
 rank-fused graphs, the set-up round's neighbour lists (the observed rows' lists of every training
 round, whose codes do not change) stay in ``context.state``; nothing else is kept. The client
-reads only the rows of its view that the run's missing-view mask marks observed. torch is
-imported here only (other algorithms never load this module). Its kernels run on one thread
+reads only the rows of its view that the run's missing-view mask marks observed. torch and the
+networks are imported by a training stage only (:meth:`FMVCIAIClient.fit_stage`): a deployed
+SuperNode runs every message in a fresh process, and the handshake's then starts without them
+(about 4 s of CPU less). Its kernels run on one thread
 (torch's and every native pool: :func:`~fedmf_app.common.threads.single_threaded`), so that its
 numbers do not depend on the machine's cores or on the simulation's ``client-resources-num-cpus``.
 """
@@ -32,7 +34,6 @@ from logging import WARNING
 from typing import Any
 
 import numpy as np
-import torch
 from flwr.common import Context, Scalar
 from flwr.common.logger import log
 
@@ -41,7 +42,6 @@ from fedmf_app.data import ClientView
 from fedmf_app.federated.client import ViewClient
 from fedmf_app.federated.protocol import Stage
 from fedmf_app.federated.saved_state import load_state, save_state
-from fedmf_app.methods.iai.client_updates import client_round, client_seed, client_setup
 from fedmf_app.methods.iai.options import FAMILY
 from fedmf_app.methods.iai.params import iai_params
 from fedmf_app.methods.iai.protocol import PROTOCOL
@@ -55,6 +55,8 @@ _SETUP_LISTS = "setup-lists"
 
 def _device(requested: str) -> str:
     """The run config's device, or the CPU when CUDA is asked for but absent."""
+    import torch
+
     if requested == "cuda" and not torch.cuda.is_available():
         log(WARNING, "run config device = 'cuda' but no GPU is present: training on the CPU")
         return "cpu"
@@ -86,8 +88,6 @@ class FMVCIAIClient(ViewClient):
         view: ClientView,
     ) -> None:
         super().__init__(context, cfg, partition_id, num_partitions, view)
-        torch.set_num_threads(1)
-        self.seed = client_seed(self.shared.seed, partition_id)
 
     def handshake_properties(self) -> dict[str, Scalar]:
         """Handshake, plus how many of this view's rows are observed."""
@@ -98,6 +98,12 @@ class FMVCIAIClient(ViewClient):
     ) -> tuple[list[np.ndarray], int, dict[str, Scalar]]:
         """Round 1 (stage ``setup``): autoencoder and neighbour lists; later rounds (stage
         ``round``): one training round."""
+        import torch
+
+        from fedmf_app.methods.iai.client_updates import client_round, client_seed, client_setup
+
+        torch.set_num_threads(1)
+        seed = client_seed(self.shared.seed, self.partition_id)
         server_round = int(config["server-round"])
         state = load_state(self.context, self.cfg, _NAME, server_round)
         started = time.perf_counter()
@@ -106,7 +112,7 @@ class FMVCIAIClient(ViewClient):
         if server_round == 1:
             params = iai_params(self.cfg, num_clusters=k, num_samples=x.shape[0])
             with single_threaded():
-                neighbours, ae_state = client_setup(x, self.observed, params, self.seed)
+                neighbours, ae_state = client_setup(x, self.observed, params, seed)
             kept = {f"ae.{k}": v for k, v in ae_state.items()}
             if params.keeps_setup_lists:
                 kept[_SETUP_LISTS] = neighbours
@@ -135,7 +141,7 @@ class FMVCIAIClient(ViewClient):
                 target if target.shape[0] else None,
                 anchors,
                 params,
-                self.seed + server_round,
+                seed + server_round,
                 setup_lists,
             )
         save_state(

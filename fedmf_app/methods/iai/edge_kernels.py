@@ -22,9 +22,8 @@ from dataclasses import dataclass
 
 import torch
 from torch.nn import functional as F
-from torch_geometric.utils import softmax
 
-__all__ = ["EdgePattern", "edge_dot", "edge_spmm", "gat_layer"]
+__all__ = ["EdgePattern", "edge_dot", "edge_softmax", "edge_spmm", "gat_layer"]
 
 
 def _csr(rows: torch.Tensor, cols: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -167,8 +166,35 @@ def edge_dot(a: torch.Tensor, b: torch.Tensor, pattern: EdgePattern) -> torch.Te
     return _SDDMM.apply(a.contiguous(), b.contiguous(), pattern)
 
 
+def edge_softmax(logits: torch.Tensor, rows: torch.Tensor, n: int) -> torch.Tensor:
+    """Softmax of edge values over the edges of each row, every column apart.
+
+    ``out_ij = exp(v_ij - max_j v_ij) / (Σ_j exp(v_ij - max_j v_ij) + 1e-16)``, the maximum taken
+    without gradient: the arithmetic of torch-geometric's ``utils.softmax`` with an ``index``, so
+    the two give the same numbers.
+
+    Parameters
+    ----------
+    logits : Tensor, shape (E, h)
+    rows : Tensor of int64, shape (E,)
+        The row of every edge.
+    n : int
+        Number of rows.
+
+    Returns
+    -------
+    Tensor, shape (E, h)
+    """
+    index = rows.unsqueeze(-1).expand_as(logits)
+    size = (n, logits.shape[1])
+    peak = logits.new_zeros(size).scatter_reduce_(0, index, logits.detach(), "amax", include_self=False)
+    out = (logits - peak.index_select(0, rows)).exp()
+    total = logits.new_zeros(size).scatter_add_(0, index, out) + 1e-16
+    return out / total.index_select(0, rows)
+
+
 def gat_layer(conv: torch.nn.Module, x: torch.Tensor, pattern: EdgePattern) -> torch.Tensor:
-    """The forward pass of a PyG ``GATConv`` (its own parameters) with sparse products.
+    """The forward pass of a graph attention layer (PyG's ``GATConv``) with sparse products.
 
     Computes, per head ``h``, ``e_ij = LeakyReLU(<a_src, W x_j> + <a_dst, W x_i>)``,
     ``α_ij = softmax_j(e_ij)`` over the incoming edges of ``i`` and ``Σ_j α_ij W x_j``, then
@@ -177,8 +203,10 @@ def gat_layer(conv: torch.nn.Module, x: torch.Tensor, pattern: EdgePattern) -> t
 
     Parameters
     ----------
-    conv : torch_geometric.nn.GATConv
-        ``dropout = 0``, no ``edge_dim``, no residual, one shared linear map.
+    conv : GraphAttention or torch_geometric.nn.GATConv
+        The layer's parameters: ``lin``, ``att_src``, ``att_dst``, ``bias`` and ``heads``,
+        ``out_channels``, ``concat``, ``negative_slope`` (a ``GATConv`` with ``dropout = 0``, no
+        ``edge_dim``, no residual, one shared linear map).
     x : Tensor, shape (n, d)
     pattern : EdgePattern
         Rows = targets; includes the self loops ``(i, i)``.
@@ -192,7 +220,7 @@ def gat_layer(conv: torch.nn.Module, x: torch.Tensor, pattern: EdgePattern) -> t
     score_src = (xw * conv.att_src).sum(dim=-1)
     score_dst = (xw * conv.att_dst).sum(dim=-1)
     logits = F.leaky_relu(score_src[pattern.cols] + score_dst[pattern.rows], conv.negative_slope)
-    alpha = softmax(logits, pattern.rows, num_nodes=pattern.n)
+    alpha = edge_softmax(logits, pattern.rows, pattern.n)
     out = torch.stack([edge_spmm(alpha[:, h], xw[:, h], pattern) for h in range(heads)], dim=1)
     out = out.reshape(-1, heads * width) if conv.concat else out.mean(dim=1)
     return out if conv.bias is None else out + conv.bias

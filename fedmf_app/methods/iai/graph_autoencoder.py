@@ -1,6 +1,12 @@
 """Client networks of paper C: autoencoder, GAT graph autoencoder with
 attribute and structure decoders, and the DEC clustering layer. torch / torch-geometric.
 
+The attention layers hold the parameters of torch-geometric's ``GATConv`` and run its forward pass
+as sparse products (:mod:`~fedmf_app.methods.iai.edge_kernels`); torch-geometric itself is
+imported only to draw subgraphs of a large graph (:func:`_sampled_subgraphs`). Importing it costs
+about 2 s of CPU, which a deployed client would otherwise pay in the fresh process that runs each
+of its rounds.
+
 Random streams: every function that draws takes an integer ``seed`` and runs inside its own forked
 torch RNG (the structure loss's non-edges from a numpy Generator of that seed), so no global
 random state leaks in or out.
@@ -18,16 +24,13 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch_geometric.data import Data
-from torch_geometric.loader import RandomNodeLoader
-from torch_geometric.nn import GATConv
-from torch_geometric.utils import add_self_loops
 
 from fedmf_app.methods.iai.edge_kernels import EdgePattern, edge_dot, gat_layer
 from fedmf_app.methods.iai.params import GAEParams
 from fedmf_app.methods.iai.view_scaling import ScaledRows
 
 __all__ = [
+    "GraphAttention",
     "GraphAutoencoder",
     "GAELosses",
     "autoencoder",
@@ -175,15 +178,75 @@ def soft_assignment(h: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
     return kernel / kernel.sum(dim=1, keepdim=True)
 
 
+def _glorot(parameter: torch.Tensor) -> None:
+    """Uniform on ``±sqrt(6 / (fan_in + fan_out))`` over the last two dimensions, in place."""
+    bound = math.sqrt(6.0 / (parameter.size(-2) + parameter.size(-1)))
+    with torch.no_grad():
+        parameter.uniform_(-bound, bound)
+
+
+def with_self_loops(edges: torch.Tensor, n: int) -> torch.Tensor:
+    """The edges followed by the self loops ``(i, i)`` of every node (torch-geometric's order).
+
+    Parameters
+    ----------
+    edges : Tensor of int64, shape (2, e)
+    n : int
+
+    Returns
+    -------
+    Tensor of int64, shape (2, e + n)
+    """
+    loops = torch.arange(n, dtype=edges.dtype, device=edges.device)
+    return torch.cat([edges, loops.repeat(2, 1)], dim=1)
+
+
+class GraphAttention(nn.Module):
+    """The parameters of torch-geometric's ``GATConv(in_dim, width, heads)`` (``dropout = 0``, no
+    edge features, no residual): the shared map ``lin`` (no bias), the attention vectors
+    ``att_src`` and ``att_dst`` of shape (1, heads, width) and the output ``bias``.
+
+    Built from the same random draws as ``GATConv``, so the same seed gives the same weights, and
+    with the same parameter names. The forward pass is
+    :func:`~fedmf_app.methods.iai.edge_kernels.gat_layer`.
+
+    Parameters
+    ----------
+    in_dim : int
+    width : int
+        Output channels per head.
+    heads : int
+    negative_slope : float
+        Of the LeakyReLU on the attention logits (``GATConv``'s 0.2).
+    """
+
+    concat = True
+
+    def __init__(self, in_dim: int, width: int, heads: int = 1, negative_slope: float = 0.2) -> None:
+        super().__init__()
+        self.heads, self.out_channels, self.negative_slope = heads, width, negative_slope
+        # nn.Linear's own initial draw stands where GATConv's Linear draws once when it is built;
+        # GATConv then draws the weight again, as here
+        self.lin = nn.Linear(in_dim, heads * width, bias=False)
+        self.att_src = nn.Parameter(torch.empty(1, heads, width))
+        self.att_dst = nn.Parameter(torch.empty(1, heads, width))
+        self.bias = nn.Parameter(torch.zeros(heads * width))
+        for parameter in (self.lin.weight, self.att_src, self.att_dst):
+            _glorot(parameter)
+
+    def forward(self, x: torch.Tensor, graph: EdgePattern) -> torch.Tensor:
+        """Output, shape (n, heads x width), on a pattern that holds the self loops."""
+        return gat_layer(self, x, graph)
+
+
 class GraphAutoencoder(nn.Module):
     """GAT encoder H = GAT(Ẑ, A_g + I) with attribute and structure decoders and DEC centroids.
 
-    Encoder: ``GATConv(d_z, hidden, heads)`` -> ELU -> ``GATConv(hidden·heads,
-    d_h, 1)`` (linear output), both with self loops (the ``+ I``). Attribute decoder
+    Encoder: ``GAT(d_z, hidden, heads)`` -> ELU -> ``GAT(hidden·heads, d_h, 1)`` (linear
+    output), both with self loops (the ``+ I``; :class:`GraphAttention`). Attribute decoder
     ``MLP_f: d_h -> decoder_hidden -> d_z``; structure logits ``<H_s,i, H_s,j>`` with
     ``H_s = MLP_s(H)`` or ``H``, so that Â = σ(H_s H_sᵀ) is evaluated on chosen pairs only.
-    The edge-wise work runs as sparse products (:mod:`~fedmf_app.methods.iai.edge_kernels`) on
-    the ``GATConv`` layers' own parameters.
+    The edge-wise work runs as sparse products (:mod:`~fedmf_app.methods.iai.edge_kernels`).
 
     Parameters
     ----------
@@ -196,8 +259,8 @@ class GraphAutoencoder(nn.Module):
 
     def __init__(self, in_dim: int, num_clusters: int, params: GAEParams) -> None:
         super().__init__()
-        self.conv1 = GATConv(in_dim, params.hidden, heads=params.heads)
-        self.conv2 = GATConv(params.hidden * params.heads, params.out_dim, heads=1)
+        self.conv1 = GraphAttention(in_dim, params.hidden, heads=params.heads)
+        self.conv2 = GraphAttention(params.hidden * params.heads, params.out_dim, heads=1)
         self.attribute_decoder = _mlp([params.out_dim, params.decoder_hidden, in_dim])
         self.structure_head = _mlp([params.out_dim, params.decoder_hidden, params.out_dim])
         self.centroids = nn.Parameter(torch.zeros(num_clusters, params.out_dim))
@@ -211,11 +274,11 @@ class GraphAutoencoder(nn.Module):
             Both directions of every edge of A_g, no self loops.
         n : int
         """
-        return EdgePattern.from_pairs(add_self_loops(edge_index, num_nodes=n)[0], n)[0]
+        return EdgePattern.from_pairs(with_self_loops(edge_index, n), n)[0]
 
     def forward(self, z: torch.Tensor, graph: EdgePattern) -> torch.Tensor:
         """Embedding H, shape (n, d_h), on the output of :meth:`graph`."""
-        return gat_layer(self.conv2, F.elu(gat_layer(self.conv1, z, graph)), graph)
+        return self.conv2(F.elu(self.conv1(z, graph)), graph)
 
     def edge_logits(self, h: torch.Tensor, pairs: EdgePattern) -> torch.Tensor:
         """Logits of Â on a pattern's edges, in its order."""
@@ -411,7 +474,7 @@ class _TrainingGraph:
         _TrainingGraph
         """
         n, device = x.shape[0], x.device
-        positives = add_self_loops(edges, num_nodes=n)[0]
+        positives = with_self_loops(edges, n)
         return cls(
             x=x,
             target=target,
@@ -448,6 +511,9 @@ def _sampled_subgraphs(
     edge_index : Tensor of int64, shape (2, e_s)
         Its edges, in local indices (``node_ids[edge_index]`` are edges of ``edges``).
     """
+    from torch_geometric.data import Data  # here only: see the module's docstring
+    from torch_geometric.loader import RandomNodeLoader
+
     data = Data(edge_index=edges, num_nodes=n, node_ids=torch.arange(n))
     generator = torch.Generator().manual_seed(seed)
     loader = RandomNodeLoader(data, num_parts=math.ceil(n / nodes), shuffle=True, generator=generator)

@@ -9,7 +9,7 @@ from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.data.missing_views import missing_view_mask
 from fedmf_app.federated.node_errors import NodeError
 from fedmf_app.federated.results import load_result
-from fedmf_app.methods.iai.client_updates import client_round, client_setup
+from fedmf_app.methods.iai.client_updates import client_round, client_seed, client_setup
 from fedmf_app.methods.iai.params import iai_params
 from fedmf_app.methods.iai.reference import IAIReference
 from fedmf_app.registry import client_class, validate_run_config
@@ -136,7 +136,7 @@ def test_model_state_survives_across_rounds_in_context_state():
 
     # the same rounds with the state passed along by hand, and round 3 from scratch
     view = client_view(cfg, 0).features
-    seed = client.seed
+    seed = client_seed(cfg["seed"], 0)
     _, ae = client_setup(view, client.observed, params, seed)
     two = client_round(view, client.observed, ae, None, neighbours, labels, target, anchors, params, seed + 2)
     three = client_round(
@@ -206,7 +206,7 @@ def test_client_kernels_run_on_one_thread_whatever_the_process_has(tmp_path, mon
     (the process itself keeps its threads: the server's step is not limited)."""
     import threadpoolctl
 
-    import fedmf_app.methods.iai.client as client_module
+    import fedmf_app.methods.iai.client_updates as updates_module  # the client imports them per stage
 
     seen = []
 
@@ -217,8 +217,8 @@ def test_client_kernels_run_on_one_thread_whatever_the_process_has(tmp_path, mon
 
         return wrapped
 
-    monkeypatch.setattr(client_module, "client_setup", recording(client_setup))
-    monkeypatch.setattr(client_module, "client_round", recording(client_round))
+    monkeypatch.setattr(updates_module, "client_setup", recording(client_setup))
+    monkeypatch.setattr(updates_module, "client_round", recording(client_round))
     cfg = validate_run_config({**SMALL, "out-dir": str(tmp_path)})
     run_federation(tmp_path, cfg)
     assert len(seen) == cfg["num-clients"] * cfg["num-server-rounds"] and set(seen) == {1}

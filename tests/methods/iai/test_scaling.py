@@ -8,13 +8,21 @@ import scipy.sparse as sp
 import torch
 from sklearn.cluster import spectral_clustering
 from torch.nn import functional as F
+from torch_geometric.nn import GATConv
+from torch_geometric.utils import softmax
 
 from fedmf_app.common.graphs import adjacency, knn_indices
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.methods.iai.client_updates import client_round, client_setup
 from fedmf_app.methods.iai.deep_clustering import fuse, spectral_labels
-from fedmf_app.methods.iai.edge_kernels import EdgePattern, edge_dot
-from fedmf_app.methods.iai.graph_autoencoder import GraphAutoencoder, PairSet, edge_keys, uniform_non_edges
+from fedmf_app.methods.iai.edge_kernels import EdgePattern, edge_dot, edge_softmax
+from fedmf_app.methods.iai.graph_autoencoder import (
+    GraphAttention,
+    GraphAutoencoder,
+    PairSet,
+    edge_keys,
+    uniform_non_edges,
+)
 from fedmf_app.methods.iai.params import GAEParams, IAIParams
 from fedmf_app.methods.iai.sample_graphs import anchor_graph, anchor_knn, anchor_matrix
 from fedmf_app.methods.iai.view_scaling import scale_features
@@ -26,12 +34,48 @@ def _planted(n, k, dim, seed, spread=3.0):
     return spread * rng.normal(size=(k, dim))[labels] + rng.normal(size=(n, dim)), labels
 
 
+def _pyg_layer(layer):
+    """PyG's ``GATConv`` holding ``layer``'s own parameters (shared, so gradients reach them)."""
+    conv = GATConv(layer.lin.in_features, layer.out_channels, heads=layer.heads)
+    conv.lin.weight = layer.lin.weight
+    conv.att_src, conv.att_dst, conv.bias = layer.att_src, layer.att_dst, layer.bias
+    return conv
+
+
 def _pyg_reference(model, z, edges):
     """The same network by PyG's message passing: ``GATConv.forward`` (self loops added) on the
-    model's own layers, and the structure logits gathered pair by pair."""
-    h = model.conv2(F.elu(model.conv1(z, edges)), edges)
+    model's own parameters, and the structure logits gathered pair by pair."""
+    conv1, conv2 = _pyg_layer(model.conv1), _pyg_layer(model.conv2)
+    h = conv2(F.elu(conv1(z, edges)), edges)
     hs = model.structure_head(h)
     return h, (hs[edges[0]] * hs[edges[1]]).sum(dim=1)
+
+
+@pytest.mark.parametrize(("in_dim", "width", "heads"), [(6, 5, 3), (64, 32, 4), (15, 4, 1)])
+def test_attention_layer_is_drawn_as_pyg_draws_gatconv(in_dim, width, heads):
+    # the same seed gives PyG's weights, under the same names, and leaves the RNG where PyG does
+    torch.manual_seed(3)
+    pyg = GATConv(in_dim, width, heads=heads).state_dict()
+    after_pyg = torch.rand(4)
+    torch.manual_seed(3)
+    ours = GraphAttention(in_dim, width, heads=heads).state_dict()
+    after_ours = torch.rand(4)
+    assert ours.keys() == pyg.keys()
+    for key in pyg:
+        assert torch.equal(ours[key], pyg[key]), key
+    assert torch.equal(after_ours, after_pyg)
+
+
+def test_edge_softmax_is_pygs_softmax_and_sums_to_one_per_row():
+    gen = torch.Generator().manual_seed(0)
+    rows = torch.randint(0, 30, (300,), generator=gen)
+    logits = 20 * torch.randn(300, 3, generator=gen)
+    out = edge_softmax(logits, rows, 40)
+    assert torch.equal(out, softmax(logits, rows, num_nodes=40))
+    sums = torch.zeros(40, 3).index_add_(0, rows, out)
+    present = torch.bincount(rows, minlength=40) > 0
+    torch.testing.assert_close(sums[present], torch.ones(int(present.sum()), 3))
+    assert torch.all(sums[~present] == 0)
 
 
 def test_sparse_gat_and_structure_logits_equal_pyg_values_and_gradients():
