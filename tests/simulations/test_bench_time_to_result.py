@@ -21,6 +21,7 @@ FOLDER = Path(__file__).resolve().parents[2] / "docs" / "deployment" / "time_to_
         "imk_spectral_tol",
         "no_end_exchange",
         "imk_patience_1",
+        "iai_imports",
     ],
 )
 def test_the_published_tables_are_what_the_records_give(folder):
@@ -38,6 +39,7 @@ def test_the_published_tables_are_what_the_records_give(folder):
         ("imk_spectral_tol", "imk-spectral-tol"),
         ("no_end_exchange", "no-end-exchange"),
         ("imk_patience_1", "imk-patience-1"),
+        ("iai_imports", "iai-imports"),
     ],
 )
 def test_deployment_md_embeds_the_tables(folder, marker):
