@@ -22,6 +22,7 @@ FOLDER = Path(__file__).resolve().parents[2] / "docs" / "deployment" / "time_to_
         "no_end_exchange",
         "imk_patience_1",
         "iai_imports",
+        "iai_imports_later",
     ],
 )
 def test_the_published_tables_are_what_the_records_give(folder):
@@ -40,6 +41,7 @@ def test_the_published_tables_are_what_the_records_give(folder):
         ("no_end_exchange", "no-end-exchange"),
         ("imk_patience_1", "imk-patience-1"),
         ("iai_imports", "iai-imports"),
+        ("iai_imports_later", "iai-imports-later"),
     ],
 )
 def test_deployment_md_embeds_the_tables(folder, marker):
