@@ -36,6 +36,7 @@ from __future__ import annotations
 import resource
 import time
 from abc import abstractmethod
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from logging import ERROR, INFO, WARNING
 from typing import Any, NoReturn
@@ -103,6 +104,18 @@ class ClientReply:
     partition_id: int
     arrays: list[np.ndarray]
     metrics: dict[str, Scalar]
+
+
+def _sent_truth(metrics: Mapping[str, Scalar]) -> np.ndarray | None:
+    """The ground truth a reply's ``labels`` carry (little-endian int64 bytes, as
+    :meth:`~fedmf_app.federated.client.ViewClient.truth_bytes` writes them), or ``None`` without.
+
+    Returns
+    -------
+    ndarray of int64, shape (n,), or None
+    """
+    sent = metrics.get("labels", b"")
+    return np.frombuffer(sent, dtype="<i8").copy() if len(sent) > 0 else None
 
 
 class ViewFederationStrategy(Strategy):
@@ -709,20 +722,17 @@ class ViewFederationStrategy(Strategy):
         if server_round != self.last_round or self._final is None:
             return None, {}
         partition_of = {p.cid: i for i, p in enumerate(self.clients)}
-        truths = sorted(
-            (partition_of[proxy.cid], np.frombuffer(res.metrics["labels"], dtype="<i8"))
+        sent = (
+            (partition_of[proxy.cid], _sent_truth(res.metrics))
             for proxy, res in results
-            if res.status.code == Code.OK
-            and proxy.cid in partition_of
-            and len(res.metrics.get("labels", b"")) > 0
+            if res.status.code == Code.OK and proxy.cid in partition_of
         )
+        truths = sorted((partition, truth) for partition, truth in sent if truth is not None)
         if failures:
             log(WARNING, "%d client(s) sent no ground truth for the final scores", len(failures))
-        rss = [float(res.metrics["peak_rss_mb"]) for _, res in results if "peak_rss_mb" in res.metrics]
-        if self.client_peak_rss_mb is not None:  # the run's earlier replies
-            rss.append(self.client_peak_rss_mb)
-        if rss:
-            self._summary["peak_rss_mb_client_max"] = max(rss)
+        self._keep_peak_memory(res.metrics for _, res in results)
+        if self.client_peak_rss_mb is not None:
+            self._summary["peak_rss_mb_client_max"] = self.client_peak_rss_mb
         held = self.held_truth()
         self._score_final(truths or ([] if held is None else [held]))
         self._complete()
@@ -737,20 +747,22 @@ class ViewFederationStrategy(Strategy):
         """Keep what a round's replies bring for the record: the largest ``peak_rss_mb`` so far
         (:attr:`client_peak_rss_mb`, which fmvc-imk's set-up starts) and, from round-1 replies with
         ``labels``, the first partition's ground truth (only to score, :meth:`held_truth`)."""
-        rss = [float(r.metrics["peak_rss_mb"]) for r in replies if "peak_rss_mb" in r.metrics]
-        if rss:
-            earlier = [] if self.client_peak_rss_mb is None else [self.client_peak_rss_mb]
-            self.client_peak_rss_mb = max(rss + earlier)
+        self._keep_peak_memory(r.metrics for r in replies)
         if self.truth is not None:
             return
-        truths = [
-            (r.partition_id, np.frombuffer(r.metrics["labels"], dtype="<i8").copy())
-            for r in replies
-            if len(r.metrics.get("labels", b"")) > 0
-        ]
+        sent = ((r.partition_id, _sent_truth(r.metrics)) for r in replies)
+        truths = [(partition, truth) for partition, truth in sent if truth is not None]
         if truths:
             self.truth_partition, self.truth = truths[0]
             self._warn_disagreeing(truths)
+
+    def _keep_peak_memory(self, metrics: Iterable[Mapping[str, Scalar]]) -> None:
+        """Raise :attr:`client_peak_rss_mb` to the largest ``peak_rss_mb`` among ``metrics``."""
+        rss = [float(m["peak_rss_mb"]) for m in metrics if "peak_rss_mb" in m]
+        if self.client_peak_rss_mb is not None:
+            rss.append(self.client_peak_rss_mb)
+        if rss:
+            self.client_peak_rss_mb = max(rss)
 
     def _warn_disagreeing(self, truths: list[tuple[int, np.ndarray]]) -> None:
         """Warn about partitions whose ground truth differs from the first of ``truths``."""

@@ -34,11 +34,10 @@ from logging import WARNING
 from typing import Any
 
 import numpy as np
-from flwr.common import Context, Scalar
+from flwr.common import Scalar
 from flwr.common.logger import log
 
 from fedmf_app.common.threads import single_threaded
-from fedmf_app.data import ClientView
 from fedmf_app.federated.client import ViewClient
 from fedmf_app.federated.protocol import Stage
 from fedmf_app.federated.saved_state import load_state, save_state
@@ -78,16 +77,6 @@ class FMVCIAIClient(ViewClient):
     #: fmvc-iai imputes a missing row from the view's own observed neighbours (private), not
     #: from public values (what a sum then shows: docs/privacy.md).
     fills_missing_rows = False
-
-    def __init__(
-        self,
-        context: Context,
-        cfg: dict[str, Any],
-        partition_id: int,
-        num_partitions: int | None,
-        view: ClientView,
-    ) -> None:
-        super().__init__(context, cfg, partition_id, num_partitions, view)
 
     def handshake_properties(self) -> dict[str, Scalar]:
         """Handshake, plus how many of this view's rows are observed."""
