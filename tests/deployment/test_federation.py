@@ -221,3 +221,18 @@ def test_iai_handshake_process_loads_no_torch_and_training_no_torch_geometric():
         "next(_sampled_subgraphs(torch.tensor([[0, 1], [1, 0]]), 4, 2, 0))"
     )
     assert _imported(sampled, heavy) == ["torch", "torch_geometric"]
+
+
+def test_iai_training_loads_no_torch_compiler():
+    # torch.optim.Adam imports torch._dynamo on first use (about 1.6-2 s of CPU, as much as torch
+    # itself), in every process that trains; the autoencoders' own Adam does not
+    training = (
+        "import numpy as np; from fedmf_app.methods.iai.graph_autoencoder import "
+        "GraphAutoencoder, pretrain_autoencoder, train_gae; "
+        "from fedmf_app.methods.iai.params import GAEParams; "
+        "x = np.random.default_rng(0).normal(size=(20, 3)); "
+        "pretrain_autoencoder(x, (4,), 2, 1, 10, 1e-3, 8, seed=0); "
+        "p = GAEParams(hidden=4, heads=1, out_dim=4, decoder_hidden=8, epochs=2); "
+        "train_gae(GraphAutoencoder(3, 2, p), x, np.array([[0, 1, 2], [1, 2, 0]]), None, p, 0)"
+    )
+    assert _imported(training, {"torch", "torch._dynamo", "torch_geometric"}) == ["torch"]

@@ -88,7 +88,6 @@ class FMVCIAIClient(ViewClient):
         """Round 1 (stage ``setup``): autoencoder and neighbour lists; later rounds (stage
         ``round``): one training round."""
         import torch
-        import torch._dynamo  # torch.optim loads it when first used: here, so kernel_s is the kernels
 
         from fedmf_app.methods.iai.client_updates import client_round, client_seed, client_setup
 

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from fedmf_app.methods.iai.adam import Adam
 from fedmf_app.methods.iai.edge_kernels import EdgePattern, edge_dot, gat_layer
 from fedmf_app.methods.iai.params import GAEParams
 from fedmf_app.methods.iai.view_scaling import ScaledRows
@@ -129,7 +130,7 @@ def pretrain_autoencoder(
     data = torch.as_tensor(x, dtype=torch.float32) if dense else None
     with seeded(seed):
         model = autoencoder(x.shape[1], hidden, embed_dim)
-        optimiser = torch.optim.Adam(model.parameters(), lr=lr)
+        optimiser = Adam(model.parameters(), lr=lr)
         batches = (b for _ in range(epochs) for b in torch.randperm(x.shape[0]).split(batch_size))
         for batch in itertools.islice(batches, max_steps):
             xb = data[batch] if dense else torch.as_tensor(x[batch.numpy()], dtype=torch.float32)
@@ -573,7 +574,7 @@ def train_gae(
     whole = None if sampled else _TrainingGraph.build(model, x, edges, p, params)
     subgraphs = _sampled_subgraphs(edges, n, params.subgraph_nodes, seed) if sampled else None
     rng = np.random.default_rng(seed)
-    optimiser = torch.optim.Adam(model.parameters(), lr=params.lr)
+    optimiser = Adam(model.parameters(), lr=params.lr)
     attribute_scale = 1.0
     if params.attribute_scale == "variance":
         attribute_scale = max(float(((x - x.mean(dim=0)) ** 2).mean()), 1e-12)

@@ -7,6 +7,7 @@ import torch
 
 from fedmf_app.common.graphs import adjacency, knn_indices
 from fedmf_app.data.missing_views import missing_view_mask
+from fedmf_app.methods.iai.adam import Adam
 from fedmf_app.methods.iai.deep_clustering import (
     fusion_weights,
     label_alignment,
@@ -243,13 +244,13 @@ def test_warmup_epochs_run_only_in_the_round_without_a_target():
 def test_autoencoder_pretraining_stops_after_max_steps_at_the_same_weights_as_fewer_epochs(monkeypatch):
     x = np.random.default_rng(0).normal(size=(100, 12))  # 4 batches of 32 (the last one 4 rows)
     steps = []
-    original = torch.optim.Adam.step
+    original = Adam.step
 
     def counted(self, *args, **kwargs):
         steps.append(1)
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(torch.optim.Adam, "step", counted)
+    monkeypatch.setattr(Adam, "step", counted)
 
     def weights(epochs, max_steps):
         steps.clear()
@@ -266,3 +267,28 @@ def test_autoencoder_pretraining_stops_after_max_steps_at_the_same_weights_as_fe
     assert all(torch.equal(a, b) for a, b in zip(uncapped, weights(epochs=5, max_steps=10**6)[1]))
     taken, part = weights(epochs=5, max_steps=7)  # part-way through the second epoch
     assert taken == 7 and not all(torch.equal(a, b) for a, b in zip(part, capped))
+
+
+@pytest.mark.parametrize("lr", [1e-3, 5e-2])
+def test_adam_takes_torch_optim_adams_steps_bit_for_bit(lr):
+    # the same weights after 150 steps; a parameter without a gradient is left untouched
+    def train(optimiser_class):
+        torch.manual_seed(3)
+        net = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2))
+        idle = torch.nn.Parameter(torch.randn(3))
+        params = [*net.parameters(), idle]
+        start = [p.detach().clone() for p in params]
+        optimiser = optimiser_class(params, lr=lr)
+        x = torch.randn(40, 6)
+        for _ in range(150):
+            loss = ((net(x) - 1.0) ** 2).mean()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+        return start, [p.detach().clone() for p in params]
+
+    start, ours = train(Adam)
+    _, reference = train(torch.optim.Adam)
+    assert all(torch.equal(a, b) for a, b in zip(ours, reference))
+    assert not any(torch.equal(a, b) for a, b in zip(start[:-1], ours[:-1]))
+    assert torch.equal(start[-1], ours[-1])
