@@ -23,6 +23,7 @@ FOLDER = Path(__file__).resolve().parents[2] / "docs" / "deployment" / "time_to_
         "imk_patience_1",
         "iai_imports",
         "iai_imports_later",
+        "iai_adam",
     ],
 )
 def test_the_published_tables_are_what_the_records_give(folder):
@@ -42,6 +43,7 @@ def test_the_published_tables_are_what_the_records_give(folder):
         ("imk_patience_1", "imk-patience-1"),
         ("iai_imports", "iai-imports"),
         ("iai_imports_later", "iai-imports-later"),
+        ("iai_adam", "iai-adam"),
     ],
 )
 def test_deployment_md_embeds_the_tables(folder, marker):
