@@ -61,6 +61,7 @@ from flwr.server.strategy import Strategy
 from fedmf_app.common.metrics import clustering_scores
 from fedmf_app.common.summation import add_up, add_up_scalars
 from fedmf_app.federated.alignment import align_samples
+from fedmf_app.federated.background_imports import import_in_background
 from fedmf_app.federated.checkpoint import write_checkpoint
 from fedmf_app.federated.handshake import (
     FederationError,
@@ -147,7 +148,7 @@ class ViewFederationStrategy(Strategy):
     -----
     Subclasses set :attr:`protocol`, implement :meth:`initial_arrays`, :meth:`aggregate` and may
     override :meth:`check_clients`, :meth:`run_facts`, :meth:`bound_context`, :meth:`summary`,
-    :meth:`write_plots`, :meth:`final_labels` and :attr:`progress_keys`.
+    :meth:`write_plots`, :meth:`final_labels`, :attr:`progress_keys` and :attr:`later_imports`.
     """
 
     #: The family's protocol (its ``protocol.py``'s ``PROTOCOL``).
@@ -155,6 +156,11 @@ class ViewFederationStrategy(Strategy):
 
     #: Record keys shown in the per-round log line, in order.
     progress_keys: tuple[str, ...] = ()
+
+    #: Modules the run needs only once the clients have answered (here: the scores of
+    #: :mod:`~fedmf_app.common.metrics`), imported on a thread during the handshake
+    #: (:func:`~fedmf_app.federated.background_imports.import_in_background`).
+    later_imports: tuple[str, ...] = ("sklearn.metrics", "scipy.optimize")
 
     #: Attributes saved after every round (``checkpoint.npz``) and restored on resume.
     checkpoint_attrs: tuple[str, ...] = ("num_clusters",)
@@ -471,12 +477,16 @@ class ViewFederationStrategy(Strategy):
         self._run_start = time.perf_counter()
         try:
             check_view_count(self.cfg["dataset"], self.expected_clients(), self.cfg["views"])
-            self.clients, self.client_info = collect_properties(
-                client_manager,
-                self.expected_clients(),
-                float(self.cfg["connect-timeout-s"]),
-                float(self.cfg["round-timeout-s"]),
-            )
+            loading = import_in_background(self.later_imports)
+            try:
+                self.clients, self.client_info = collect_properties(
+                    client_manager,
+                    self.expected_clients(),
+                    float(self.cfg["connect-timeout-s"]),
+                    float(self.cfg["round-timeout-s"]),
+                )
+            finally:
+                loading.join()
             self._check_handshake()
             self._align_samples()
             self.num_clusters = resolve_num_clusters(int(self.cfg["num-clusters"]), self.client_info)

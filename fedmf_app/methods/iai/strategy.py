@@ -30,7 +30,6 @@ from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.iai import server_updates as iai_server
 from fedmf_app.methods.iai.params import GAEParams, IAIParams, iai_params
-from fedmf_app.methods.iai.plots import plot_rounds
 from fedmf_app.methods.iai.protocol import PROTOCOL
 from fedmf_app.methods.iai.server_updates import ServerState
 
@@ -51,6 +50,11 @@ class FMVCIAIStrategy(ViewFederationStrategy):
 
     protocol = PROTOCOL
     progress_keys = ("emd_mean", "label_change", "components")
+    later_imports = (
+        *ViewFederationStrategy.later_imports,
+        "scipy.sparse.linalg",
+        "fedmf_app.methods.iai.plots",
+    )
     checkpoint_attrs = ("num_clusters", "state", "params")
     checkpoint_types = (ServerState, IAIParams, GAEParams)
 
@@ -153,6 +157,8 @@ class FMVCIAIStrategy(ViewFederationStrategy):
 
     def write_plots(self) -> list[str]:
         """Scores, training losses and connected components of A_g against rounds."""
+        from fedmf_app.methods.iai.plots import plot_rounds  # see later_imports
+
         shared = self.shared
         title = (
             f"{shared.algorithm}: {Path(shared.dataset).name}, missing-rate={shared.missing_rate}, "

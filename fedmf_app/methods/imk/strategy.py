@@ -57,7 +57,6 @@ from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
 from fedmf_app.methods.imk.model import anchor_indices, label_rng, multiplier_step, server_rng
 from fedmf_app.methods.imk.params import imk_options, resolve_graph, stop_tolerance
-from fedmf_app.methods.imk.plots import plot_convergence
 from fedmf_app.methods.imk.protocol import PROTOCOL
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
@@ -90,6 +89,11 @@ class FMVCIMKStrategy(ViewFederationStrategy):
 
     protocol = PROTOCOL
     progress_keys = ("objective", "consensus", "acc")
+    later_imports = (
+        *ViewFederationStrategy.later_imports,
+        "sklearn.cluster",
+        "fedmf_app.methods.imk.plots",
+    )
     checkpoint_attrs = (
         "num_clusters",
         "k",
@@ -272,6 +276,8 @@ class FMVCIMKStrategy(ViewFederationStrategy):
 
     def write_plots(self) -> list[str]:
         """Objective and ACC against rounds (the paper's Fig. 2)."""
+        from fedmf_app.methods.imk.plots import plot_convergence  # see later_imports
+
         title = f"{self.shared.algorithm}: {self.shared.dataset}, seed={self.shared.seed}"
         plot_convergence(self.recorder.data, self.recorder.run_dir / "convergence.png", title)
         return ["convergence.png"]

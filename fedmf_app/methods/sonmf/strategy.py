@@ -86,7 +86,6 @@ from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFeder
 from fedmf_app.methods.sonmf.adapted_updates import fedmavg_server_step, fedvra_server_step
 from fedmf_app.methods.sonmf.clustering import cluster_columns
 from fedmf_app.methods.sonmf.params import rank_error, resolve_cluster_columns, resolve_rank, sonmf_options
-from fedmf_app.methods.sonmf.plots import plot_residuals
 from fedmf_app.methods.sonmf.protocol import PROTOCOL
 from fedmf_app.methods.sonmf.prox import prox_l21_nonneg
 from fedmf_app.methods.sonmf.residuals import (
@@ -160,6 +159,11 @@ class SparseONMFStrategy(ViewFederationStrategy):
 
     protocol = PROTOCOL
     progress_keys = ("residual", "residual_ratio", "normalized_residual", "objective")
+    later_imports = (
+        *ViewFederationStrategy.later_imports,
+        "sklearn.cluster",
+        "fedmf_app.methods.sonmf.plots",
+    )
     checkpoint_attrs = ("num_clusters", "rank", "v", "_residuals", "upload_bounds")
     checkpoint_types = (UploadBounds,)
 
@@ -414,6 +418,8 @@ class SparseONMFStrategy(ViewFederationStrategy):
 
     def write_plots(self) -> list[str]:
         """``residuals.png``: residual curves and objective against rounds."""
+        from fedmf_app.methods.sonmf.plots import plot_residuals  # see later_imports
+
         shared = self.shared
         title = (
             f"{shared.algorithm}: h={shared.heterogeneity}, tau={self.params.local_steps}, "
