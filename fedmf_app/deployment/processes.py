@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -19,6 +20,9 @@ __all__ = ["OwnedProcess"]
 
 #: Seconds a process gets between SIGTERM and SIGKILL.
 GRACE_S = 15.0
+
+#: Seconds between two looks at processes that are stopping.
+POLL_S = 0.02
 
 
 class OwnedProcess:
@@ -103,13 +107,37 @@ class OwnedProcess:
             self.popen.wait(timeout=GRACE_S)
         except subprocess.TimeoutExpired:
             pass
-        _, alive = psutil.wait_procs(descendants, timeout=GRACE_S)
+        alive = _still_running(descendants, GRACE_S)
         _signal_group(pgid, signal.SIGKILL)
         for child in alive:
             _signal_process(child, signal.SIGKILL)
         self.popen.wait(timeout=GRACE_S)
-        psutil.wait_procs(alive, timeout=GRACE_S)
+        _still_running(alive, GRACE_S)
         self.popen = None
+
+
+def _still_running(processes: Iterable[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Wait up to ``timeout`` seconds for ``processes`` to exit; those still running then.
+
+    A process that has exited but that its parent has not reaped yet (a zombie) counts as gone:
+    ``psutil.wait_procs`` waits for the reaping, which for a descendant whose parent has exited is
+    up to the system's init process and can take a second or more.
+    """
+    alive = list(processes)
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = [p for p in alive if _running(p)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(POLL_S)
+
+
+def _running(process: psutil.Process) -> bool:
+    """Whether ``process`` still runs (not exited, not a zombie, its PID not reused)."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _signal_process(process: psutil.Process, sig: int) -> None:

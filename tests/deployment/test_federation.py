@@ -22,7 +22,7 @@ from flwr.common import Context, RecordDict
 from fedmf_app.client_app import client_fn
 from fedmf_app.deployment.certificates import make_certificates, make_supernode_keys
 from fedmf_app.deployment.federation import federation_run_config, main, with_deployment_defaults
-from fedmf_app.deployment.processes import OwnedProcess
+from fedmf_app.deployment.processes import OwnedProcess, _still_running
 from fedmf_app.federated.node_errors import NodeError
 from fedmf_app.options import ConfigError
 
@@ -71,6 +71,30 @@ def test_owned_process_stop_ends_descendants_that_left_its_group(tmp_path):
     assert not psutil.pid_exists(proc.pid)
     gone, alive = psutil.wait_procs(children, timeout=5)
     assert not alive
+
+
+def test_a_stopped_descendant_that_nobody_reaped_yet_counts_as_gone(tmp_path):
+    # a grandchild that has exited while its parent does not reap it stays a zombie: psutil's
+    # wait_procs waits for the reaping (after its parent exits, up to the init process)
+    code = (
+        "import subprocess, time; subprocess.Popen(['true']); subprocess.Popen(['sleep', '60']); "
+        "time.sleep(60)"
+    )
+    proc = OwnedProcess("test", [sys.executable, "-c", code], {}, tmp_path / "log")
+    try:
+        deadline = time.monotonic() + 20
+        children = []
+        while time.monotonic() < deadline:
+            children = psutil.Process(proc.pid).children()
+            if len(children) == 2 and any(c.status() == psutil.STATUS_ZOMBIE for c in children):
+                break
+            time.sleep(0.05)
+        zombie = next(c for c in children if c.status() == psutil.STATUS_ZOMBIE)
+        sleeping = next(c for c in children if c.status() != psutil.STATUS_ZOMBIE)
+        assert _still_running([zombie, sleeping], timeout=0) == [sleeping]
+        assert psutil.wait_procs([zombie], timeout=0)[1] == [zombie]  # what it used to wait for
+    finally:
+        proc.stop()
 
 
 def _context(node_config, **run_config):
