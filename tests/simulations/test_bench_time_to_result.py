@@ -24,6 +24,7 @@ FOLDER = Path(__file__).resolve().parents[2] / "docs" / "deployment" / "time_to_
         "iai_imports",
         "iai_imports_later",
         "iai_adam",
+        "snapshot",
     ],
 )
 def test_the_published_tables_are_what_the_records_give(folder):
@@ -44,6 +45,7 @@ def test_the_published_tables_are_what_the_records_give(folder):
         ("iai_imports", "iai-imports"),
         ("iai_imports_later", "iai-imports-later"),
         ("iai_adam", "iai-adam"),
+        ("snapshot", "snapshot"),
     ],
 )
 def test_deployment_md_embeds_the_tables(folder, marker):
