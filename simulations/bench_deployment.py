@@ -1,7 +1,8 @@
 """Benchmark: seconds per round on a real federation (SuperLink + SuperNodes) vs. the simulation.
 
 For each node count, runs ``fedsonmf`` with the same run config and seed once on
-:class:`~fedmf_app.deployment.federation.LocalFederation` and once on Flower's simulation engine, and reports
+:class:`~fedmf_app.deployment.federation.LocalFederation` and once on Flower's simulation engine
+(there with unsigned secure-aggregation keys: a simulated node holds no signing key), and reports
 the median round wall time (rounds 2..), the time to start, hand-shake and stop, and the largest
 relative difference between the two runs' per-round residuals. With ``--breakdown`` it repeats the
 first deployment run with Flower's DEBUG log (timestamps) and splits each round into: waiting for
@@ -177,12 +178,14 @@ def floor_seconds(log_text: str, rounds: int) -> list[float]:
 
 
 def simulation(nodes: int, rounds: int, out: Path, name: str) -> dict:
-    """The same run on Flower's simulation engine."""
+    """The same run on Flower's simulation engine, with unsigned secure-aggregation keys: a
+    simulated node has no node config, so no signing key (a signed-keys run would be refused)."""
+    config = {**_config(nodes, rounds, out, name), "secure-aggregation-signed-keys": False}
     with tempfile.TemporaryDirectory(prefix="fedmf-bench-") as home:
         t0 = time.perf_counter()
         with LocalSuperLink(home) as link:
             t1 = time.perf_counter()
-            link.run(ROOT, _config(nodes, rounds, out, name), num_supernodes=nodes, timeout=1800)
+            link.run(ROOT, config, num_supernodes=nodes, timeout=1800)
             t2 = time.perf_counter()
         t3 = time.perf_counter()
     result = load_result(out / name)
