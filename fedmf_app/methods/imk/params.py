@@ -250,11 +250,11 @@ class IMKOptions:
     )
     spectral_tol: float = option(
         "imk.spectral-tol",
-        3e-3,
+        6e-3,
         Interval(float, 0.0, None, closed="left"),
         "imk.tol of a run where every client starts from its spectral clustering (imk.start): "
         "such a run starts near its clustering and its later rounds mostly polish the objective "
-        "([A] 3e-3; 0: such a run stops by imk.tol too; see docs/rounds.md).",
+        "([A] 6e-3; 0: such a run stops by imk.tol too; see docs/rounds.md).",
     )
     stop_patience: int = option(
         "imk.stop-patience",
