@@ -203,8 +203,13 @@ def test_the_variants_against_the_defaults_are_what_their_records_give(folder):
 
 
 #: fmvc-imk's earlier defaults, each compared with the defaults that followed them: the k-means start
-#: (``imk.tol = 5e-4``) with the spectral start and one tolerance, that with today's.
-EARLIER_DEFAULTS = {"imk_kmeans_start": "imk_one_tol/runs.jsonl", "imk_one_tol": "runs.jsonl"}
+#: (``imk.tol = 5e-4``) with the spectral start and one tolerance, that with ``imk.spectral-tol =
+#: 3e-3``, that with today's.
+EARLIER_DEFAULTS = {
+    "imk_kmeans_start": "imk_one_tol/runs.jsonl",
+    "imk_one_tol": "imk_spectral_tol_3e-3/runs.jsonl",
+    "imk_spectral_tol_3e-3": "runs.jsonl",
+}
 
 
 @pytest.mark.parametrize("folder", EARLIER_DEFAULTS)
@@ -220,7 +225,10 @@ def test_the_stop_table_is_what_the_runs_without_a_stop_give():
     records = read_records(DOCS / "rounds" / "imk_no_stop" / "runs.jsonl")
     assert all(len(r["rounds"]) == 60 and r["config"]["imk.tol"] == 0 for r in records)
     assert (DOCS / "rounds" / "imk_no_stop" / "table.md").read_text() == table(records)
-    tolerances = {3: [1e-3, 1.5e-3, 2e-3, 3e-3, 5e-3], 1: [1e-3, 3e-3, 5e-3, 7e-3, 1e-2, 1.5e-2]}
+    tolerances = {
+        3: [1e-3, 1.5e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3, 7e-3, 8e-3, 1e-2],
+        1: [1e-3, 3e-3, 5e-3, 7e-3, 1e-2, 1.5e-2],
+    }
     for patience, tols in tolerances.items():
         name = stops_file(patience)
         stops = stop_table(records, tols, patience)
