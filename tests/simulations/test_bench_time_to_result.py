@@ -26,6 +26,7 @@ FOLDER = Path(__file__).resolve().parents[2] / "docs" / "deployment" / "time_to_
         "iai_imports_later",
         "iai_adam",
         "snapshot",
+        "snapshot_5b6930c",
     ],
 )
 def test_the_published_tables_are_what_the_records_give(folder):
@@ -48,6 +49,7 @@ def test_the_published_tables_are_what_the_records_give(folder):
         ("iai_imports_later", "iai-imports-later"),
         ("iai_adam", "iai-adam"),
         ("snapshot", "snapshot"),
+        ("snapshot_5b6930c", "snapshot-5b6930c"),
     ],
 )
 def test_deployment_md_embeds_the_tables(folder, marker):
