@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from fedmf_app.common.stopping import plateau  # noqa: E402
+from fedmf_app.common.stopping import plateau, settled  # noqa: E402
 from fedmf_app.common.stopping import relative_changes as stop_rule_changes  # noqa: E402
 from fedmf_app.registry import defaults  # noqa: E402
 from simulations.quality.datasets import DEVELOPMENT_SETS  # noqa: E402
@@ -233,9 +233,42 @@ def plateau_round(objectives: Sequence[float], tol: float, patience: int) -> int
     return len(objectives)
 
 
+def settled_round(changes: Sequence[float | None], tol: float, patience: int) -> int:
+    """The round (1-based) after which fmvc-iai's label stop rule
+    (:func:`~fedmf_app.common.stopping.settled` with ``tol`` and ``patience``) would have ended a
+    run with these label changes; the last round if it never fires.
+
+    Parameters
+    ----------
+    changes : sequence of float or None, shape (T,)
+        The fraction of samples whose label changed in each round (``None`` in the set-up round)
+        of a run that ran all its rounds.
+    tol : float
+    patience : int
+
+    Returns
+    -------
+    int
+    """
+    for t in range(1, len(changes) + 1):
+        if settled(changes[:t], tol, patience):
+            return t
+    return len(changes)
+
+
+def stop_round(record: dict[str, Any], tol: float, patience: int) -> int:
+    """The round after which the method's stop rule with ``tol`` and ``patience`` would have ended
+    the run of ``record``: the objective's relative change (:func:`plateau_round`) for fedsonmf and
+    fmvc-imk, the label change (:func:`settled_round`) for fmvc-iai."""
+    if record["method"] == "fmvc-iai":
+        return settled_round([x.get("label_change") for x in record["rounds"]], tol, patience)
+    return plateau_round([x["objective"] for x in record["rounds"]], tol, patience)
+
+
 def stop_table(records: list[dict[str, Any]], tolerances: Sequence[float], patience: int) -> str:
-    """Markdown: for each tolerance, the round and the ACC at which the objective stop rule would
-    have ended each run, from runs made without a stop (every round's ACC and objective recorded).
+    """Markdown: for each tolerance, the round and the ACC at which the method's stop rule
+    (:func:`stop_round`) would have ended each run, from runs made without a stop (every round's
+    ACC and objective or label change recorded).
 
     A stopped run's output is its last round's labels, so the ACC after round ``t`` of a longer run
     is the final ACC of the same run stopped there.
@@ -257,7 +290,8 @@ def stop_table(records: list[dict[str, Any]], tolerances: Sequence[float], patie
     sets = [name for _, name in groups]
     seeds = ", ".join(sorted({str(len(r)) for r in groups.values()}))
     lines = [
-        f"ACC % at the round (mean, in brackets) after which the objective's relative change has been "
+        f"ACC % at the round (mean, in brackets) after which the objective's relative change "
+        "(fmvc-iai: the fraction of samples whose label changed) has been "
         f"at most the tolerance for {patience} rounds in a row, mean over the seeds ({seeds} per set), "
         "read from runs without a stop.",
         "",
@@ -272,7 +306,7 @@ def stop_table(records: list[dict[str, Any]], tolerances: Sequence[float], patie
             cells, accs, rounds = [], [], []
             for name in sets:
                 runs = keyed.get(name, [])
-                stops = [plateau_round([x["objective"] for x in r["rounds"]], tol, patience) for r in runs]
+                stops = [stop_round(r, tol, patience) for r in runs]
                 acc = [r["rounds"][t - 1]["acc"] for r, t in zip(runs, stops)]
                 cells.append(f"{100 * np.mean(acc):.2f} ({np.mean(stops):.1f})" if runs else "-")
                 accs.append(np.mean(acc))

@@ -28,8 +28,9 @@ the rounds and final ACC of earlier records against these. Usage::
         num-server-rounds=60 --out results/no_stop --tolerances 1e-3 2e-3 3e-3
 
 ``--tolerances`` writes ``<out>/stops.md`` (``stops-patience-<p>.md`` with ``--patience p`` other
-than 3): for each tolerance, the round and ACC at which the objective stop rule would have ended each
-of the runs (made without a stop), from their records.
+than 3): for each tolerance, the round and ACC at which the method's stop rule (the objective's
+relative change; fmvc-iai: the fraction of samples whose label changed) would have ended each of the
+runs (made without a stop), from their records.
 """
 
 from __future__ import annotations
@@ -190,8 +191,8 @@ def main() -> None:
         type=float,
         metavar="TOL",
         help="also write <out>/stops.md (stops-patience-<p>.md for a patience p other than 3): the round and "
-        "ACC at which the objective stop rule with each tolerance would have ended each run (for runs made "
-        "without a stop, e.g. imk.tol=0)",
+        "ACC at which the stop rule with each tolerance (objective change; fmvc-iai: label change) would "
+        "have ended each run (for runs made without a stop, e.g. imk.tol=0 or iai.stop-label-change=0)",
     )
     parser.add_argument("--patience", type=int, default=3, help="the patience of --tolerances (3)")
     parser.add_argument(

@@ -5,7 +5,9 @@ consecutive rounds,
 
     c_t = |F_t - F_{t-1}| / max(|F_{t-1}|, eps),
 
-has stayed at or below a tolerance for ``patience`` consecutive rounds. The patience guards
+has stayed at or below a tolerance for ``patience`` consecutive rounds (:func:`plateau`). Or once
+a change the run measures itself, such as the fraction of samples whose label moved, has stayed at
+or below a tolerance for ``patience`` consecutive rounds (:func:`settled`). The patience guards
 against one flat round between two that still move.
 """
 
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["plateau", "relative_changes"]
+__all__ = ["plateau", "relative_changes", "settled"]
 
 _EPS = np.finfo(np.float64).tiny
 
@@ -58,3 +60,30 @@ def plateau(values: Sequence[float], tol: float, patience: int) -> bool:
         return False
     last = np.asarray(values[-(patience + 1) :], dtype=np.float64)
     return bool(np.all(np.isfinite(last)) and np.all(relative_changes(last) <= tol))
+
+
+def settled(changes: Sequence[float | None], tol: float, patience: int) -> bool:
+    """Whether the last ``patience`` changes are all known and at most ``tol``.
+
+    Parameters
+    ----------
+    changes : sequence of float or None, shape (t,)
+        A change measured in each round, oldest first (``None``: a round that measured none).
+    tol : float
+        Largest change that counts as settled (``<= 0``: never settled).
+    patience : int
+        Consecutive settled rounds needed (>= 1).
+
+    Returns
+    -------
+    bool
+        ``False`` while fewer than ``patience`` changes are known, or when any of the last
+        ``patience`` is ``None`` or not finite.
+    """
+    if tol <= 0 or patience < 1 or len(changes) < patience:
+        return False
+    last = changes[-patience:]
+    if any(c is None for c in last):
+        return False
+    values = np.asarray(last, dtype=np.float64)
+    return bool(np.all(np.isfinite(values)) and np.all(values <= tol))

@@ -1,10 +1,11 @@
-"""The plateau stop rule: relative changes of a history against a tolerance, with a patience."""
+"""The stop rules: relative changes of a history (plateau), or measured changes (settled), against a
+tolerance, with a patience."""
 
 import math
 
 import numpy as np
 
-from fedmf_app.common.stopping import plateau, relative_changes
+from fedmf_app.common.stopping import plateau, relative_changes, settled
 
 
 def test_a_geometric_decrease_stops_once_its_steps_fall_below_the_tolerance():
@@ -40,3 +41,19 @@ def test_non_finite_values_never_stop():
 def test_relative_changes_are_against_the_round_before():
     assert relative_changes([2.0, 1.0, 1.5, 1.5]).tolist() == [0.5, 0.5, 0.0]
     assert relative_changes([0.0, 1.0])[0] > 1e300  # a zero value divides by the smallest float
+
+
+def test_settled_needs_the_last_patience_changes_all_within_the_tolerance():
+    changes = [None, 0.02, 0.002, 0.001, 0.0, 0.0]
+    stops = [t for t in range(1, len(changes) + 1) if settled(changes[:t], 2e-3, 3)]
+    assert stops == [5, 6]  # the first window of three changes <= 2e-3 ends with the fifth value
+    assert [t for t in range(1, 7) if settled(changes[:t], 1e-3, 3)] == [6]
+    assert settled([0.5], 0.5, 1) and not settled([0.5 + 1e-12], 0.5, 1)
+
+
+def test_settled_never_counts_a_round_without_a_change_or_a_non_positive_tolerance():
+    assert not settled([0.0, None, 0.0], 1e-3, 2)  # the None is inside the last two
+    assert settled([None, 0.0, 0.0], 1e-3, 2)
+    assert not settled([0.0, 0.0, 0.0], 0.0, 3)
+    assert not settled([0.0, 0.0], 1e-3, 3)  # fewer changes than the patience
+    assert not settled([0.0, math.nan, 0.0], 1e-3, 3)

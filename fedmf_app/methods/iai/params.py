@@ -208,6 +208,10 @@ class IAIParams:
         Largest neighbour search done exactly; larger ones are approximate
         (:func:`~fedmf_app.common.neighbour_search.ivf_neighbours`).
     gae : GAEParams
+    stop_label_change : float
+        The run stops once the fraction of samples whose pseudo-label changed between training
+        rounds has been at most this for ``stop_patience`` rounds in a row (0: never).
+    stop_patience : int
     """
 
     num_clusters: int
@@ -332,6 +336,21 @@ class IAIParams:
     ae_batch_size: int = 256
     gae: GAEParams = group(GAEParams)
     knn_probes: int = 4
+    stop_label_change: float = option(
+        "iai.stop-label-change",
+        2e-3,
+        Interval(float, 0, 1, closed="both"),
+        "Stop rule: the run ends once the fraction of samples whose pseudo-label changed from one "
+        "training round to the next has been <= this for iai.stop-patience rounds in a row ([A] "
+        "2e-3; 0: run all rounds; see docs/rounds.md).",
+    )
+    stop_patience: int = option(
+        "iai.stop-patience",
+        3,
+        Interval(int, 1, None, closed="left"),
+        "Training rounds in a row whose label change is <= iai.stop-label-change before the run "
+        "stops ([A] 3).",
+    )
     device: str = option(
         "iai.device",
         "cpu",

@@ -7,7 +7,10 @@ and computes Y⁰. Rounds 2..``num-server-rounds`` are training rounds (so R =
 neighbour lists of the imputed codes (``iai.graph-update = rank``) and/or the row-sparse anchor
 graph G^(m), and EMD_m, and broadcasts the global graph A_g (as ``n x k`` neighbour indices), the
 pseudo-labels Y, the target P and the anchor indices. The math is in
-:mod:`fedmf_app.methods.iai.server_updates`. The final clustering is the last Y.
+:mod:`fedmf_app.methods.iai.server_updates`. The final clustering is the last Y. The run ends
+before ``num-server-rounds`` once the pseudo-labels have settled: at most
+``iai.stop-label-change`` of the samples changed label in each of the last ``iai.stop-patience``
+training rounds (no client is contacted for the remaining rounds).
 
 The server reads the E^(m) (with the anchor-distance rules, the default among them: the anchor
 distances D^(m)) and the losses only as their sums (the global assignment needs nothing else);
@@ -25,6 +28,7 @@ import numpy as np
 from flwr.common.logger import log
 
 from fedmf_app.common.seeding import Stream, rng_for
+from fedmf_app.common.stopping import settled
 from fedmf_app.data.missing_views import views_dropped
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
@@ -147,6 +151,19 @@ class FMVCIAIStrategy(ViewFederationStrategy):
         target = state.target if state.target is not None else np.zeros((0, self.params.num_clusters))
         return [state.neighbours, state.labels, target, state.anchors], record
 
+    def converged(self, record: dict[str, Any]) -> str | None:
+        """The stop rule: the pseudo-labels changed for at most ``iai.stop-label-change`` of the
+        samples in each of the last ``iai.stop-patience`` training rounds."""
+        assert self.params is not None
+        tol, patience = self.params.stop_label_change, self.params.stop_patience
+        changes = [r.get("label_change") for r in self.recorder.data["rounds"]]
+        if not settled(changes, tol, patience):
+            return None
+        return (
+            f"pseudo-labels changed for <= {tol:g} of the samples for {patience} rounds "
+            "(iai.stop-label-change, iai.stop-patience)"
+        )
+
     def final_labels(self) -> np.ndarray | None:
         """The last pseudo-labels Y (the method's output)."""
         return None if self.state is None else self.state.labels
@@ -170,7 +187,7 @@ class FMVCIAIStrategy(ViewFederationStrategy):
     def summary(self) -> dict[str, Any]:
         """Training rounds and the last graph's connectivity."""
         return {
-            "training_rounds": self.num_rounds - 1,
+            "training_rounds": self.last_round - 1,
             "components": None if self.state is None else self.state.components,
         }
 

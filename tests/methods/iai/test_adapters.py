@@ -89,6 +89,26 @@ def test_every_round_is_scored_against_the_ground_truth_when_the_run_ends(tmp_pa
     assert strategy.recorder.data["summary"]["plots"] == ["convergence.png"]
 
 
+def test_a_run_stops_once_its_labels_settle_and_asks_no_client_further(tmp_path):
+    loose = {"iai.stop-label-change": 1.0, "iai.stop-patience": 2}
+    cfg = validate_run_config({**SMALL, **loose, "num-server-rounds": 5, "out-dir": str(tmp_path / "a")})
+    strategy, broadcasts = run_federation(tmp_path / "a", cfg)
+    result = load_result(strategy.recorder.path)
+    # two training rounds (2 and 3) with a change <= 1: the run ends after round 3 of 5
+    assert [r["round"] for r in result["rounds"]] == [1, 2, 3] and len(broadcasts) == 4
+    assert result["summary"]["stopped_early"]["round"] == 3
+    assert "iai.stop-label-change" in result["summary"]["stopped_early"]["reason"]
+    assert result["summary"]["training_rounds"] == 2
+    np.testing.assert_array_equal(strategy.final_labels(), broadcasts[-1][1])
+    # off (0): every round runs, whatever the labels do
+    off = {**loose, "iai.stop-label-change": 0.0, "num-server-rounds": 5}
+    cfg = validate_run_config({**SMALL, **off, "out-dir": str(tmp_path / "b")})
+    strategy, _ = run_federation(tmp_path / "b", cfg)
+    result = load_result(strategy.recorder.path)
+    assert len(result["rounds"]) == 5 and "stopped_early" not in result["summary"]
+    assert result["summary"]["training_rounds"] == 4
+
+
 def test_without_ground_truth_no_round_is_scored(tmp_path):
     cfg = _labelled_run_config(tmp_path)
     fed = federation(tmp_path, cfg)
