@@ -27,6 +27,7 @@ FOLDER = Path(__file__).resolve().parents[2] / "docs" / "deployment" / "time_to_
         "iai_adam",
         "snapshot",
         "snapshot_5b6930c",
+        "iai_label_stop",
     ],
 )
 def test_the_published_tables_are_what_the_records_give(folder):
@@ -50,6 +51,7 @@ def test_the_published_tables_are_what_the_records_give(folder):
         ("iai_adam", "iai-adam"),
         ("snapshot", "snapshot"),
         ("snapshot_5b6930c", "snapshot-5b6930c"),
+        ("iai_label_stop", "iai-label-stop"),
     ],
 )
 def test_deployment_md_embeds_the_tables(folder, marker):

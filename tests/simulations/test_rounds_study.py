@@ -17,6 +17,7 @@ from simulations.rounds_report import (
     plateau_round,
     relative_changes,
     settle_round,
+    settled_round,
     stop_table,
     table,
     write_figure,
@@ -253,3 +254,47 @@ def test_the_stop_round_is_the_first_at_which_the_rule_fires_and_its_acc_is_read
     }
     text = stop_table([run], [0.01], 2)
     assert "| fmvc-imk | 0.01 | 70.00 (7.0) |" in text
+
+
+def test_the_iai_label_stop_is_read_off_the_runs_made_without_it():
+    records = read_records(DOCS / "rounds" / "iai_rerun" / "runs.jsonl")
+    tols = [1e-3, 2e-3, 5e-3, 1e-2, 2e-2]
+    for patience in (3, 2):
+        name = stops_file(patience)
+        assert (DOCS / "rounds" / "iai_rerun" / name).read_text() == stop_table(records, tols, patience)
+        assert f"(rounds/iai_rerun/{name})" in (DOCS / "rounds.md").read_text()
+    # today's default (2e-3, patience 3) ends no development-set run at a lower ACC than its last round
+    for r in records:
+        t = settled_round([x.get("label_change") for x in r["rounds"]], 2e-3, 3)
+        assert r["rounds"][t - 1]["acc"] == r["rounds"][-1]["acc"]
+
+
+def test_the_iai_label_stop_ends_no_recorded_noisy_mnist_or_hw_run_sooner():
+    runs = DOCS / "iai" / "runs" / "rounds"
+    noisy = [json.loads(line) for line in (runs / "ae_steps" / "noisy_mnist_defaults.jsonl").open()]
+    hw = [json.loads(line) for line in (runs / "hw.jsonl").open()]
+    assert len(noisy) == 5 and len(hw) == 17
+    for r in noisy + hw:
+        changes = [x.get("label_change") for x in r["rounds"]]
+        assert settled_round(changes, 2e-3, 3) == len(r["rounds"]) == 6
+    # the next tolerance read, 5e-3, ends four HW runs sooner, one of them 0.1 point lower
+    lower = []
+    for r in hw:
+        t = settled_round([x.get("label_change") for x in r["rounds"]], 5e-3, 3)
+        if r["rounds"][t - 1]["acc"] < r["rounds"][-1]["acc"]:
+            lower.append((r["missing_rate"], r["seed"]))
+    assert lower == [(0.3, 2)]
+
+
+def test_the_development_sets_with_the_label_stop_are_what_their_records_give():
+    folder = DOCS / "rounds" / "iai_label_stop"
+    records = read_records(folder / "runs.jsonl")
+    assert all("config" not in r for r in records)  # the defaults
+    assert sum(r["stopped_early"] is not None for r in records) == 11  # of 18
+    assert (folder / "table.md").read_text() == table(records)
+    before = read_records(DOCS / "rounds" / "iai_rerun" / "runs.jsonl")
+    assert (folder / "compare.md").read_text() == comparison(before, records)
+    assert "(rounds/iai_label_stop/compare.md)" in (DOCS / "rounds.md").read_text()
+    # today's defaults: fmvc-iai's records of docs/rounds/runs.jsonl are these runs
+    current = [r for r in read_records(DOCS / "rounds" / "runs.jsonl") if r["method"] == "fmvc-iai"]
+    assert current == records
