@@ -8,7 +8,7 @@ default ``imk.tol``, drawn in the figure).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -227,10 +227,7 @@ def plateau_round(objectives: Sequence[float], tol: float, patience: int) -> int
     -------
     int
     """
-    for t in range(1, len(objectives) + 1):
-        if plateau(objectives[:t], tol, patience):
-            return t
-    return len(objectives)
+    return _first_round(plateau, objectives, tol, patience)
 
 
 def settled_round(changes: Sequence[float | None], tol: float, patience: int) -> int:
@@ -250,10 +247,16 @@ def settled_round(changes: Sequence[float | None], tol: float, patience: int) ->
     -------
     int
     """
-    for t in range(1, len(changes) + 1):
-        if settled(changes[:t], tol, patience):
+    return _first_round(settled, changes, tol, patience)
+
+
+def _first_round(rule: Callable[..., bool], history: Sequence[Any], tol: float, patience: int) -> int:
+    """The first round ``t`` (1-based) at which ``rule(history[:t], tol, patience)`` holds; the
+    last round if never."""
+    for t in range(1, len(history) + 1):
+        if rule(history[:t], tol, patience):
             return t
-    return len(changes)
+    return len(history)
 
 
 def stop_round(record: dict[str, Any], tol: float, patience: int) -> int:
