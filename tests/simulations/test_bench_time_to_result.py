@@ -28,6 +28,7 @@ FOLDER = Path(__file__).resolve().parents[2] / "docs" / "deployment" / "time_to_
         "snapshot",
         "snapshot_5b6930c",
         "iai_label_stop",
+        "snapshot_b0065a8",
     ],
 )
 def test_the_published_tables_are_what_the_records_give(folder):
@@ -52,6 +53,7 @@ def test_the_published_tables_are_what_the_records_give(folder):
         ("snapshot", "snapshot"),
         ("snapshot_5b6930c", "snapshot-5b6930c"),
         ("iai_label_stop", "iai-label-stop"),
+        ("snapshot_b0065a8", "snapshot-b0065a8"),
     ],
 )
 def test_deployment_md_embeds_the_tables(folder, marker):
