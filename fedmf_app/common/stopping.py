@@ -56,10 +56,12 @@ def plateau(values: Sequence[float], tol: float, patience: int) -> bool:
         ``False`` while fewer than ``patience + 1`` values are known, or when any of them is not
         finite.
     """
-    if tol <= 0 or patience < 1 or len(values) < patience + 1:
+    if patience < 1 or len(values) < patience + 1:
         return False
-    last = np.asarray(values[-(patience + 1) :], dtype=np.float64)
-    return bool(np.all(np.isfinite(last)) and np.all(relative_changes(last) <= tol))
+    # a non-finite value makes a non-finite change, which settled() never counts
+    with np.errstate(invalid="ignore", over="ignore"):
+        changes = relative_changes(values[-(patience + 1) :])
+    return settled(list(changes), tol, patience)
 
 
 def settled(changes: Sequence[float | None], tol: float, patience: int) -> bool:
