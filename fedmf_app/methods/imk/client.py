@@ -71,12 +71,20 @@ _VIEW_KEY = f"{_NAME}.view-key"
 
 
 def _pack(state: ClientState) -> dict[str, np.ndarray]:
-    return {"f": state.f, "w": state.w, "h": state.h, "phi": state.phi, "alpha": np.array([state.alpha])}
+    arrays = {"f": state.f, "w": state.w, "h": state.h, "phi": state.phi, "alpha": np.array([state.alpha])}
+    if state.h_relaxed is not None and state.h_relaxed is not state.h:
+        arrays["h_relaxed"] = state.h_relaxed
+    return arrays
 
 
 def _unpack(arrays: dict[str, np.ndarray]) -> ClientState:
     return ClientState(
-        f=arrays["f"], w=arrays["w"], h=arrays["h"], phi=arrays["phi"], alpha=float(arrays["alpha"][0])
+        f=arrays["f"],
+        w=arrays["w"],
+        h=arrays["h"],
+        phi=arrays["phi"],
+        alpha=float(arrays["alpha"][0]),
+        h_relaxed=arrays.get("h_relaxed"),
     )
 
 

@@ -51,7 +51,7 @@ from fedmf_app.common.graphs import anchor_graph, anchor_matrix, knn_similarity
 from fedmf_app.common.scaling import normalise_rows
 from fedmf_app.common.sparse import issparse
 from fedmf_app.data.preprocess import SPARSE_ZERO_FRACTION, is_sparse_nonnegative
-from fedmf_app.methods.imk.model import View, multiplier_step, normalised_indicator, ortho_penalty
+from fedmf_app.methods.imk.model import View, multiplier_step, normalised_indicator, ortho_penalty, relaxed
 from fedmf_app.methods.imk.params import CLIENT_INITS, KNN_MAX_SAMPLES, STANDARDISATIONS, STARTS, IMKParams
 
 if TYPE_CHECKING:
@@ -91,6 +91,10 @@ class ClientState:
     phi : ndarray, shape (N, k)
         :math:`\\Phi^{(m)}` (the server keeps an identical copy).
     alpha : float
+    h_relaxed : ndarray, shape (N, k), or None
+        What the next multiplier step reads for :math:`H^{(m)}`: its over-relaxation with the
+        ``H`` of the round that produced it (:func:`~fedmf_app.methods.imk.model.relaxed`);
+        ``None``: :math:`H^{(m)}` itself.
     """
 
     f: np.ndarray
@@ -98,6 +102,7 @@ class ClientState:
     h: np.ndarray
     phi: np.ndarray
     alpha: float
+    h_relaxed: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -410,6 +415,10 @@ def client_round(
     passes of (24), (25) and (27) against the same :math:`H` and :math:`\\Phi^{(m)}` (one pass is
     Algorithm 1), then (16) once.
 
+    The multiplier step reads the previous round's over-relaxed copy (``state.h_relaxed``), and the
+    round keeps this round's, :math:`aH^{(m)} + (1 - a)H` with :math:`a` = ``params.relaxation``,
+    for the next one (the server's sum of them is what its ``H`` update reads).
+
     Parameters
     ----------
     x : ndarray or csr_matrix, shape (N, d)
@@ -427,7 +436,8 @@ def client_round(
     state : ClientState
     stats : ClientStats
     """
-    phi = state.phi if first else multiplier_step(state.phi, state.h, h_global, params.rho)
+    previous = state.h if state.h_relaxed is None else state.h_relaxed
+    phi = state.phi if first else multiplier_step(state.phi, previous, h_global, params.rho)
     f, w, h = state.f, state.w, state.h
     for _ in range(params.local_iterations):
         f = update_f(x, h, w)
@@ -436,7 +446,7 @@ def client_round(
         h = h + params.beta * h_step(x, current, h_global, params)
     residual = residual_norm(x, h, w, f)  # once: (16) and the reported residual
     alpha = _alpha(residual)
-    new = ClientState(f=f, w=w, h=h, phi=phi, alpha=alpha)
+    new = ClientState(f=f, w=w, h=h, phi=phi, alpha=alpha, h_relaxed=relaxed(h, h_global, params.relaxation))
     return new, ClientStats(residual=residual, ortho=ortho_penalty(h), alpha=alpha)
 
 

@@ -1,6 +1,7 @@
 """FMVC-IMK (paper B): what the client's and the server's maths share (numpy/scipy only).
 
-The view type, the orthogonality penalty, the multiplier step both sides apply, the normalised
+The view type, the orthogonality penalty, the multiplier step and its over-relaxation that both
+sides apply, the normalised
 indicator, and the run's seeded random streams (each client's, the server's, the labels', the
 shared anchor samples). The client's updates are :mod:`fedmf_app.methods.imk.client_updates`, the
 server's :mod:`fedmf_app.methods.imk.server_updates`; neither imports the other.
@@ -25,6 +26,7 @@ __all__ = [
     "multiplier_step",
     "normalised_indicator",
     "ortho_penalty",
+    "relaxed",
     "server_rng",
 ]
 
@@ -41,6 +43,32 @@ def ortho_penalty(h: np.ndarray) -> float:
 def multiplier_step(phi: np.ndarray, h_local: np.ndarray, h_global: np.ndarray, rho: float) -> np.ndarray:
     """[A] ADMM multiplier step :math:`\\Phi + \\rho(H^{(m)} - H)` (same on client and server)."""
     return phi + rho * (h_local - h_global)
+
+
+def relaxed(h_local: np.ndarray, h_global: np.ndarray, relaxation: float) -> np.ndarray:
+    """[A] Over-relaxed ADMM (Boyd et al. 2011, Sect. 3.4.3): :math:`aH^{(m)} + (1 - a)H`, what the
+    server's ``H`` update and the next multiplier step read in place of :math:`H^{(m)}`.
+
+    The server applies it to the sums, :math:`a\\sum_m H^{(m)} + (1 - a)MH`, which is the sum of the
+    clients' relaxed copies. At consensus (:math:`H^{(m)} = H`) it changes nothing, so the fixed
+    points are those of plain ADMM.
+
+    Parameters
+    ----------
+    h_local : ndarray, shape (N, k)
+        :math:`H^{(m)}` after the client's update (or their sum).
+    h_global : ndarray, shape (N, k)
+        The ``H`` the round started from (or ``M`` times it).
+    relaxation : float
+        :math:`a` in (0, 2); 1 is plain ADMM (Algorithm 1) and returns ``h_local`` itself.
+
+    Returns
+    -------
+    ndarray, shape (N, k)
+    """
+    if relaxation == 1.0:
+        return h_local
+    return relaxation * h_local + (1.0 - relaxation) * h_global
 
 
 def normalised_indicator(labels: np.ndarray, k: int) -> np.ndarray:

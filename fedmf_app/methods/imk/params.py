@@ -89,6 +89,9 @@ class IMKParams:
         :math:`\\rho`, ADMM penalty of :math:`H^{(m)} = H`.
     local_iterations : int
         Passes of the client's ``F``, ``W`` and :math:`H^{(m)}` updates per round (1 in Algorithm 1).
+    relaxation : float
+        [A] Over-relaxation :math:`a` of the ADMM (:func:`~fedmf_app.methods.imk.model.relaxed`;
+        1 in Algorithm 1).
     beta : float
         :math:`\\beta`, step on :math:`\\Delta H^{(m)}` (1).
     sigma : float
@@ -129,6 +132,16 @@ class IMKParams:
         "multipliers ([A] 1, Algorithm 1; 2 or 3 take fewer rounds and cost some data sets points, "
         "see docs/rounds.md).",
     )
+    relaxation: float = option(
+        "imk.relaxation",
+        1.5,
+        Interval(float, 0.0, 2.0, closed="neither"),
+        "Over-relaxation a of the ADMM (Boyd et al. 2011, 3.4.3): the server's H update and each "
+        "multiplier step read a H^(m) + (1 - a) H instead of H^(m), H the indicator the round started "
+        "from; the fixed points are those of a = 1, Algorithm 1 ([A] 1.5: higher ACC on the dense "
+        "development sets, which the looser imk.spectral-tol then turns into fewer rounds; see "
+        "docs/rounds.md).",
+    )
     beta: float = 1.0
     sigma: float = 1.0
     ridge: float = 1e-8
@@ -148,7 +161,8 @@ class IMKOptions:
     Attributes
     ----------
     steps : IMKParams
-        ``imk.lambda``, ``imk.mu``, ``imk.rho``, ``imk.local-iterations`` and the fixed steps.
+        ``imk.lambda``, ``imk.mu``, ``imk.rho``, ``imk.local-iterations``, ``imk.relaxation`` and
+        the fixed steps.
     graph : {"auto", "anchor", "knn"}
     anchors, neighbours : int
     similarity : {"binary", "heat"}
@@ -250,11 +264,11 @@ class IMKOptions:
     )
     spectral_tol: float = option(
         "imk.spectral-tol",
-        6e-3,
+        1e-2,
         Interval(float, 0.0, None, closed="left"),
         "imk.tol of a run where every client starts from its spectral clustering (imk.start): "
         "such a run starts near its clustering and its later rounds mostly polish the objective "
-        "([A] 6e-3; 0: such a run stops by imk.tol too; see docs/rounds.md).",
+        "([A] 1e-2 with imk.relaxation = 1.5; 0: such a run stops by imk.tol too; see docs/rounds.md).",
     )
     stop_patience: int = option(
         "imk.stop-patience",

@@ -24,7 +24,14 @@ from fedmf_app.methods.imk.client_updates import (
     view_anchor_graph,
     view_knn_graph,
 )
-from fedmf_app.methods.imk.model import anchor_indices, client_rng, label_rng, multiplier_step, server_rng
+from fedmf_app.methods.imk.model import (
+    anchor_indices,
+    client_rng,
+    label_rng,
+    multiplier_step,
+    relaxed,
+    server_rng,
+)
 from fedmf_app.methods.imk.params import IMKOptions, resolve_graph
 from fedmf_app.methods.imk.server_updates import (
     AnchorLaplacian,
@@ -107,8 +114,8 @@ class IMKReference:
         if not first:
             self.phi_sum = multiplier_step(self.phi_sum, self.h_sum, m * self.h, self.params.rho)
         h_sum = add_up([s.h for s in self.states])
-        self.h = self.solver.update(self.phi_sum, h_sum, self.h)
-        self.h_sum = h_sum
+        self.h_sum = relaxed(h_sum, m * self.h, self.params.relaxation)
+        self.h = self.solver.update(self.phi_sum, self.h_sum, self.h)
         residual_sum = add_up_scalars([s.residual for s in stats])
         ortho_sum = add_up_scalars([s.ortho for s in stats])
         record = objective(residual_sum, ortho_sum, self.h, self.laplacian, self.params)

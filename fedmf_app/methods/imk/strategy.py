@@ -55,7 +55,7 @@ from fedmf_app.common.stopping import plateau
 from fedmf_app.federated.handshake import exchange
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.federated.strategy import ClientReply, FederationError, ViewFederationStrategy
-from fedmf_app.methods.imk.model import anchor_indices, label_rng, multiplier_step, server_rng
+from fedmf_app.methods.imk.model import anchor_indices, label_rng, multiplier_step, relaxed, server_rng
 from fedmf_app.methods.imk.params import imk_options, resolve_graph, stop_tolerance
 from fedmf_app.methods.imk.protocol import PROTOCOL
 from fedmf_app.methods.imk.server_updates import (
@@ -229,15 +229,18 @@ class FMVCIMKStrategy(ViewFederationStrategy):
         gap is :math:`\\sum_m\\|H^{(m)}\\|^2 - 2\\langle\\sum_m H^{(m)}, H\\rangle + M\\|H\\|^2`. So the
         server reads the replies only through their sums
         (:meth:`~fedmf_app.federated.strategy.ViewFederationStrategy.round_sums`), masked or not;
-        in the clear the clients' view weights are recorded too.
+        in the clear the clients' view weights are recorded too. With ``imk.relaxation`` = :math:`a`
+        the update and the next multiplier step read the over-relaxed sum
+        :math:`a\\sum_m H^{(m)} + (1 - a)MH` (kept as ``h_sum``), the sum of the clients' relaxed
+        copies.
         """
         m = len(replies)
         sums = self.round_sums(server_round, replies)
         h_sum = sums["H^(m)"]
         if server_round > 1:
             self.phi_sum = multiplier_step(self.phi_sum, self.h_sum, m * self.h, self.params.rho)
-        self.h = self.solver.update(self.phi_sum, h_sum, self.h)
-        self.h_sum = h_sum
+        self.h_sum = relaxed(h_sum, m * self.h, self.params.relaxation)
+        self.h = self.solver.update(self.phi_sum, self.h_sum, self.h)
         record: dict[str, Any] = objective(
             sums["residual"], sums["ortho"], self.h, self.laplacian, self.params
         )
