@@ -29,6 +29,7 @@ FOLDER = Path(__file__).resolve().parents[2] / "docs" / "deployment" / "time_to_
         "snapshot_5b6930c",
         "iai_label_stop",
         "snapshot_b0065a8",
+        "imk_relaxation",
     ],
 )
 def test_the_published_tables_are_what_the_records_give(folder):
@@ -54,6 +55,7 @@ def test_the_published_tables_are_what_the_records_give(folder):
         ("snapshot_5b6930c", "snapshot-5b6930c"),
         ("iai_label_stop", "iai-label-stop"),
         ("snapshot_b0065a8", "snapshot-b0065a8"),
+        ("imk_relaxation", "imk-relaxation"),
     ],
 )
 def test_deployment_md_embeds_the_tables(folder, marker):

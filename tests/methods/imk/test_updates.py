@@ -300,13 +300,15 @@ def test_objective_does_not_increase_at_rho_5(seed):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_at_the_default_rho_the_objective_rises_little_and_ends_far_lower(seed):
-    """With the default rho = 2 and plain ADMM (imk.relaxation = 1, Algorithm 1) the objective may
-    rise in a round (here once or twice per seed, by at most 0.7 % of its start) but ends far below
-    its start, the copies agree and the planted clusters are found."""
-    ref, obj, y = run_reference(40, seed=seed, relaxation=1.0)
+@pytest.mark.parametrize("relaxation, rise", [(1.0, 0.01), (1.5, 0.02)])
+def test_at_the_default_rho_the_objective_rises_little_and_ends_far_lower(seed, relaxation, rise):
+    """With the default rho = 2 the objective may rise in a round but ends far below its start, the
+    copies agree and the planted clusters are found. With plain ADMM (imk.relaxation = 1, Algorithm
+    1) it rises in one or two rounds per seed, by at most 0.7 % of its start; with the default
+    over-relaxation a = 1.5 in 2-5 rounds, by at most 1.8 % (the bounds: 1 % and 2 %)."""
+    ref, obj, y = run_reference(40, seed=seed, relaxation=relaxation)
     assert ref.params.rho == 2.0
-    assert np.max(np.diff(obj)) <= 0.01 * obj[0]
+    assert np.max(np.diff(obj)) <= rise * obj[0]
     assert obj[-1] < 0.8 * obj[0]
     assert ref.history[-1]["consensus"] < 1e-3
     labels = extract_labels(ref.h, "kmeans", np.random.default_rng(0))
@@ -340,21 +342,6 @@ def test_the_servers_multiplier_sum_is_the_clients_sum_under_relaxation(relaxati
     clients = add_up([s.phi for s in ref.states])
     np.testing.assert_allclose(ref.phi_sum, clients, rtol=0, atol=1e-12)
     assert (relaxation == 1.0) == all(s.h_relaxed is s.h for s in ref.states)
-
-
-def test_relaxation_reaches_the_planted_clusters_with_the_copies_in_agreement():
-    """At the default a = 1.5 the objective rises in more rounds than with plain ADMM and by more
-    (here 2-5 rounds per seed, by at most 1.8 % of its start, against 0.7 % at a = 1), but the run
-    still ends as far below its start, the copies agree with H and the planted clusters are found
-    (seeds 0-2, 40 rounds)."""
-    for seed in range(3):
-        ref, obj, y = run_reference(40, seed=seed)
-        assert ref.params.relaxation == 1.5
-        assert np.max(np.diff(obj)) <= 0.02 * obj[0]
-        assert obj[-1] < 0.8 * obj[0]
-        assert ref.history[-1]["consensus"] < 1e-3
-        labels = extract_labels(ref.h, "kmeans", np.random.default_rng(0))
-        assert normalized_mutual_info_score(y, labels) > 0.95
 
 
 def test_the_literal_reading_collapses_without_the_majoriser(monkeypatch):
