@@ -1,10 +1,10 @@
 """FMVC-IMK (paper B): what the client's and the server's maths share (numpy/scipy only).
 
 The view type, the orthogonality penalty, the multiplier step and its over-relaxation that both
-sides apply, the normalised
-indicator, and the run's seeded random streams (each client's, the server's, the labels', the
-shared anchor samples). The client's updates are :mod:`fedmf_app.methods.imk.client_updates`, the
-server's :mod:`fedmf_app.methods.imk.server_updates`; neither imports the other.
+sides apply, the normalised indicator, and the run's seeded random streams (each client's, the
+server's, the labels', the shared anchor samples). The client's updates are
+:mod:`fedmf_app.methods.imk.client_updates`, the server's :mod:`fedmf_app.methods.imk.server_updates`;
+neither imports the other.
 """
 
 from __future__ import annotations
