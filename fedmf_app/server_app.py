@@ -3,7 +3,7 @@
 The same code serves ``flwr run`` on the simulation engine and a deployed SuperLink. Its main
 function runs Flower's legacy ``Server`` loop (``start_grid``) with the Strategy of
 :func:`server_fn`, on a :class:`~fedmf_app.federated.prompt_grid.PromptGrid` that collects the
-clients' replies every 0.1 s instead of Flower's fixed 3 s. When the SuperLink
+clients' replies within 0.1-0.25 s of their arrival instead of Flower's fixed 3 s. When the SuperLink
 stops answering (no call returns within run config ``connect-timeout-s`` seconds, at least
 :data:`MIN_LOST_AFTER_S`), the ServerApp marks
 ``result.json`` ``interrupted`` (the checkpoint of the last finished round resumes it) and exits

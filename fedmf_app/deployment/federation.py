@@ -305,8 +305,8 @@ class LocalFederation:
     task_poll_interval : float
         Seconds between a SuperNode's SuperExec checks for new ClientApp tasks
         (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, within
-        :data:`~fedmf_app.deployment.superlink.TASK_POLL_INTERVAL_RANGE`; Flower's
-        default is 1 s, this federation's 0.1 s).
+        :data:`~fedmf_app.deployment.superlink.TASK_POLL_INTERVAL_RANGE`; default
+        :data:`~fedmf_app.deployment.superlink.DEFAULT_TASK_POLL_INTERVAL`; Flower's own is 1 s).
     node_policy : mapping
         Node-config policy keys every SuperNode gets (:mod:`fedmf_app.federated.node_policy`);
         default :data:`~fedmf_app.federated.node_policy.STRICT_NODE_POLICY`: secure aggregation

@@ -35,10 +35,12 @@ __all__ = [
     "free_port",
 ]
 
-#: Seconds between a SuperExec's checks for a new task (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``;
-#: Flower's own default is 1 s): the local SuperNodes' (a ClientApp per message) and the local
-#: SuperLink's (the ServerApp of each run).
-DEFAULT_TASK_POLL_INTERVAL = 0.1
+#: Seconds between a SuperExec's checks for a new task (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``):
+#: the local SuperNodes' (a ClientApp per message) and the local SuperLink's (the ServerApp of each
+#: run). [A] 0.3 s (Flower's own default is 1 s): on one machine a poll every 0.1 s costs the
+#: SuperNodes, their SuperExecs and the SuperLink CPU that the ClientApps need, and 1 s delays
+#: every message's ClientApp by up to 1 s (docs/deployment.md, "Polling less").
+DEFAULT_TASK_POLL_INTERVAL = 0.3
 
 #: The values Flower 1.42's SuperExec accepts for it (``flwr/supercore/superexec/run_superexec.py``).
 TASK_POLL_INTERVAL_RANGE = (0.01, 60.0)

@@ -3,8 +3,13 @@
 Flower 1.42's deployment Grid (``HttpGrid.send_and_receive``) pushes a round's messages and then
 pulls the replies with a fixed 3 s sleep between pulls, so a round that the clients finish in
 0.5 s still costs 3 s on the ServerApp side. :class:`PromptGrid` wraps the Grid Flower hands to the
-ServerApp and does the same push and pulls with a short sleep (:data:`REPLY_POLL_S`);
-everything else is delegated unchanged. The legacy ``Server`` loop, the Strategy and the
+ServerApp and does the same push and pulls with a short sleep that grows with the wait
+(:func:`pull_wait`): every :data:`REPLY_POLL_S` s at first, then a tenth of the time waited
+(:data:`REPLY_POLL_FRACTION`), at most :data:`REPLY_POLL_MAX_S`. A simulated round, whose
+replies come within a second, is pulled every 0.1 s; a deployed round, where each SuperNode
+sleeps 3 s between its own polls, is not pulled ten times a second for several seconds (every
+pull costs the SuperLink and the ServerApp CPU that the ClientApps on the same machine would
+use). Everything else is delegated unchanged. The legacy ``Server`` loop, the Strategy and the
 ClientApps are the same; only the wait between pulls changes.
 
 Flower's Grid retries a call to a SuperLink that does not answer without end (a ServerApp whose
@@ -24,11 +29,51 @@ from flwr.app import Message, RecordDict
 from flwr.server import Grid
 from flwr.supercore.run import Run
 
-__all__ = ["REPLY_POLL_S", "PromptGrid", "SuperLinkLost"]
+__all__ = [
+    "REPLY_POLL_FRACTION",
+    "REPLY_POLL_MAX_S",
+    "REPLY_POLL_S",
+    "PromptGrid",
+    "SuperLinkLost",
+    "pull_wait",
+]
 
-#: [A] Seconds between the pulls of replies that have not all arrived (Flower's own ServerApp waits
-#: a fixed 3 s).
+#: [A] Shortest wait, in seconds, between two pulls of replies that have not all arrived (Flower's
+#: own ServerApp waits a fixed 3 s).
 REPLY_POLL_S = 0.1
+
+#: [A] Longest wait, in seconds, between two pulls.
+REPLY_POLL_MAX_S = 0.25
+
+#: [A] Between those, the wait is this fraction of the time waited so far: a reply is collected at
+#: most a tenth of the wait (and at most :data:`REPLY_POLL_MAX_S`) after it arrived.
+REPLY_POLL_FRACTION = 0.1
+
+
+def pull_wait(
+    waited: float,
+    poll_s: float = REPLY_POLL_S,
+    poll_max_s: float = REPLY_POLL_MAX_S,
+    fraction: float = REPLY_POLL_FRACTION,
+) -> float:
+    """Seconds to sleep before the next pull, after ``waited`` seconds without every reply.
+
+    Parameters
+    ----------
+    waited : float
+        Seconds since the messages were pushed.
+    poll_s, poll_max_s : float
+        Shortest and longest wait.
+    fraction : float
+        The wait in between, as a fraction of ``waited``.
+
+    Returns
+    -------
+    float
+        ``min(max(poll_s, fraction * waited), poll_max_s)``.
+    """
+    return min(max(poll_s, fraction * waited), poll_max_s)
+
 
 Result = TypeVar("Result")
 
@@ -38,21 +83,30 @@ class SuperLinkLost(RuntimeError):
 
 
 class PromptGrid(Grid):
-    """Delegates to ``grid``; :meth:`send_and_receive` pulls every ``poll_s`` seconds.
+    """Delegates to ``grid``; :meth:`send_and_receive` pulls at the waits of :func:`pull_wait`.
 
     Parameters
     ----------
     grid : flwr.server.Grid
         The Grid the ServerApp was given.
     poll_s : float
-        Seconds between two pulls of replies that have not all arrived.
+        Shortest wait between two pulls of replies that have not all arrived.
+    poll_max_s : float
+        Longest wait (at least ``poll_s``).
     lost_after : float
         Seconds a call to the SuperLink may take before it counts as lost (:class:`SuperLinkLost`).
     """
 
-    def __init__(self, grid: Grid, poll_s: float = REPLY_POLL_S, lost_after: float = 60.0) -> None:
+    def __init__(
+        self,
+        grid: Grid,
+        poll_s: float = REPLY_POLL_S,
+        poll_max_s: float = REPLY_POLL_MAX_S,
+        lost_after: float = 60.0,
+    ) -> None:
         self._grid = grid
         self._poll_s = poll_s
+        self._poll_max_s = max(poll_max_s, poll_s)
         self._lost_after = lost_after
         self._calls = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="superlink-call"
@@ -120,7 +174,8 @@ class PromptGrid(Grid):
             The replies received (fewer than the messages when the timeout passed first).
         """
         pending = set(self.push_messages(messages))
-        end = None if timeout is None else time.monotonic() + timeout
+        pushed = time.monotonic()
+        end = None if timeout is None else pushed + timeout
         replies: list[Message] = []
         while True:
             received = list(self.pull_messages(pending))
@@ -128,7 +183,9 @@ class PromptGrid(Grid):
             pending.difference_update(m.metadata.reply_to_message_id for m in received)
             if not pending:
                 return replies
-            left = None if end is None else end - time.monotonic()
+            now = time.monotonic()
+            left = None if end is None else end - now
             if left is not None and left <= 0:
                 return replies
-            time.sleep(self._poll_s if left is None else min(self._poll_s, left))
+            wait = pull_wait(now - pushed, self._poll_s, self._poll_max_s)
+            time.sleep(wait if left is None else min(wait, left))
