@@ -31,6 +31,7 @@ FOLDER = Path(__file__).resolve().parents[2] / "docs" / "deployment" / "time_to_
         "snapshot_b0065a8",
         "imk_relaxation",
         "snapshot_317b33a",
+        "polling",
     ],
 )
 def test_the_published_tables_are_what_the_records_give(folder):
@@ -58,6 +59,7 @@ def test_the_published_tables_are_what_the_records_give(folder):
         ("snapshot_b0065a8", "snapshot-b0065a8"),
         ("imk_relaxation", "imk-relaxation"),
         ("snapshot_317b33a", "snapshot-317b33a"),
+        ("polling", "polling"),
     ],
 )
 def test_deployment_md_embeds_the_tables(folder, marker):
