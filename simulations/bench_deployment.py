@@ -10,7 +10,8 @@ the SuperNode to poll, starting the ClientApp process (Python + imports), the Cl
 (load the view, kernels, push the reply), sending the reply, and waiting for the ServerApp to poll.
 With ``--kill`` it times how long after a SuperNode is killed (SIGKILL, after round 1) the run
 ends, for each given ``round-timeout-s``. With ``--floor`` it also runs the no-op app of
-``simulations/floor_app`` (empty messages, an empty reply at once, replies pulled every 0.1 s) on
+``simulations/floor_app`` (empty messages, an empty reply at once, replies pulled every 0.1 s, without
+fedmf_app's back-off) on
 a federation of the same size: Flower's own time per round, against which ours is read.
 
 Usage::

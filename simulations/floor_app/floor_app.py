@@ -1,6 +1,7 @@
 """A no-op Flower app: each round the ServerApp sends one message to every node, the ClientApp
-answers at once, and the ServerApp pulls the replies every ``poll-s`` seconds, as fedmf_app's
-ServerApp does (:class:`fedmf_app.federated.prompt_grid.PromptGrid`).
+answers at once, and the ServerApp pulls the replies every ``poll-s`` seconds (0.1 s: the
+shortest wait of fedmf_app's ServerApp, :class:`fedmf_app.federated.prompt_grid.PromptGrid`, which
+backs off to 0.25 s as a wait grows; this app does not back off).
 What a round costs here is Flower's: the SuperNodes' polls (or the simulation engine's), a new
 ClientApp process per message (deployment), the transport. The messages are empty by default;
 run config ``down-floats`` / ``up-floats`` give each message / reply one array of that many

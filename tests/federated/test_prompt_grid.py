@@ -5,7 +5,13 @@ from types import SimpleNamespace
 import pytest
 
 from fedmf_app.federated import prompt_grid
-from fedmf_app.federated.prompt_grid import REPLY_POLL_MAX_S, REPLY_POLL_S, PromptGrid, pull_wait
+from fedmf_app.federated.prompt_grid import (
+    REPLY_POLL_FRACTION,
+    REPLY_POLL_MAX_S,
+    REPLY_POLL_S,
+    PromptGrid,
+    pull_wait,
+)
 
 
 class _SlowRepliesGrid:
@@ -55,8 +61,8 @@ def test_the_wait_between_pulls_is_a_tenth_of_the_wait_so_far_within_its_bounds(
     wait = pull_wait(waited)
     assert REPLY_POLL_S <= wait <= REPLY_POLL_MAX_S
     # never longer than a tenth of the time waited, unless that is below the shortest wait
-    assert wait <= max(REPLY_POLL_S, 0.1 * waited) + 1e-12
-    assert wait == pytest.approx(min(max(REPLY_POLL_S, 0.1 * waited), REPLY_POLL_MAX_S))
+    assert wait <= max(REPLY_POLL_S, REPLY_POLL_FRACTION * waited) + 1e-12
+    assert wait == pytest.approx(min(max(REPLY_POLL_S, REPLY_POLL_FRACTION * waited), REPLY_POLL_MAX_S))
 
 
 def test_pulls_come_quickly_at_first_and_less_often_as_the_wait_grows(monkeypatch):
