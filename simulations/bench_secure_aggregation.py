@@ -61,7 +61,12 @@ CASES: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "floor": [
         (
             "fedsonmf, synthetic m=10 n=200, 300 rounds",
-            {"algorithm": "fedsonmf", "num-server-rounds": 300, "sonmf.stop-change": 0.0},
+            {
+                "algorithm": "fedsonmf",
+                "num-server-rounds": 300,
+                "sonmf.stop-change": 0.0,
+                "sonmf.stop-label-change": 0.0,
+            },
         ),
         (
             "fedsonmf, hw, 20 rounds",

@@ -51,7 +51,7 @@ METHODS = ("fedsonmf", "fmvc-imk", "fmvc-iai")
 #: and paper B; fmvc-iai's mean training losses over the clients (none in its set-up round) and
 #: the share of labels that changed since the previous round.
 ROUND_KEYS: dict[str, tuple[str, ...]] = {
-    "fedsonmf": ("objective",),
+    "fedsonmf": ("objective", "label_change"),
     "fmvc-imk": ("objective",),
     "fmvc-iai": ("loss_attribute", "loss_structure", "loss_clustering", "label_change"),
 }

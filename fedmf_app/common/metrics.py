@@ -1,4 +1,5 @@
-"""Clustering quality against ground truth: ACC (Hungarian matching), NMI, purity and ARI.
+"""Clustering quality against ground truth: ACC (Hungarian matching), NMI, purity and ARI; and
+how far one clustering moved from another (:func:`label_change`).
 
 These are the metrics of paper A's Table 1 (ACC, NMI, Pur) plus the adjusted Rand index. All are
 in ``[0, 1]`` (ARI can be negative) and invariant to how the clusters are numbered.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["clustering_scores"]
+__all__ = ["clustering_scores", "label_change"]
 
 
 def clustering_scores(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
@@ -39,7 +40,6 @@ def clustering_scores(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float
     ValueError
         When the label vectors are not 1-D of the same nonzero length.
     """
-    from scipy.optimize import linear_sum_assignment
     from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
     from sklearn.metrics.cluster import contingency_matrix
 
@@ -50,11 +50,48 @@ def clustering_scores(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float
             f"label vectors must be nonempty and of one length, got {y_true.shape} and {y_pred.shape}"
         )
     table = contingency_matrix(y_true, y_pred)  # classes x clusters
-    rows, cols = linear_sum_assignment(table, maximize=True)
     n = y_true.size
     return {
-        "acc": float(table[rows, cols].sum() / n),
+        "acc": _matched(table) / n,
         "nmi": float(normalized_mutual_info_score(y_true, y_pred)),
         "purity": float(table.max(axis=0).sum() / n),
         "ari": float(adjusted_rand_score(y_true, y_pred)),
     }
+
+
+def label_change(previous: np.ndarray, labels: np.ndarray) -> float:
+    """Fraction of the samples whose cluster differs between two clusterings of them, under the
+    one-to-one renaming of clusters that agrees best (Hungarian): ``1 - ACC`` of ``labels`` scored
+    against ``previous``.
+
+    Parameters
+    ----------
+    previous, labels : ndarray of int, shape (n,)
+        Two clusterings of the same ``n > 0`` samples (any coding).
+
+    Returns
+    -------
+    float
+        In ``[0, 1)``; 0 when the partitions are the same, whatever the numbering.
+    """
+    from sklearn.metrics.cluster import contingency_matrix
+
+    table = contingency_matrix(np.asarray(previous).reshape(-1), np.asarray(labels).reshape(-1))
+    return 1.0 - _matched(table) / int(table.sum())
+
+
+def _matched(table: np.ndarray) -> float:
+    """Samples on the best one-to-one matching of the rows of a contingency table to its columns.
+
+    Parameters
+    ----------
+    table : ndarray of int, shape (a, b)
+
+    Returns
+    -------
+    float
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    rows, cols = linear_sum_assignment(table, maximize=True)
+    return float(table[rows, cols].sum())

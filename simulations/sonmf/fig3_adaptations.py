@@ -56,6 +56,7 @@ def main() -> None:
             "num-server-rounds": args.rounds,
             "sonmf.stop-ratio": 0.0,  # the figure plots every round
             "sonmf.stop-change": 0.0,
+            "sonmf.stop-label-change": 0.0,
         }
         run_in_process({**cfg, **overrides}, args.runs, name)
         logging.info("%s done", name)

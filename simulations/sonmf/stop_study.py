@@ -36,7 +36,13 @@ ALGORITHMS = ("fedsonmf", "fedmavg", "fedmgs", "fedvra-u")
 
 def trajectory(dataset: str, algorithm: str, seed: int, out: Path) -> dict:
     """Per-round residual ratio and whether that round's clustering equals the last round's."""
-    overrides = {"algorithm": algorithm, "seed": seed, "sonmf.stop-ratio": 0.0, "sonmf.stop-change": 0.0}
+    overrides = {
+        "algorithm": algorithm,
+        "seed": seed,
+        "sonmf.stop-ratio": 0.0,
+        "sonmf.stop-change": 0.0,
+        "sonmf.stop-label-change": 0.0,
+    }
     if dataset != "synthetic":
         overrides.update(dataset=dataset, **{"num-clients": len(load_multiview(dataset).views)})
     labels: list[np.ndarray] = []

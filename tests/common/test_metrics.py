@@ -1,10 +1,12 @@
 """Clustering metrics against hand-computed cases."""
 
+import itertools
+
 import numpy as np
 import pytest
 
 from fedmf_app.common.clustering import kmeans_basis, kmeans_labels
-from fedmf_app.common.metrics import clustering_scores
+from fedmf_app.common.metrics import clustering_scores, label_change
 
 
 def test_a_permuted_labelling_is_perfect():
@@ -25,6 +27,24 @@ def test_known_contingency_tables():
     # one cluster: purity and ACC are the largest class share; NMI and ARI are 0.
     one = clustering_scores(np.array([0, 0, 0, 1, 1, 2, 2, 2]), np.zeros(8, dtype=int))
     assert one == pytest.approx({"acc": 3 / 8, "purity": 3 / 8, "nmi": 0.0, "ari": 0.0})
+
+
+def test_label_change_is_zero_for_a_renamed_partition_and_counts_moved_samples():
+    a = np.array([0, 0, 1, 1, 2, 2, 2, 2])
+    assert label_change(a, np.array([7, 7, 4, 4, 1, 1, 1, 1])) == 0.0
+    # one sample of cluster 2 joins cluster 1: 1 of 8 moved, whatever the numbering
+    assert label_change(a, np.array([2, 2, 0, 0, 1, 0, 1, 1])) == pytest.approx(1 / 8)
+
+
+def test_label_change_is_the_least_share_moved_over_every_renaming():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        k = int(rng.integers(2, 5))
+        a, b = rng.integers(0, k, 30), rng.integers(0, k, 30)
+        # brute force over the renamings of b's clusters onto a's
+        least = min(np.mean(a != np.array(perm)[b]) for perm in itertools.permutations(range(k)))
+        assert label_change(a, b) == pytest.approx(least)
+        assert label_change(b, a) == pytest.approx(least)
 
 
 def test_mismatched_lengths_are_refused():

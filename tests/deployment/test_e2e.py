@@ -225,6 +225,7 @@ def test_a_serverapp_that_loses_its_superlink_marks_the_run_interrupted_and_exit
         "sonmf.basis-kernel": "numpy",
         "sonmf.stop-ratio": 0.0,
         "sonmf.stop-change": 0.0,
+        "sonmf.stop-label-change": 0.0,
         "connect-timeout-s": 5.0,
         "out-dir": str(tmp_path),
         "run-name": "lost",

@@ -1,11 +1,20 @@
 """The convergence stop: the run ends after the first round that meets the rule, and is complete."""
 
+import itertools
+
 import numpy as np
 import pytest
 
 from fedmf_app.in_process import run_in_process
 
-BASE = {"num-clients": 3, "num-samples": 60, "num-server-rounds": 25, "seed": 1, "sonmf.stop-change": 0.0}
+BASE = {
+    "num-clients": 3,
+    "num-samples": 60,
+    "num-server-rounds": 25,
+    "seed": 1,
+    "sonmf.stop-change": 0.0,
+    "sonmf.stop-label-change": 0.0,
+}
 
 
 def test_fedsonmf_stops_at_the_first_round_within_the_tolerance_with_that_rounds_result(tmp_path):
@@ -37,6 +46,58 @@ def test_fedsonmf_stops_once_the_objective_has_been_flat_for_its_patience(tmp_pa
     assert data["status"] == "completed" and len(data["rounds"]) == first < 25
     assert "sonmf.stop-change" in data["summary"]["stopped_early"]["reason"]
     assert [r["objective"] for r in data["rounds"]] == objectives[:first].tolist()
+
+
+def _label_changes(overrides, tmp_path, name):
+    """A run with the label rule on but never met (its patience beyond the rounds)."""
+    cfg = {**overrides, "sonmf.stop-label-change": 0.5, "sonmf.stop-label-patience": 100}
+    return run_in_process(cfg, tmp_path, name)
+
+
+def test_the_label_change_is_the_matched_change_of_the_rounds_clusterings(tmp_path):
+    full = _label_changes({**BASE, "sonmf.stop-ratio": 0.0}, tmp_path, "full")
+    rounds, history = full.recorder.data["rounds"], full.label_history
+    assert len(rounds) == 25 and rounds[0]["label_change"] is None
+    for t in range(2, 26):
+        a, b = history[t - 1], history[t]
+        least = min(np.mean(a != np.array(p)[b]) for p in itertools.permutations(range(b.max() + 1)))
+        assert rounds[t - 1]["label_change"] == pytest.approx(least)
+    # the rule leaves the run as it was: the same objectives and the same final clustering
+    plain = run_in_process({**BASE, "sonmf.stop-ratio": 0.0}, tmp_path, "plain")
+    assert [r["objective"] for r in rounds] == [r["objective"] for r in plain.recorder.data["rounds"]]
+    assert full.recorder.data["final"]["labels"] == plain.recorder.data["final"]["labels"]
+    assert "label_change" not in plain.recorder.data["rounds"][-1] and not plain.label_history
+
+
+@pytest.mark.parametrize(("tol", "patience"), [(0.1, 2), (0.05, 3)])
+def test_fedsonmf_stops_once_its_labels_have_settled_for_their_patience(tmp_path, tol, patience):
+    full = _label_changes({**BASE, "sonmf.stop-ratio": 0.0}, tmp_path, "full")
+    changes = [r["label_change"] for r in full.recorder.data["rounds"]]
+    first = next(
+        t
+        for t in range(patience + 1, 26)
+        if all(c is not None and c <= tol for c in changes[t - patience : t])
+    )
+    assert first < 25  # the case stops early (checked, not assumed)
+    cfg = {
+        **BASE,
+        "sonmf.stop-ratio": 0.0,
+        "sonmf.stop-label-change": tol,
+        "sonmf.stop-label-patience": patience,
+    }
+    stopped = run_in_process(cfg, tmp_path, f"stopped-{tol}")
+    data = stopped.recorder.data
+    assert data["status"] == "completed" and len(data["rounds"]) == first
+    assert "sonmf.stop-label-change" in data["summary"]["stopped_early"]["reason"]
+    # the output is the clustering of the round it stopped after
+    assert data["final"]["labels"] == full.label_history[first].tolist()
+
+
+def test_the_label_rule_stops_a_run_without_diagnostics(tmp_path):
+    cfg = {**BASE, "sonmf.diagnostics": False, "sonmf.stop-label-change": 0.1, "sonmf.stop-label-patience": 2}
+    data = run_in_process(cfg, tmp_path, "no-diagnostics").recorder.data
+    assert data["summary"]["stopped_early"]["round"] < 25
+    assert "objective" not in data["rounds"][-1] and data["rounds"][-1]["label_change"] <= 0.1
 
 
 def test_without_the_stop_every_round_runs(tmp_path):

@@ -53,12 +53,23 @@ def test_a_convergence_stop_says_how_many_rounds_ran_and_flowers_summary_counts_
 
 def test_without_diagnostics_the_run_says_its_stop_rules_cannot_fire_and_runs_every_round(tmp_path, caplog):
     caplog.set_level(logging.WARNING, logger="flwr")
-    cfg = {**BASE, "num-server-rounds": 6, "sonmf.diagnostics": False, "sonmf.stop-ratio": 0.9}
+    cfg = {
+        **BASE,
+        "num-server-rounds": 6,
+        "sonmf.diagnostics": False,
+        "sonmf.stop-ratio": 0.9,
+        "sonmf.stop-label-change": 0.0,
+    }
     federation = InProcessFederation(cfg, tmp_path)
     federation.run()
     assert len(federation.strategy.recorder.data["rounds"]) == 6
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("sonmf.diagnostics = false" in w and "runs all 6 rounds" in w for w in warnings)
+    # with the label rule on, the warning says that rule alone can still end the run
+    caplog.clear()
+    InProcessFederation({**cfg, "sonmf.stop-label-change": 0.01}, tmp_path / "labels").run()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("only sonmf.stop-label-change can end it early" in w for w in warnings)
     # with diagnostics the same residual stop ends the run early (the rule itself works)
     stopped = InProcessFederation({**cfg, "sonmf.diagnostics": True}, tmp_path / "on")
     stopped.run()

@@ -25,7 +25,11 @@ same way for all of them, so that their records can be compared:
   the per-round ratio and the printed running average of ``residual``;
 * after the last round: the summary (rounds to 1e-2 per normalisation), ``residuals.png``, and
   the final labels by k-means on :math:`V^T` (paper A's protocol: 10 replicates x 300
-  iterations, seeded; ``k`` = :attr:`num_clusters`, else the rank).
+  iterations, seeded; ``k`` = :attr:`num_clusters`, else the rank);
+* with ``sonmf.stop-label-change > 0``, that clustering after every round as well: the round's
+  ``label_change`` (the share of samples whose cluster moved since the last round, clusters
+  matched one to one) feeds the label stop rule, the rounds' labels are scored when the run ends,
+  and the last round's labels are the output.
 
 **The proposed method** (``algorithm = "fedsonmf"``, :class:`FedSONMFStrategy`) owns the global
 state:
@@ -77,8 +81,9 @@ import numpy as np
 from flwr.common import Scalar
 from flwr.common.logger import log
 
+from fedmf_app.common.metrics import label_change
 from fedmf_app.common.seeding import Stream, rng_for
-from fedmf_app.common.stopping import plateau
+from fedmf_app.common.stopping import plateau, settled
 from fedmf_app.federated.handshake import ask_all
 from fedmf_app.federated.protocol import Stage
 from fedmf_app.federated.results import RunRecorder
@@ -158,13 +163,13 @@ class SparseONMFStrategy(ViewFederationStrategy):
     """
 
     protocol = PROTOCOL
-    progress_keys = ("residual", "residual_ratio", "normalized_residual", "objective")
+    progress_keys = ("residual", "residual_ratio", "normalized_residual", "objective", "label_change")
     later_imports = (
         *ViewFederationStrategy.later_imports,
         "sklearn.cluster",
         "fedmf_app.methods.sonmf.plots",
     )
-    checkpoint_attrs = ("num_clusters", "rank", "v", "_residuals", "upload_bounds")
+    checkpoint_attrs = ("num_clusters", "rank", "v", "_residuals", "upload_bounds", "_labels")
     checkpoint_types = (UploadBounds,)
 
     def __init__(self, cfg: dict[str, Any], recorder: RunRecorder) -> None:
@@ -178,12 +183,16 @@ class SparseONMFStrategy(ViewFederationStrategy):
         self._residuals: list[float] = []
         self.upload_bounds: UploadBounds | None = None
         self._sketch_bound: float | None = None
-        if not self.options.diagnostics and (self.options.stop_ratio > 0 or self.options.stop_change > 0):
+        self._labels: np.ndarray | None = None
+        options = self.options
+        if not options.diagnostics and (options.stop_ratio > 0 or options.stop_change > 0):
             log(
                 WARNING,
                 "sonmf.diagnostics = false: the clients send no objective or residual, so the stop rules "
-                "(sonmf.stop-ratio, sonmf.stop-change) cannot end the run; it runs all %d rounds",
-                self.num_rounds,
+                "(sonmf.stop-ratio, sonmf.stop-change) cannot end the run; %s",
+                "only sonmf.stop-label-change can end it early"
+                if options.stop_label_change > 0
+                else f"it runs all {self.num_rounds} rounds",
             )
 
     # ----------------------------------------------------------------- hooks for the methods
@@ -343,13 +352,18 @@ class SparseONMFStrategy(ViewFederationStrategy):
                 residual_v_min=r_v_min,
             )
         self.v = update.v_next
+        if self.options.stop_label_change > 0:
+            before, self._labels = self._labels, self._cluster()
+            record["label_change"] = None if before is None else label_change(before, self._labels)
         previous = None if self.upload_bounds is None else self.upload_bounds.upload
         self.upload_bounds = self._round_bounds(update.broadcast[0], server_round + 1, previous, v_used)
         return update.broadcast, record
 
     def converged(self, record: dict[str, Any]) -> str | None:
         """Residual ratio at or below ``sonmf.stop-ratio``, or the objective flat for
-        ``sonmf.stop-patience`` rounds by ``sonmf.stop-change`` (never without diagnostics)."""
+        ``sonmf.stop-patience`` rounds by ``sonmf.stop-change`` (both never without diagnostics),
+        or the labels' change at most ``sonmf.stop-label-change`` for ``sonmf.stop-label-patience``
+        rounds."""
         tol = self.options.stop_ratio
         ratio = record.get("residual_ratio")
         if tol > 0 and ratio is not None and ratio <= tol:  # NaN never converges
@@ -360,6 +374,13 @@ class SparseONMFStrategy(ViewFederationStrategy):
             return (
                 f"objective's relative change <= sonmf.stop-change = {change:g} "
                 f"for {patience} rounds (sonmf.stop-patience)"
+            )
+        tol, patience = self.options.stop_label_change, self.options.stop_label_patience
+        changes = [r.get("label_change") for r in self.recorder.data["rounds"]]
+        if "label_change" in record and settled(changes, tol, patience):
+            return (
+                f"labels changed for <= {tol:g} of the samples for {patience} rounds "
+                "(sonmf.stop-label-change, sonmf.stop-label-patience)"
             )
         return None
 
@@ -400,8 +421,22 @@ class SparseONMFStrategy(ViewFederationStrategy):
         }
 
     def final_labels(self) -> np.ndarray | None:
-        """k-means on the columns of the final :math:`V` (``k`` = :attr:`num_clusters` or the rank),
-        as they are, scaled to unit norm or read as proportions (:attr:`cluster_read`, from
+        """The clustering of the final :math:`V` (:meth:`_cluster`; the last round's, when the label
+        stop rule made one).
+
+        Returns
+        -------
+        ndarray, shape (n,)
+        """
+        return self._cluster() if self._labels is None else self._labels
+
+    def round_labels(self) -> np.ndarray | None:
+        """This round's clustering when the label stop rule made one (``None`` otherwise)."""
+        return self._labels
+
+    def _cluster(self) -> np.ndarray:
+        """k-means on the columns of :math:`V` (``k`` = :attr:`num_clusters` or the rank), as they
+        are, scaled to unit norm or read as proportions (:attr:`cluster_read`, from
         ``sonmf.cluster-columns``).
 
         Returns
