@@ -34,6 +34,7 @@ __all__ = [
     "TOLERANCE",
     "comparison",
     "curves",
+    "label_stop_round",
     "objective",
     "relative_changes",
     "run_summary",
@@ -268,10 +269,26 @@ def stop_round(record: dict[str, Any], tol: float, patience: int) -> int:
     return plateau_round([x["objective"] for x in record["rounds"]], tol, patience)
 
 
-def stop_table(records: list[dict[str, Any]], tolerances: Sequence[float], patience: int) -> str:
+def label_stop_round(record: dict[str, Any], tol: float, patience: int) -> int:
+    """The round after which fedsonmf's label rule with ``tol`` and ``patience``
+    (:func:`settled_round` on the rounds' ``label_change``), or its objective rule at its defaults
+    (``sonmf.stop-change``, ``sonmf.stop-patience``), whichever fires first, would have ended the
+    run of ``record``."""
+    rounds = record["rounds"]
+    options = defaults()
+    by_objective = plateau_round(
+        [x["objective"] for x in rounds], options["sonmf.stop-change"], options["sonmf.stop-patience"]
+    )
+    return min(settled_round([x.get("label_change") for x in rounds], tol, patience), by_objective)
+
+
+def stop_table(
+    records: list[dict[str, Any]], tolerances: Sequence[float], patience: int, labels: bool = False
+) -> str:
     """Markdown: for each tolerance, the round and the ACC at which the method's stop rule
-    (:func:`stop_round`) would have ended each run, from runs made without a stop (every round's
-    ACC and objective or label change recorded).
+    (:func:`stop_round`; with ``labels``, fedsonmf's label rule beside its objective rule:
+    :func:`label_stop_round`) would have ended each run, from runs made without a stop (every
+    round's ACC and objective or label change recorded).
 
     A stopped run's output is its last round's labels, so the ACC after round ``t`` of a longer run
     is the final ACC of the same run stopped there.
@@ -282,6 +299,8 @@ def stop_table(records: list[dict[str, Any]], tolerances: Sequence[float], patie
         Records of :func:`simulations.rounds_study.one_run` (refused runs are left out).
     tolerances : sequence of float
     patience : int
+    labels : bool
+        Read fedsonmf's records with :func:`label_stop_round` (the other methods' are left out).
 
     Returns
     -------
@@ -289,14 +308,25 @@ def stop_table(records: list[dict[str, Any]], tolerances: Sequence[float], patie
         One row per method and tolerance: mean ACC % per data set (over the seeds) with the mean
         round in brackets, and the mean over the data sets.
     """
+    if labels:
+        records = [r for r in records if r["method"] == "fedsonmf"]
     groups = {k: [r for r in runs if "refused" not in r] for k, runs in _groups(records).items()}
     sets = [name for _, name in groups]
     seeds = ", ".join(sorted({str(len(r)) for r in groups.values()}))
+    options = defaults()
+    rule = (
+        "the fraction of samples whose cluster changed (clusters matched one to one) has been at most "
+        f"the tolerance for {patience} rounds in a row, or the objective's relative change at most "
+        f"{options['sonmf.stop-change']:g} for {options['sonmf.stop-patience']} rounds (whichever comes "
+        "first)"
+        if labels
+        else "the objective's relative change (fmvc-iai: the fraction of samples whose label changed) "
+        f"has been at most the tolerance for {patience} rounds in a row"
+    )
+    stop = label_stop_round if labels else stop_round
     lines = [
-        f"ACC % at the round (mean, in brackets) after which the objective's relative change "
-        "(fmvc-iai: the fraction of samples whose label changed) has been "
-        f"at most the tolerance for {patience} rounds in a row, mean over the seeds ({seeds} per set), "
-        "read from runs without a stop.",
+        f"ACC % at the round (mean, in brackets) after which {rule}, mean over the seeds ({seeds} per "
+        "set), read from runs without a stop.",
         "",
         "| method | tolerance | " + " | ".join(sets) + " | mean | rounds, mean |",
         "|---|---|" + "---|" * len(sets) + "---|---|",
@@ -309,7 +339,7 @@ def stop_table(records: list[dict[str, Any]], tolerances: Sequence[float], patie
             cells, accs, rounds = [], [], []
             for name in sets:
                 runs = keyed.get(name, [])
-                stops = [stop_round(r, tol, patience) for r in runs]
+                stops = [stop(r, tol, patience) for r in runs]
                 acc = [r["rounds"][t - 1]["acc"] for r, t in zip(runs, stops)]
                 cells.append(f"{100 * np.mean(acc):.2f} ({np.mean(stops):.1f})" if runs else "-")
                 accs.append(np.mean(acc))

@@ -9,9 +9,11 @@ clustering is scored against the ground truth when the run ends:
 
 * ``fmvc-imk`` scores its rounds itself (the clients hold the ground truth);
 * ``fmvc-iai`` keeps every round's pseudo-labels (:meth:`round_labels`) and scores them at the end;
-* ``fedsonmf`` keeps none (its clustering is k-means on the final ``V``); here its strategy keeps,
-  after each round, the labels its own :meth:`final_labels` gives on that round's ``V`` (the same
-  read and k-means seed), which changes nothing of the run.
+* ``fedsonmf`` clusters its ``V`` after every round for its label stop rule
+  (``sonmf.stop-label-change``) and keeps those labels; with that rule off it keeps none (its
+  clustering is then k-means on the final ``V`` only), and here its strategy keeps, after each
+  round, the labels its own :meth:`final_labels` gives on that round's ``V`` (the same read and
+  k-means seed), which changes nothing of the run.
 
 Appends one JSON line per run to ``<out>/runs.jsonl`` (a rerun skips the runs already there; a run
 the method refuses is recorded with the reason) and writes ``<out>/table.md`` and
@@ -30,7 +32,13 @@ the rounds and final ACC of earlier records against these. Usage::
 ``--tolerances`` writes ``<out>/stops.md`` (``stops-patience-<p>.md`` with ``--patience p`` other
 than 3): for each tolerance, the round and ACC at which the method's stop rule (the objective's
 relative change; fmvc-iai: the fraction of samples whose label changed) would have ended each of the
-runs (made without a stop), from their records.
+runs (made without a stop), from their records. With ``--labels`` it writes ``<out>/label-stops.md``
+instead: fedsonmf's label rule at each tolerance, beside its objective rule at the defaults, read
+from runs that recorded every round's label change without stopping on it::
+
+    python -m simulations.rounds_study --methods fedsonmf --seeds 0 1 2 --data-root ../shared/data \
+        --config sonmf.stop-change=0 sonmf.stop-label-patience=100 num-server-rounds=40 \
+        --out docs/rounds/sonmf_no_stop --tolerances 0.01 0.015 0.02 --labels --patience 4
 """
 
 from __future__ import annotations
@@ -164,9 +172,11 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return list(unique.values())
 
 
-def stops_file(patience: int) -> str:
-    """The name of the stop table for ``patience`` (``stops.md`` for the default 3)."""
-    return "stops.md" if patience == 3 else f"stops-patience-{patience}.md"
+def stops_file(patience: int, labels: bool = False) -> str:
+    """The name of the stop table for ``patience`` (``stops.md`` for the default 3;
+    ``label-stops*.md`` for fedsonmf's label rule)."""
+    name = "label-stops" if labels else "stops"
+    return f"{name}.md" if patience == 3 else f"{name}-patience-{patience}.md"
 
 
 def main() -> None:
@@ -195,6 +205,13 @@ def main() -> None:
         "have ended each run (for runs made without a stop, e.g. imk.tol=0 or iai.stop-label-change=0)",
     )
     parser.add_argument("--patience", type=int, default=3, help="the patience of --tolerances (3)")
+    parser.add_argument(
+        "--labels",
+        action="store_true",
+        help="with --tolerances: fedsonmf's label rule (tolerance on the share of samples whose cluster "
+        "changed, beside its objective rule at the defaults) instead, written to <out>/label-stops.md "
+        "(for runs with sonmf.stop-change=0 and a sonmf.stop-label-patience beyond their rounds)",
+    )
     parser.add_argument(
         "--compare",
         type=Path,
@@ -246,8 +263,8 @@ def main() -> None:
     write_figure(records, args.out / "curves.png")
     sys.stdout.write(text)
     if args.tolerances:
-        stops = stop_table(records, args.tolerances, args.patience)
-        (args.out / stops_file(args.patience)).write_text(stops)
+        stops = stop_table(records, args.tolerances, args.patience, labels=args.labels)
+        (args.out / stops_file(args.patience, args.labels)).write_text(stops)
         sys.stdout.write("\n" + stops)
     if args.compare is not None:
         compared = comparison(read_records(args.compare), records)

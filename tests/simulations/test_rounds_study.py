@@ -9,10 +9,12 @@ import pytest
 from fedmf_app.federated.results import RunRecorder
 from fedmf_app.in_process import InProcessFederation, run_in_process
 from fedmf_app.registry import between_markers, strategy_class, validate_run_config
+from fedmf_app.registry import defaults as registry_defaults  # "defaults" names records below
 from simulations.rounds_report import (
     TOLERANCE,
     comparison,
     curves,
+    label_stop_round,
     objective,
     plateau_round,
     relative_changes,
@@ -23,7 +25,7 @@ from simulations.rounds_report import (
     table,
     write_figure,
 )
-from simulations.rounds_study import read_records, stops_file, with_round_labels
+from simulations.rounds_study import read_records, run_key, stops_file, with_round_labels
 from simulations.spread import SPREAD
 
 from support.data import labelled_file
@@ -162,7 +164,9 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 VARIANTS = ("rounds/local_steps_20", "rounds/local_steps_30", "rounds/iai_epochs_5", "rounds/iai_epochs_10")
 
 
-@pytest.mark.parametrize("folder", ["rounds/before", "rounds", *VARIANTS])
+@pytest.mark.parametrize(
+    "folder", ["rounds/before", "rounds", "rounds/sonmf_objective_stop", "rounds/sonmf_no_stop", *VARIANTS]
+)
 def test_the_published_tables_are_what_the_committed_records_give(folder):
     records = read_records(DOCS / folder / "runs.jsonl")
     assert (DOCS / folder / "table.md").read_text() == table(records)
@@ -178,12 +182,13 @@ def test_the_page_holds_the_measured_table_and_the_comparison_the_records_give()
     assert comparison(before, read_records(DOCS / "rounds" / "runs.jsonl")) in page
 
 
-#: Variants compared with the defaults of their day rather than with the first measurement: the
-#: records of docs/rounds/runs.jsonl, or for fmvc-imk's variants those of its defaults before
-#: ``imk.start`` (docs/rounds/imk_kmeans_start) or before ``imk.spectral-tol``
-#: (docs/rounds/imk_one_tol).
+#: Variants compared with the defaults of their day rather than with the first measurement: for
+#: fedsonmf those before its label rule (docs/rounds/sonmf_objective_stop), for fmvc-imk's variants
+#: those of its defaults before ``imk.start`` (docs/rounds/imk_kmeans_start) or before
+#: ``imk.spectral-tol`` (docs/rounds/imk_one_tol).
 AGAINST_DEFAULTS = {
-    "patience_2": "runs.jsonl",
+    "patience_2": "sonmf_objective_stop/runs.jsonl",
+    "sonmf_label_stop": "sonmf_objective_stop/runs.jsonl",
     "imk_rho_1": "imk_kmeans_start/runs.jsonl",
     "imk_tol_1e-3": "imk_kmeans_start/runs.jsonl",
     "imk_rho_1_tol_1e-3": "imk_kmeans_start/runs.jsonl",
@@ -255,6 +260,62 @@ def test_the_stop_round_is_the_first_at_which_the_rule_fires_and_its_acc_is_read
     }
     text = stop_table([run], [0.01], 2)
     assert "| fmvc-imk | 0.01 | 70.00 (7.0) |" in text
+
+
+def test_fedsonmfs_label_stop_round_is_the_first_of_its_two_rules_to_fire():
+    # label changes None, 0.3, 0.01, 0.02, 0.01, 0.0, ...: with tol 0.015 and patience 2 the label
+    # rule fires after round 6 (rounds 5 and 6; round 4 moved more), with tol 0.02 after round 4
+    changes = [None, 0.3, 0.01, 0.02, 0.01, 0.0, 0.0, 0.0, 0.0, 0.0]
+    objectives = [100.0 / t for t in range(1, 11)]  # changes 0.5 ... 0.1: never flat at 1e-3
+    run = {
+        "method": "fedsonmf",
+        "set": "HW",
+        "seed": 0,
+        "rounds": [
+            {"objective": f, "label_change": c, "acc": 0.1 * t}
+            for t, (f, c) in enumerate(zip(objectives, changes), 1)
+        ],
+    }
+    assert label_stop_round(run, 0.015, 2) == 6 and label_stop_round(run, 0.02, 2) == 4
+    assert label_stop_round(run, 0.001, 5) == 10  # never: the last round
+    # the objective rule at its defaults (1e-3 for 3 rounds) ends the run first when it fires first
+    flat = [{**r, "objective": 1.0} for r in run["rounds"]]
+    assert label_stop_round({**run, "rounds": flat}, 0.015, 2) == 4  # rounds 2-4 flat
+    text = stop_table([run, {**run, "method": "fmvc-imk"}], [0.015, 0.02], 2, labels=True)
+    assert "| fedsonmf | 0.015 | 60.00 (6.0) |" in text and "| fedsonmf | 0.02 | 40.00 (4.0) |" in text
+    assert "fmvc-imk" not in text
+    assert (
+        stops_file(4, labels=True) == "label-stops-patience-4.md" and stops_file(3, True) == "label-stops.md"
+    )
+
+
+def test_fedsonmfs_label_stop_tables_are_what_its_runs_without_a_stop_give():
+    folder = DOCS / "rounds" / "sonmf_no_stop"
+    records = read_records(folder / "runs.jsonl")
+    assert len(records) == 18
+    assert all(r["config"]["sonmf.stop-change"] == 0 and len(r["rounds"]) == 40 for r in records)
+    page = (DOCS / "rounds.md").read_text()
+    for patience in (2, 3, 4, 5):
+        stops = stop_table(records, [0.005, 0.01, 0.015, 0.02, 0.03], patience, labels=True)
+        assert (folder / stops_file(patience, labels=True)).read_text() == stops
+    assert (folder / stops_file(4, labels=True)).read_text() in page
+
+
+def test_fedsonmfs_default_runs_stop_where_the_runs_without_a_stop_say_with_that_rounds_acc():
+    # the label rule changes nothing of a run but its length: each default run is the run without a
+    # stop cut at the round the rules give, with the same objectives, label changes and ACC
+    unstopped = {run_key(r): r for r in read_records(DOCS / "rounds" / "sonmf_no_stop" / "runs.jsonl")}
+    defaults = registry_defaults()
+    tol, patience = defaults["sonmf.stop-label-change"], defaults["sonmf.stop-label-patience"]
+    runs = read_records(DOCS / "rounds" / "sonmf_label_stop" / "runs.jsonl")
+    assert len(runs) == 18
+    for run in runs:
+        full = unstopped[run_key(run)]
+        t = label_stop_round(full, tol, patience)
+        assert len(run["rounds"]) == t and run["final"]["acc"] == full["rounds"][t - 1]["acc"]
+        for a, b in zip(run["rounds"], full["rounds"]):
+            assert a["objective"] == b["objective"] and a["label_change"] == b["label_change"]
+    assert read_records(DOCS / "rounds" / "runs.jsonl")[:18] == runs
 
 
 def test_the_iai_label_stop_is_read_off_the_runs_made_without_it():
