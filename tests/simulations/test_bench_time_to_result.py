@@ -32,6 +32,7 @@ FOLDER = Path(__file__).resolve().parents[2] / "docs" / "deployment" / "time_to_
         "imk_relaxation",
         "snapshot_317b33a",
         "polling",
+        "sonmf_label_stop",
     ],
 )
 def test_the_published_tables_are_what_the_records_give(folder):
@@ -60,6 +61,7 @@ def test_the_published_tables_are_what_the_records_give(folder):
         ("imk_relaxation", "imk-relaxation"),
         ("snapshot_317b33a", "snapshot-317b33a"),
         ("polling", "polling"),
+        ("sonmf_label_stop", "sonmf-label-stop"),
     ],
 )
 def test_deployment_md_embeds_the_tables(folder, marker):
