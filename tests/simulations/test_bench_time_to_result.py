@@ -33,6 +33,7 @@ FOLDER = Path(__file__).resolve().parents[2] / "docs" / "deployment" / "time_to_
         "snapshot_317b33a",
         "polling",
         "sonmf_label_stop",
+        "snapshot_98c328d",
     ],
 )
 def test_the_published_tables_are_what_the_records_give(folder):
@@ -62,6 +63,7 @@ def test_the_published_tables_are_what_the_records_give(folder):
         ("snapshot_317b33a", "snapshot-317b33a"),
         ("polling", "polling"),
         ("sonmf_label_stop", "sonmf-label-stop"),
+        ("snapshot_98c328d", "snapshot-98c328d"),
     ],
 )
 def test_deployment_md_embeds_the_tables(folder, marker):
