@@ -46,6 +46,7 @@ DOCS = Path(__file__).resolve().parents[3] / "docs" / "sonmf"
         "defaults_study",
         "defaults_study/before_objective_stop",
         "table1",
+        "table1/before_label_stop",
         "table1/before_objective_stop",
     ],
 )
